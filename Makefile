@@ -1,0 +1,46 @@
+# Flash-sale edge. `make demo` runs the demo flash sale; `make test` runs every test.
+SHELL := /bin/bash
+GO ?= go
+STACK := deploy/stack/stack.sh
+BINS := gateway writer bench flashctl
+TEST_TIMEOUT ?= 14m
+
+.PHONY: demo test test-unit test-race up down status build lint bench bench-peers clean
+
+demo: build up
+	bash deploy/demo.sh
+
+test: up
+	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) test-race
+
+# test-race runs the packages with concurrency of their own under the race detector.
+test-race:
+	source .run/env 2>/dev/null; FLASHSALE_REQUIRE_STACK=$${FLASHSALE_REQUIRE_STACK:-0} $(GO) test -count=1 -race -short -timeout $(TEST_TIMEOUT) ./...
+
+test-unit:
+	$(GO) test -count=1 -short ./...
+
+up:
+	bash $(STACK) up
+
+down:
+	bash $(STACK) down
+
+status:
+	bash $(STACK) status
+
+build:
+	mkdir -p bin
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/ ./gateway ./writer ./bench ./sharding/cmd/flashctl
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@2026.1 ./... || $(GO) run honnef.co/go/tools/cmd/staticcheck@latest ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
+
+clean:
+	rm -rf bin .run

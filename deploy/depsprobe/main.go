@@ -1,0 +1,20 @@
+package main
+import (
+ _ "github.com/valyala/fasthttp"
+ _ "github.com/redis/rueidis"
+ _ "github.com/twmb/franz-go/pkg/kgo"
+ _ "github.com/twmb/franz-go/pkg/kadm"
+ _ "github.com/twmb/franz-go/pkg/kfake"
+ _ "github.com/jackc/pgx/v5"
+ _ "github.com/lestrrat-go/jwx/v2/jwt"
+ _ "github.com/lestrrat-go/jwx/v2/jwk"
+ _ "github.com/lestrrat-go/jwx/v2/jws"
+ _ "github.com/valyala/fasthttp/fasthttputil"
+ _ "github.com/twmb/franz-go/pkg/kerr"
+ _ "github.com/jackc/pgx/v5/pgxpool"
+ _ "github.com/google/uuid"
+ _ "golang.org/x/time/rate"
+ _ "github.com/pressly/goose/v3"
+ _ "github.com/HdrHistogram/hdrhistogram-go"
+)
+func main(){}

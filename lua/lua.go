@@ -1,0 +1,22 @@
+// Package lua holds the Redis Lua scripts of the flash sale, embedded into the
+// binaries. Every script touches only keys that share one hash tag (see package
+// sharding), validates all of its input before its first write, and answers a
+// business outcome as a value, never as an error reply.
+package lua
+
+import _ "embed"
+
+// Reserve takes one unit of an item on one shard for one user. See reserve.lua.
+//
+//go:embed reserve.lua
+var Reserve string
+
+// Release gives a reserved unit back at most once per order. See release.lua.
+//
+//go:embed release.lua
+var Release string
+
+// Status records an order status committed by the writer. See status.lua.
+//
+//go:embed status.lua
+var Status string

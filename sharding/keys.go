@@ -1,0 +1,65 @@
+package sharding
+
+import (
+	"strconv"
+)
+
+// MaxShards is the largest shard count a sale may have.
+const MaxShards = 256
+
+// SalesKey is the Redis set of the ids of all sales.
+const SalesKey = "fs:sales"
+
+// SaleKey returns the Redis key of a sale's JSON description.
+func SaleKey(saleID int64) string { return "fs:sale:" + strconv.FormatInt(saleID, 10) }
+
+// AppendStockKey appends the key of an item's stock on the shard with tag.
+func AppendStockKey(dst []byte, tag string, itemID int64) []byte {
+	dst = appendTag(dst, tag)
+	dst = append(dst, ":stock:"...)
+	return strconv.AppendInt(dst, itemID, 10)
+}
+
+// AppendBuyersKey appends the key of the buyers hash of the shard with tag.
+func AppendBuyersKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":buyers"...)
+}
+
+// AppendOrderKey appends the key of an order record kept on the shard with tag.
+func AppendOrderKey(dst []byte, tag string, id OrderID) []byte {
+	dst = appendTag(dst, tag)
+	dst = append(dst, ":o:"...)
+	return id.AppendText(dst)
+}
+
+// AppendJournalKey appends the key of the stock-move journal of the shard with tag.
+func AppendJournalKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":journal"...)
+}
+
+func appendTag(dst []byte, tag string) []byte {
+	dst = append(dst, '{')
+	dst = append(dst, tag...)
+	return append(dst, '}')
+}
+
+// HomeShard returns the shard, in [0, shards), that holds user's buyer record in
+// a sale. It is a pure function of its arguments, so every gateway agrees.
+func HomeShard(userID uint64, saleID int64, shards int) int {
+	if shards <= 1 {
+		return 0
+	}
+	return int(mix64(userID^uint64(saleID)*0x9e3779b97f4a7c15) % uint64(shards))
+}
+
+// mix64 is splitmix64's finaliser: consecutive user ids land on unrelated shards.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}

@@ -1,0 +1,146 @@
+package sharding
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// DefaultPaymentWindow is how long a buyer has to pay when a sale names none.
+const DefaultPaymentWindow = 10 * time.Minute
+
+// Sale describes one flash sale. It is written by the writer (`writer sale
+// create`) to PostgreSQL and, as JSON, to Redis under SaleKey(ID); gateways and
+// the ops tool read it from there. A Sale is immutable once loaded: a change
+// (a reshard, say) is a new value stored under the same key with Version+1.
+type Sale struct {
+	ID            int64     `json:"id"`
+	Name          string    `json:"name"`
+	StartsAt      time.Time `json:"startsAt"`
+	EndsAt        time.Time `json:"endsAt"`
+	PaymentWindow Duration  `json:"paymentWindow"`
+	Items         []Item    `json:"items"`
+	// Shards holds one hash tag per shard; len(Shards) is the shard count S.
+	Shards []string `json:"shards"`
+	// Version grows by one with every change of the stored description.
+	Version int64 `json:"version"`
+}
+
+// Item is one product of a sale with a fixed quantity and price.
+type Item struct {
+	ID       int64  `json:"id"`
+	Name     string `json:"name"`
+	Price    int64  `json:"price"` // in the currency's minor unit (cents)
+	Currency string `json:"currency"`
+	Quantity int64  `json:"quantity"`
+}
+
+// Duration is a time.Duration that reads and writes JSON as "10m" (or as
+// nanoseconds, for symmetry with encoding/json's default).
+type Duration time.Duration
+
+// MarshalJSON writes d as a Go duration string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return strconv.AppendQuote(nil, time.Duration(d).String()), nil
+}
+
+// UnmarshalJSON reads "90s" or an integer number of nanoseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		v, err := time.ParseDuration(s)
+		if err != nil {
+			return fmt.Errorf("duration %q: %w", s, err)
+		}
+		*d = Duration(v)
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("duration: want a string like \"10m\" or nanoseconds, got %s", b)
+	}
+	*d = Duration(n)
+	return nil
+}
+
+// Window returns the payment window, DefaultPaymentWindow when unset.
+func (s *Sale) Window() time.Duration {
+	if s.PaymentWindow <= 0 {
+		return DefaultPaymentWindow
+	}
+	return time.Duration(s.PaymentWindow)
+}
+
+// Item returns the sale's item with id, or nil.
+func (s *Sale) Item(id int64) *Item {
+	for i := range s.Items {
+		if s.Items[i].ID == id {
+			return &s.Items[i]
+		}
+	}
+	return nil
+}
+
+// MaxSaleID is the largest sale id: order ids carry it in 32 bits.
+const MaxSaleID = 1<<32 - 1
+
+// Validate reports the first thing wrong with s, in words an operator can act on.
+// Shards may be empty (not yet placed); when present they must be distinct.
+func (s *Sale) Validate() error {
+	switch {
+	case s.ID <= 0 || s.ID > MaxSaleID:
+		return fmt.Errorf("sale id %d: want 1..%d", s.ID, int64(MaxSaleID))
+	case s.StartsAt.IsZero() || s.EndsAt.IsZero():
+		return errors.New("sale needs startsAt and endsAt (RFC 3339)")
+	case !s.EndsAt.After(s.StartsAt):
+		return fmt.Errorf("sale ends (%s) before it starts (%s)", s.EndsAt.Format(time.RFC3339), s.StartsAt.Format(time.RFC3339))
+	case s.PaymentWindow < 0:
+		return errors.New("paymentWindow is negative")
+	case len(s.Items) == 0:
+		return errors.New("sale has no items")
+	case len(s.Shards) > MaxShards:
+		return fmt.Errorf("%d shards: at most %d", len(s.Shards), MaxShards)
+	}
+	seen := make(map[int64]bool, len(s.Items))
+	for _, it := range s.Items {
+		switch {
+		case it.ID <= 0:
+			return fmt.Errorf("item id %d: want a positive integer", it.ID)
+		case seen[it.ID]:
+			return fmt.Errorf("item id %d appears twice", it.ID)
+		case it.Quantity <= 0:
+			return fmt.Errorf("item %d: quantity %d, want > 0", it.ID, it.Quantity)
+		case it.Price < 0:
+			return fmt.Errorf("item %d: negative price", it.ID)
+		}
+		seen[it.ID] = true
+	}
+	tags := make(map[string]bool, len(s.Shards))
+	for i, t := range s.Shards {
+		if t == "" || tags[t] {
+			return fmt.Errorf("shard %d: empty or repeated hash tag %q", i, t)
+		}
+		for j := 0; j < len(t); j++ {
+			if t[j] == '{' || t[j] == '}' {
+				return fmt.Errorf("shard %d: hash tag %q contains a brace", i, t)
+			}
+		}
+		tags[t] = true
+	}
+	return nil
+}
+
+// Split returns how q units spread over n shards: as even as possible, the first
+// q%n shards one unit more.
+func Split(q int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = q / int64(n)
+		if int64(i) < q%int64(n) {
+			out[i]++
+		}
+	}
+	return out
+}

@@ -1,0 +1,407 @@
+// Package stock runs the stock scripts of package lua against a Redis Cluster
+// through rueidis, over the key layout of package sharding. Gateways reserve and
+// release with it, the writer records statuses and releases, and the ops tool
+// preloads and inspects.
+//
+// Business outcomes (reserved, sold out, already purchased) are Result values;
+// an error means Redis did not answer as the scripts promise (unreachable,
+// timed out, or a script refused its input) and, for Reserve, that the caller
+// cannot know whether the unit was taken: it settles that by replaying the
+// same order id, which the script treats as idempotent.
+//
+// A Store is safe for concurrent use; every call is one round trip through
+// rueidis's auto-pipelining, so concurrent calls share network writes.
+package stock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/lua"
+	"flashsale/sharding"
+)
+
+// Outcome is the business result of a reservation attempt.
+type Outcome uint8
+
+// Outcomes of Reserve.
+const (
+	// SoldOut: the shard has no unit of the item left.
+	SoldOut Outcome = iota
+	// Reserved: one unit is now held for the order id in Result.OrderID.
+	Reserved
+	// AlreadyPurchased: the user holds another active order in the sale,
+	// Result.OrderID.
+	AlreadyPurchased
+	// IDUsed: the order id was reserved before and has since been released; a
+	// retried request with an old Idempotency-Key gets this.
+	IDUsed
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case SoldOut:
+		return "sold out"
+	case Reserved:
+		return "reserved"
+	case AlreadyPurchased:
+		return "already purchased"
+	case IDUsed:
+		return "order id used"
+	}
+	return "outcome(" + strconv.Itoa(int(o)) + ")"
+}
+
+// Result is what Reserve decided.
+type Result struct {
+	Outcome Outcome
+	OrderID sharding.OrderID // reserved or held order, zero when sold out
+	// Left is the units left on the shard after a reservation, or -1 when the
+	// script did not look (a replay or a refusal).
+	Left int64
+	// Replay is true when the reservation already existed under this order id.
+	Replay bool
+}
+
+// Store runs the stock scripts. Create it with New.
+type Store struct {
+	c                       rueidis.Client
+	reserve, release, state *rueidis.Lua
+}
+
+// New returns a Store over c, a cluster (or single-node) rueidis client.
+func New(c rueidis.Client) *Store {
+	return &Store{
+		c:       c,
+		reserve: rueidis.NewLuaScript(lua.Reserve),
+		release: rueidis.NewLuaScript(lua.Release),
+		state:   rueidis.NewLuaScript(lua.Status),
+	}
+}
+
+// Client returns the underlying rueidis client.
+func (s *Store) Client() rueidis.Client { return s.c }
+
+// Reservation names one purchase attempt.
+type Reservation struct {
+	Tag     string // the user's home shard's hash tag
+	ItemID  int64
+	UserID  uint64
+	OrderID sharding.OrderID
+	Created time.Time
+	Expires time.Time     // end of the payment window
+	TTL     time.Duration // how long the order record lives in Redis
+}
+
+// Reserve runs reserve.lua for r: one round trip.
+func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
+	oid := r.OrderID.String()
+	keys := []string{
+		string(sharding.AppendStockKey(nil, r.Tag, r.ItemID)),
+		string(sharding.AppendBuyersKey(nil, r.Tag)),
+		string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)),
+	}
+	args := []string{
+		strconv.FormatUint(r.UserID, 10), oid, strconv.FormatInt(r.ItemID, 10),
+		strconv.FormatInt(r.Created.UnixMilli(), 10), strconv.FormatInt(r.Expires.UnixMilli(), 10),
+		strconv.FormatInt(int64(ttlSeconds(r.TTL)), 10),
+	}
+	arr, err := s.reserve.Exec(ctx, s.c, keys, args).ToArray()
+	if err != nil {
+		return Result{}, fmt.Errorf("reserving stock: %w", err)
+	}
+	return decodeReserve(arr)
+}
+
+func decodeReserve(arr []rueidis.RedisMessage) (Result, error) {
+	if len(arr) != 3 {
+		return Result{}, fmt.Errorf("reserving stock: reply has %d elements, want 3", len(arr))
+	}
+	code, err1 := arr[0].AsInt64()
+	id, err2 := arr[1].ToString()
+	left, err3 := arr[2].AsInt64()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return Result{}, fmt.Errorf("reserving stock: malformed reply: %w", err)
+	}
+	r := Result{Left: left}
+	switch code {
+	case 0:
+		r.Outcome = SoldOut
+		return r, nil
+	case 1:
+		r.Outcome, r.Replay = Reserved, left < 0
+	case 2:
+		r.Outcome = AlreadyPurchased
+	case 3:
+		r.Outcome = IDUsed
+	default:
+		return Result{}, fmt.Errorf("reserving stock: unknown reply code %d", code)
+	}
+	oid, ok := sharding.ParseOrderID([]byte(id))
+	if !ok {
+		return Result{}, fmt.Errorf("reserving stock: reply holds a malformed order id %q", id)
+	}
+	r.OrderID = oid
+	return r, nil
+}
+
+// Release statuses: the final status written to the order record, or
+// ReleaseDelete to remove the record (a hand-off that never reached a client).
+const (
+	StatusPending   = "PENDING"
+	StatusPaid      = "PAID"
+	StatusExpired   = "EXPIRED"
+	StatusCancelled = "CANCELLED"
+	StatusFailed    = "FAILED"
+	ReleaseDelete   = "-"
+)
+
+// Release gives the unit held by order id back to the item's stock on tag's
+// shard, at most once: it reports true only for the call that returned it.
+func (s *Store) Release(ctx context.Context, tag string, itemID int64, userID uint64, id sharding.OrderID, status string) (bool, error) {
+	keys := []string{
+		string(sharding.AppendStockKey(nil, tag, itemID)),
+		string(sharding.AppendBuyersKey(nil, tag)),
+		string(sharding.AppendOrderKey(nil, tag, id)),
+	}
+	n, err := s.release.Exec(ctx, s.c, keys, []string{strconv.FormatUint(userID, 10), id.String(), status}).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("releasing stock: %w", err)
+	}
+	return n == 1, nil
+}
+
+// OrderRecord is the order as Redis keeps it for the gateway's GET.
+type OrderRecord struct {
+	UserID  uint64
+	ItemID  int64
+	Status  string
+	Created time.Time
+	Expires time.Time
+}
+
+// SetStatus records status for order id on tag's shard. When the record is
+// missing it is recreated from rec, so GET keeps working after a failover lost
+// it. A final status is never replaced by PENDING.
+func (s *Store) SetStatus(ctx context.Context, tag string, id sharding.OrderID, rec OrderRecord, ttl time.Duration) error {
+	args := []string{rec.Status, strconv.Itoa(ttlSeconds(ttl)),
+		strconv.FormatUint(rec.UserID, 10), strconv.FormatInt(rec.ItemID, 10),
+		strconv.FormatInt(rec.Created.UnixMilli(), 10), strconv.FormatInt(rec.Expires.UnixMilli(), 10)}
+	err := s.state.Exec(ctx, s.c, []string{string(sharding.AppendOrderKey(nil, tag, id))}, args).Error()
+	if err != nil {
+		return fmt.Errorf("recording order status: %w", err)
+	}
+	return nil
+}
+
+// Order reads the order record of id from tag's shard; found is false when
+// there is none.
+func (s *Store) Order(ctx context.Context, tag string, id sharding.OrderID) (rec OrderRecord, found bool, err error) {
+	m, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendOrderKey(nil, tag, id))).Build()).AsStrMap()
+	if err != nil {
+		return rec, false, fmt.Errorf("reading order: %w", err)
+	}
+	if len(m) == 0 {
+		return rec, false, nil
+	}
+	rec, err = parseRecord(m)
+	return rec, err == nil, err
+}
+
+func parseRecord(m map[string]string) (OrderRecord, error) {
+	var rec OrderRecord
+	var err error
+	if rec.UserID, err = strconv.ParseUint(m["user"], 10, 64); err != nil {
+		return rec, fmt.Errorf("order record: user: %w", err)
+	}
+	if rec.ItemID, err = strconv.ParseInt(m["item"], 10, 64); err != nil {
+		return rec, fmt.Errorf("order record: item: %w", err)
+	}
+	c, err1 := strconv.ParseInt(m["created"], 10, 64)
+	e, err2 := strconv.ParseInt(m["expires"], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return rec, fmt.Errorf("order record: times: %w", err)
+	}
+	rec.Created, rec.Expires, rec.Status = time.UnixMilli(c).UTC(), time.UnixMilli(e).UTC(), m["status"]
+	return rec, nil
+}
+
+func ttlSeconds(d time.Duration) int {
+	if d < time.Second {
+		return 1
+	}
+	return int(d / time.Second)
+}
+
+// ErrLive is returned by Preload when the sale already has stock in Redis and
+// force is not set.
+var ErrLive = errors.New("sale already has stock in Redis (use --force to overwrite)")
+
+// Preload stores sale's description and its items' stock, split evenly over
+// its shards (sharding.Split), and adds it to the sales index. It refuses with
+// ErrLive when any stock key of the sale exists, unless force is set.
+func (s *Store) Preload(ctx context.Context, sale *sharding.Sale, force bool) error {
+	if err := sale.Validate(); err != nil {
+		return err
+	}
+	if len(sale.Shards) == 0 {
+		return errors.New("preload: sale has no shards placed")
+	}
+	if !force {
+		var cmds rueidis.Commands
+		for _, it := range sale.Items {
+			for _, tag := range sale.Shards {
+				cmds = append(cmds, s.c.B().Exists().Key(string(sharding.AppendStockKey(nil, tag, it.ID))).Build())
+			}
+		}
+		for _, r := range s.c.DoMulti(ctx, cmds...) {
+			n, err := r.AsInt64()
+			if err != nil {
+				return fmt.Errorf("preload: checking existing stock: %w", err)
+			}
+			if n > 0 {
+				return ErrLive
+			}
+		}
+	}
+	var cmds rueidis.Commands
+	for _, it := range sale.Items {
+		for i, q := range sharding.Split(it.Quantity, len(sale.Shards)) {
+			cmds = append(cmds, s.c.B().Set().Key(string(sharding.AppendStockKey(nil, sale.Shards[i], it.ID))).Value(strconv.FormatInt(q, 10)).Build())
+		}
+	}
+	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
+		return fmt.Errorf("preload: writing stock: %w", err)
+	}
+	return s.StoreSale(ctx, sale)
+}
+
+// StoreSale writes sale's description and adds it to the sales index.
+func (s *Store) StoreSale(ctx context.Context, sale *sharding.Sale) error {
+	b, err := json.Marshal(sale)
+	if err != nil {
+		return fmt.Errorf("encoding sale: %w", err)
+	}
+	err = firstErr(s.c.DoMulti(ctx,
+		s.c.B().Set().Key(sharding.SaleKey(sale.ID)).Value(string(b)).Build(),
+		s.c.B().Sadd().Key(sharding.SalesKey).Member(strconv.FormatInt(sale.ID, 10)).Build()))
+	if err != nil {
+		return fmt.Errorf("storing sale %d: %w", sale.ID, err)
+	}
+	return nil
+}
+
+// ErrNoSale is returned by LoadSale for an unknown sale id.
+var ErrNoSale = errors.New("no such sale")
+
+// LoadSale reads one sale's description.
+func (s *Store) LoadSale(ctx context.Context, id int64) (*sharding.Sale, error) {
+	b, err := s.c.Do(ctx, s.c.B().Get().Key(sharding.SaleKey(id)).Build()).AsBytes()
+	if rueidis.IsRedisNil(err) {
+		return nil, fmt.Errorf("sale %d: %w", id, ErrNoSale)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading sale %d: %w", id, err)
+	}
+	var sale sharding.Sale
+	if err := json.Unmarshal(b, &sale); err != nil {
+		return nil, fmt.Errorf("decoding sale %d: %w", id, err)
+	}
+	if err := sale.Validate(); err != nil {
+		return nil, fmt.Errorf("sale %d in Redis is invalid: %w", id, err)
+	}
+	return &sale, nil
+}
+
+// Sales loads every sale in the sales index.
+func (s *Store) Sales(ctx context.Context) ([]*sharding.Sale, error) {
+	ids, err := s.c.Do(ctx, s.c.B().Smembers().Key(sharding.SalesKey).Build()).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("listing sales: %w", err)
+	}
+	out := make([]*sharding.Sale, 0, len(ids))
+	for _, v := range ids {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("sales index holds %q: %w", v, err)
+		}
+		sale, err := s.LoadSale(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sale)
+	}
+	return out, nil
+}
+
+// Remaining returns the units of item left on each shard of sale.
+func (s *Store) Remaining(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+	cmds := make(rueidis.Commands, len(sale.Shards))
+	for i, tag := range sale.Shards {
+		cmds[i] = s.c.B().Get().Key(string(sharding.AppendStockKey(nil, tag, itemID))).Build()
+	}
+	out := make([]int64, len(cmds))
+	for i, r := range s.c.DoMulti(ctx, cmds...) {
+		n, err := r.AsInt64()
+		if rueidis.IsRedisNil(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading stock of item %d on shard %d: %w", itemID, i, err)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// Topology reads the cluster's masters and their slots with CLUSTER SLOTS.
+func Topology(ctx context.Context, c rueidis.Client) (*sharding.Topology, error) {
+	arr, err := c.Do(ctx, c.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("reading cluster slots: %w", err)
+	}
+	byAddr := map[string]*sharding.Master{}
+	var order []string
+	for _, e := range arr {
+		f, err := e.ToArray()
+		if err != nil || len(f) < 3 {
+			return nil, fmt.Errorf("reading cluster slots: malformed entry")
+		}
+		first, err1 := f[0].AsInt64()
+		last, err2 := f[1].AsInt64()
+		node, err3 := f[2].ToArray()
+		if err := errors.Join(err1, err2, err3); err != nil || len(node) < 2 {
+			return nil, fmt.Errorf("reading cluster slots: malformed entry: %v", err)
+		}
+		host, _ := node[0].ToString()
+		port, _ := node[1].AsInt64()
+		addr := host + ":" + strconv.FormatInt(port, 10)
+		m := byAddr[addr]
+		if m == nil {
+			m = &sharding.Master{Addr: addr}
+			byAddr[addr] = m
+			order = append(order, addr)
+		}
+		m.Slots = append(m.Slots, sharding.SlotRange{First: uint16(first), Last: uint16(last)})
+	}
+	masters := make([]sharding.Master, 0, len(order))
+	for _, a := range order {
+		masters = append(masters, *byAddr[a])
+	}
+	return sharding.NewTopology(masters)
+}
+
+func firstErr(rs []rueidis.RedisResult) error {
+	for _, r := range rs {
+		if err := r.Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
