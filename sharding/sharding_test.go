@@ -1,0 +1,236 @@
+package sharding
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSlotKnownValues(t *testing.T) {
+	// Values printed by CLUSTER KEYSLOT on Redis 7; the integration test in
+	// package stock checks many more against the live cluster.
+	cases := map[string]uint16{
+		"foo":                  12182,
+		"bar":                  5061,
+		"123456789":            12739,
+		"{user1000}.following": 3443,
+		"{user1000}.followers": 3443,
+		"foo{}{bar}":           8363,
+		"foo{{bar}}zap":        4015,
+		"foo{bar}{zap}":        5061,
+		"{}":                   15257,
+		"{":                    Slot([]byte("{")),
+		"{s1:0:0}:stock:1":     Slot([]byte("s1:0:0")),
+		"{s1:0:0}:buyers":      Slot([]byte("s1:0:0")),
+	}
+	for k, want := range cases {
+		if got := Slot([]byte(k)); got != want {
+			t.Errorf("Slot(%q) = %d, want %d", k, got, want)
+		}
+	}
+}
+
+func TestShardKeysShareOneSlot(t *testing.T) {
+	id := NewOrderID(7, 0x0123456789abcdef, 42)
+	for _, tag := range UniformTags(7, 16) {
+		want := Slot(AppendBuyersKey(nil, tag))
+		for _, k := range [][]byte{AppendStockKey(nil, tag, 99), AppendOrderKey(nil, tag, id), AppendJournalKey(nil, tag)} {
+			if Slot(k) != want {
+				t.Fatalf("key %s in slot %d, buyers in %d", k, Slot(k), want)
+			}
+		}
+	}
+}
+
+func TestKeyShapes(t *testing.T) {
+	id := NewOrderID(7, 1, 2)
+	if got := string(AppendStockKey(nil, "s7:0:3", 12)); got != "{s7:0:3}:stock:12" {
+		t.Fatal(got)
+	}
+	if got := string(AppendOrderKey(nil, "s7:0:3", id)); got != "{s7:0:3}:o:"+id.String() {
+		t.Fatal(got)
+	}
+	if SaleKey(7) != "fs:sale:7" {
+		t.Fatal(SaleKey(7))
+	}
+}
+
+func TestHomeShardSpreadAndStable(t *testing.T) {
+	for _, n := range []int{1, 2, 4, 8, 16, 64} {
+		counts := make([]int, n)
+		for u := uint64(1); u <= 100000; u++ {
+			h := HomeShard(u, 42, n)
+			if h < 0 || h >= n || h != HomeShard(u, 42, n) {
+				t.Fatalf("HomeShard(%d, 42, %d) = %d", u, n, h)
+			}
+			counts[h]++
+		}
+		for i, c := range counts {
+			if exp := 100000 / n; c < exp*9/10 || c > exp*11/10 {
+				t.Errorf("S=%d shard %d got %d users, want about %d", n, i, c, exp)
+			}
+		}
+	}
+}
+
+func TestOrderIDRoundTrip(t *testing.T) {
+	id := NewOrderID(MaxSaleID, ^uint64(0), 0xdeadbeef)
+	s := id.String()
+	if len(s) != 36 || s[14] != '8' {
+		t.Fatalf("%s: want a version 8 UUID", s)
+	}
+	back, ok := ParseOrderID([]byte(s))
+	if !ok || back != id || back.SaleID() != MaxSaleID {
+		t.Fatalf("round trip %s -> %v %v", s, back, ok)
+	}
+	up, ok := ParseOrderID([]byte(strings.ToUpper(s)))
+	if !ok || up != id {
+		t.Fatal("upper case form refused")
+	}
+}
+
+func TestParseOrderIDRejects(t *testing.T) {
+	for _, s := range []string{
+		"", "x", "123e4567-e89b-12d3-a456-426614174000", // version 1
+		"00000007-0000-8000-8000-00000000000",   // short
+		"00000007-0000-8000-8000-0000000000000", // long
+		"00000007-0000-8000-c000-000000000000",  // wrong variant
+		"00000007x0000-8000-8000-000000000000",
+		"0000000g-0000-8000-8000-000000000000",
+	} {
+		if _, ok := ParseOrderID([]byte(s)); ok {
+			t.Errorf("ParseOrderID(%q) accepted", s)
+		}
+	}
+}
+
+func FuzzParseOrderID(f *testing.F) {
+	f.Add([]byte(NewOrderID(1, 2, 3).String()))
+	f.Add([]byte("00000007-0000-8000-8000-000000000000"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, ok := ParseOrderID(b)
+		if ok && !bytes.EqualFold(id.AppendText(nil), b) {
+			t.Fatalf("%q parsed to %s", b, id)
+		}
+	})
+}
+
+func TestSaleValidate(t *testing.T) {
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	good := func() Sale {
+		return Sale{ID: 1, StartsAt: start, EndsAt: start.Add(time.Hour),
+			Items: []Item{{ID: 1, Quantity: 10, Price: 100}}, Shards: UniformTags(1, 4)}
+	}
+	s := good()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]func(*Sale){
+		"sale id":       func(s *Sale) { s.ID = 0 },
+		"sale id range": func(s *Sale) { s.ID = MaxSaleID + 1 },
+		"startsAt":      func(s *Sale) { s.StartsAt = time.Time{} },
+		"before":        func(s *Sale) { s.EndsAt = s.StartsAt },
+		"no items":      func(s *Sale) { s.Items = nil },
+		"quantity":      func(s *Sale) { s.Items[0].Quantity = 0 },
+		"twice":         func(s *Sale) { s.Items = append(s.Items, s.Items[0]) },
+		"negative":      func(s *Sale) { s.Items[0].Price = -1 },
+		"brace":         func(s *Sale) { s.Shards[1] = "a}b" },
+		"repeated":      func(s *Sale) { s.Shards[1] = s.Shards[0] },
+		"paymentWindow": func(s *Sale) { s.PaymentWindow = -1 },
+	}
+	for want, mut := range bad {
+		s := good()
+		mut(&s)
+		err := s.Validate()
+		if err == nil {
+			t.Errorf("%s: accepted", want)
+			continue
+		}
+		if !strings.Contains(err.Error(), strings.Fields(want)[0]) && want != "before" && want != "twice" && want != "brace" && want != "repeated" {
+			t.Errorf("%s: error %q does not name the problem", want, err)
+		}
+	}
+}
+
+func TestSaleJSON(t *testing.T) {
+	in := `{"id":3,"name":"x","startsAt":"2026-12-01T10:00:00Z","endsAt":"2026-12-01T11:00:00Z","paymentWindow":"15m","items":[{"id":1,"quantity":5}]}`
+	var s Sale
+	if err := json.Unmarshal([]byte(in), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Window() != 15*time.Minute {
+		t.Fatal(s.Window())
+	}
+	var d Duration
+	if err := json.Unmarshal([]byte(`"soon"`), &d); err == nil {
+		t.Fatal("bad duration accepted")
+	}
+	s.PaymentWindow = 0
+	if s.Window() != DefaultPaymentWindow {
+		t.Fatal("default window")
+	}
+}
+
+func TestSplit(t *testing.T) {
+	for _, c := range []struct {
+		q int64
+		n int
+	}{{10000, 8}, {100, 16}, {7, 3}, {1, 4}, {0, 2}} {
+		parts := Split(c.q, c.n)
+		var sum, min, max int64 = 0, parts[0], parts[0]
+		for _, p := range parts {
+			sum += p
+			min, max = minI(min, p), maxI(max, p)
+		}
+		if sum != c.q || max-min > 1 {
+			t.Errorf("Split(%d,%d) = %v", c.q, c.n, parts)
+		}
+	}
+}
+
+func minI(a, b int64) int64 {
+	if a < b {
+		return a
+	}
+	return b
+}
+func maxI(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func TestPlaceTagsSpreadsOverMasters(t *testing.T) {
+	top, err := NewTopology([]Master{
+		{Addr: "127.0.0.1:7001", Slots: []SlotRange{{0, 5460}}},
+		{Addr: "127.0.0.1:7002", Slots: []SlotRange{{5461, 10922}}},
+		{Addr: "127.0.0.1:7003", Slots: []SlotRange{{10923, 16383}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tags, err := PlaceTags(9, 16, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for i, tag := range tags {
+		m := top.MasterOfTag(tag)
+		if m != top.Masters[i%3].Addr {
+			t.Fatalf("shard %d tag %s on %s", i, tag, m)
+		}
+		per[m]++
+	}
+	if per["127.0.0.1:7001"] != 6 || per["127.0.0.1:7002"] != 5 || per["127.0.0.1:7003"] != 5 {
+		t.Fatal(per)
+	}
+	if _, err := PlaceTags(9, 0, top); err == nil {
+		t.Fatal("0 shards accepted")
+	}
+	if _, err := NewTopology(nil); err == nil {
+		t.Fatal("empty topology accepted")
+	}
+}
