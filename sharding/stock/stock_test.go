@@ -1,0 +1,317 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/deploy/testenv"
+	"flashsale/lua"
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+func newStore(t *testing.T) (*stock.Store, rueidis.Client) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs the local stack")
+	}
+	testenv.Require(t, "redis")
+	c := testenv.NewRedis(t)
+	return stock.New(c), c
+}
+
+func randomSaleID() int64 { return 1 + rand.Int64N(sharding.MaxSaleID-1) }
+
+// tagOffFirstMaster returns a shard tag whose slot a master other than the first
+// seed (127.0.0.1:7001) serves, so the client must follow the slot map (and a
+// MOVED if its map were stale) rather than talk to the node it dialled first.
+func tagOffFirstMaster(t *testing.T, c rueidis.Client, saleID int64) (string, string) {
+	t.Helper()
+	top, err := stock.Topology(context.Background(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Masters) != 3 {
+		t.Fatalf("want 3 masters, cluster has %d", len(top.Masters))
+	}
+	first := testenv.RedisAddrs()[0]
+	for salt := 0; ; salt++ {
+		tag := fmt.Sprintf("s%d:0:%d", saleID, salt)
+		if m := top.MasterOfTag(tag); m != first {
+			return tag, m
+		}
+	}
+}
+
+func reservation(tag string, item int64, user uint64, id sharding.OrderID) stock.Reservation {
+	now := time.Now()
+	return stock.Reservation{Tag: tag, ItemID: item, UserID: user, OrderID: id,
+		Created: now, Expires: now.Add(10 * time.Minute), TTL: time.Hour}
+}
+
+func getInt(t *testing.T, c rueidis.Client, key []byte) int64 {
+	t.Helper()
+	n, err := c.Do(context.Background(), c.B().Get().Key(string(key)).Build()).AsInt64()
+	if err != nil {
+		t.Fatalf("GET %s: %v", key, err)
+	}
+	return n
+}
+
+func TestSlotAgreesWithClusterKeyslot(t *testing.T) {
+	_, c := newStore(t)
+	ctx := context.Background()
+	keys := []string{"foo", "{user1000}.following", "foo{}{bar}", "{}", "{", "}{", "a{b}c{d}"}
+	for i := 0; i < 500; i++ {
+		keys = append(keys, string(sharding.AppendStockKey(nil, fmt.Sprintf("s%d:%d:%d", rand.Int64N(1e9), i%64, i), int64(i))))
+		b := make([]byte, rand.IntN(24))
+		for j := range b {
+			b[j] = byte(rand.IntN(256))
+		}
+		keys = append(keys, string(b))
+	}
+	for _, k := range keys {
+		want, err := c.Do(ctx, c.B().ClusterKeyslot().Key(k).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sharding.Slot([]byte(k)); int64(got) != want {
+			t.Fatalf("Slot(%q) = %d, CLUSTER KEYSLOT says %d", k, got, want)
+		}
+	}
+}
+
+// TestRace1000UsersFor100Units is the seed's race test against the real
+// cluster: 1,000 users at once for 100 units.
+func TestRace1000UsersFor100Units(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, master := tagOffFirstMaster(t, c, sale)
+	t.Logf("item keys on %s (tag %s)", master, tag)
+	const item, units, users = 501, 100, 1000
+	stockKey := sharding.AppendStockKey(nil, tag, item)
+	if err := c.Do(ctx, c.B().Set().Key(string(stockKey)).Value(strconv.Itoa(units)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+
+	ids := make([]sharding.OrderID, users+1)
+	results := make([]stock.Result, users+1)
+	errs := make([]error, users+1)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for u := 1; u <= users; u++ {
+		ids[u] = sharding.NewOrderID(sale, rand.Uint64(), rand.Uint32())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[u], errs[u] = s.Reserve(ctx, reservation(tag, item, uint64(u), ids[u]))
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	var reserved, soldOut int
+	winner := 0
+	for u := 1; u <= users; u++ {
+		if errs[u] != nil {
+			t.Fatalf("user %d: %v", u, errs[u])
+		}
+		switch results[u].Outcome {
+		case stock.Reserved:
+			reserved++
+			winner = u
+			if results[u].OrderID != ids[u] || results[u].Replay {
+				t.Fatalf("user %d reserved %v (replay %v), asked %v", u, results[u].OrderID, results[u].Replay, ids[u])
+			}
+		case stock.SoldOut:
+			soldOut++
+		default:
+			t.Fatalf("user %d: %v", u, results[u].Outcome)
+		}
+	}
+	if reserved != units || soldOut != users-units {
+		t.Fatalf("reserved %d, sold out %d; want %d and %d", reserved, soldOut, units, users-units)
+	}
+	if left := getInt(t, c, stockKey); left != 0 {
+		t.Fatalf("stock left %d, want 0", left)
+	}
+	buyers, err := c.Do(ctx, c.B().Hlen().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsInt64()
+	if err != nil || buyers != units {
+		t.Fatalf("buyers %d (%v), want %d", buyers, err, units)
+	}
+
+	next, err := s.Reserve(ctx, reservation(tag, item, users+1, sharding.NewOrderID(sale, 1, 1)))
+	if err != nil || next.Outcome != stock.SoldOut {
+		t.Fatalf("next user: %+v %v, want sold out", next, err)
+	}
+	again, err := s.Reserve(ctx, reservation(tag, item, uint64(winner), sharding.NewOrderID(sale, 2, 2)))
+	if err != nil || again.Outcome != stock.AlreadyPurchased || again.OrderID != ids[winner] {
+		t.Fatalf("winner again: %+v %v, want already purchased with %v", again, err, ids[winner])
+	}
+	replay, err := s.Reserve(ctx, reservation(tag, item, uint64(winner), ids[winner]))
+	if err != nil || replay.Outcome != stock.Reserved || !replay.Replay {
+		t.Fatalf("winner replaying its own order id: %+v %v, want an idempotent reservation", replay, err)
+	}
+	if left := getInt(t, c, stockKey); left != 0 {
+		t.Fatalf("a replay took a unit: stock %d", left)
+	}
+
+	rec, found, err := s.Order(ctx, tag, ids[winner])
+	if err != nil || !found || rec.Status != stock.StatusPending || rec.UserID != uint64(winner) || rec.ItemID != item {
+		t.Fatalf("order record %+v found=%v err=%v", rec, found, err)
+	}
+
+	ok, err := s.Release(ctx, tag, item, uint64(winner), ids[winner], stock.StatusExpired)
+	if err != nil || !ok {
+		t.Fatalf("first release: %v %v", ok, err)
+	}
+	if left := getInt(t, c, stockKey); left != 1 {
+		t.Fatalf("after one release stock is %d, want 1", left)
+	}
+	ok, err = s.Release(ctx, tag, item, uint64(winner), ids[winner], stock.StatusExpired)
+	if err != nil || ok {
+		t.Fatalf("second release: %v %v, want no-op", ok, err)
+	}
+	if left := getInt(t, c, stockKey); left != 1 {
+		t.Fatalf("after a second release stock is %d, want 1", left)
+	}
+	rec, _, _ = s.Order(ctx, tag, ids[winner])
+	if rec.Status != stock.StatusExpired {
+		t.Fatalf("released order shows %q", rec.Status)
+	}
+	// The released id cannot be reused, but the user may buy again.
+	used, err := s.Reserve(ctx, reservation(tag, item, uint64(winner), ids[winner]))
+	if err != nil || used.Outcome != stock.IDUsed {
+		t.Fatalf("reusing a released id: %+v %v", used, err)
+	}
+	fresh := sharding.NewOrderID(sale, 3, 3)
+	rebuy, err := s.Reserve(ctx, reservation(tag, item, uint64(winner), fresh))
+	if err != nil || rebuy.Outcome != stock.Reserved || rebuy.Left != 0 {
+		t.Fatalf("rebuy after expiry: %+v %v", rebuy, err)
+	}
+}
+
+// TestScriptsRefuseBadInput: every malformed call gets an error reply and
+// changes nothing.
+func TestScriptsRefuseBadInput(t *testing.T) {
+	_, c := newStore(t)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, _ := tagOffFirstMaster(t, c, sale)
+	stockKey := string(sharding.AppendStockKey(nil, tag, 1))
+	buyers := string(sharding.AppendBuyersKey(nil, tag))
+	id := sharding.NewOrderID(sale, 5, 5)
+	order := string(sharding.AppendOrderKey(nil, tag, id))
+	badStock := string(sharding.AppendStockKey(nil, tag, 2))
+	missing := string(sharding.AppendStockKey(nil, tag, 3))
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Do(ctx, c.B().Set().Key(stockKey).Value("5").Build()).Error())
+	must(c.Do(ctx, c.B().Set().Key(badStock).Value("lots").Build()).Error())
+	must(c.Do(ctx, c.B().Hset().Key(buyers).FieldValue().FieldValue("77", id.String()).Build()).Error())
+
+	reserve, release, status := rueidis.NewLuaScript(lua.Reserve), rueidis.NewLuaScript(lua.Release), rueidis.NewLuaScript(lua.Status)
+	okArgs := []string{"42", sharding.NewOrderID(sale, 6, 6).String(), "1", "1000", "2000", "60"}
+	cases := []struct {
+		name   string
+		script *rueidis.Lua
+		keys   []string
+		args   []string
+		want   string
+	}{
+		{"reserve: too few keys", reserve, []string{stockKey, buyers}, okArgs, "want 3 keys and 6 args"},
+		{"reserve: too few args", reserve, []string{stockKey, buyers, order}, okArgs[:5], "want 3 keys and 6 args"},
+		{"reserve: no keys", reserve, nil, nil, "want 3 keys"},
+		{"reserve: empty user", reserve, []string{stockKey, buyers, order}, []string{"", okArgs[1], "1", "1", "2", "60"}, "bad arguments"},
+		{"reserve: created not a number", reserve, []string{stockKey, buyers, order}, []string{"42", okArgs[1], "1", "x", "2", "60"}, "bad arguments"},
+		{"reserve: ttl zero", reserve, []string{stockKey, buyers, order}, []string{"42", okArgs[1], "1", "1", "2", "0"}, "bad arguments"},
+		{"reserve: non-numeric stock", reserve, []string{badStock, buyers, order}, okArgs, "not a non-negative integer"},
+		{"reserve: missing stock key", reserve, []string{missing, buyers, order}, okArgs, "stock key missing"},
+		{"release: wrong arg count", release, []string{stockKey, buyers, order}, []string{"77"}, "want 3 keys and 3 args"},
+		{"release: empty status", release, []string{stockKey, buyers, order}, []string{"77", id.String(), ""}, "bad arguments"},
+		{"release: non-numeric stock", release, []string{badStock, buyers, order}, []string{"77", id.String(), "EXPIRED"}, "not a non-negative integer"},
+		{"release: missing stock key", release, []string{missing, buyers, order}, []string{"77", id.String(), "EXPIRED"}, "stock key missing"},
+		{"status: unknown status", status, []string{order}, []string{"SHIPPED", "60", "", "", "", ""}, "bad arguments"},
+		{"status: wrong arg count", status, []string{order}, []string{"PAID"}, "want 1 key and 6 args"},
+	}
+	for _, tc := range cases {
+		err := tc.script.Exec(ctx, c, tc.keys, tc.args).Error()
+		var rerr *rueidis.RedisError
+		if !errors.As(err, &rerr) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error reply containing %q", tc.name, err, tc.want)
+		}
+	}
+	// Nothing changed.
+	if n := getInt(t, c, []byte(stockKey)); n != 5 {
+		t.Errorf("stock changed to %d", n)
+	}
+	if v, _ := c.Do(ctx, c.B().Get().Key(badStock).Build()).ToString(); v != "lots" {
+		t.Errorf("bad stock changed to %q", v)
+	}
+	if n, _ := c.Do(ctx, c.B().Exists().Key(missing).Build()).AsInt64(); n != 0 {
+		t.Error("missing stock key was created")
+	}
+	if m, _ := c.Do(ctx, c.B().Hgetall().Key(buyers).Build()).AsStrMap(); len(m) != 1 || m["77"] != id.String() {
+		t.Errorf("buyers changed: %v", m)
+	}
+	if n, _ := c.Do(ctx, c.B().Exists().Key(order).Build()).AsInt64(); n != 0 {
+		t.Error("an order record was written")
+	}
+}
+
+func TestPreloadAndRemaining(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	top, err := stock.Topology(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := randomSaleID()
+	tags, err := sharding.PlaceTags(id, 8, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	sale := &sharding.Sale{ID: id, Name: "t", StartsAt: now, EndsAt: now.Add(time.Hour),
+		Items: []sharding.Item{{ID: 1, Quantity: 1001}, {ID: 2, Quantity: 3}}, Shards: tags}
+	if err := s.Preload(ctx, sale, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Preload(ctx, sale, false); !errors.Is(err, stock.ErrLive) {
+		t.Fatalf("second preload without force: %v", err)
+	}
+	got, err := s.LoadSale(ctx, id)
+	if err != nil || len(got.Shards) != 8 || got.Item(2).Quantity != 3 {
+		t.Fatalf("LoadSale: %+v %v", got, err)
+	}
+	for _, it := range sale.Items {
+		rem, err := s.Remaining(ctx, sale, it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum int64
+		for _, r := range rem {
+			sum += r
+		}
+		if sum != it.Quantity {
+			t.Fatalf("item %d: shards %v sum %d, want %d", it.ID, rem, sum, it.Quantity)
+		}
+	}
+	if _, err := s.LoadSale(ctx, randomSaleID()); !errors.Is(err, stock.ErrNoSale) {
+		t.Fatalf("unknown sale: %v", err)
+	}
+}
