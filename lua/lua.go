@@ -20,3 +20,13 @@ var Release string
 //
 //go:embed status.lua
 var Status string
+
+// MoveOut debits a donor shard and journals the move. See move_out.lua.
+//
+//go:embed move_out.lua
+var MoveOut string
+
+// MoveIn credits a receiver shard once per move id. See move_in.lua.
+//
+//go:embed move_in.lua
+var MoveIn string

@@ -1,19 +1,23 @@
 -- status.lua: record an order's status after the writer committed it.
 --
 -- KEYS[1] order record hash
+-- KEYS[2] fence of the shard (see reserve.lua)
 -- ARGV[1] status (PENDING, PAID, EXPIRED, CANCELLED, FAILED), ARGV[2] record TTL (s)
 -- ARGV[3..6] user, item, created ms, expires ms (used only when the record is missing,
 --            for example after a failover lost it; '' leaves them out)
 --
--- Reply: 1 when written. A final status is never overwritten by PENDING, so a
+-- Reply: 1 when written, 0 when left alone, -1 when the shard is frozen. A final status is never overwritten by PENDING, so a
 -- late replay of the reservation cannot undo a payment or an expiry.
-if #KEYS ~= 1 or #ARGV ~= 6 then
-  return redis.error_reply('ERR status: want 1 key and 6 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+if #KEYS ~= 2 or #ARGV ~= 6 then
+  return redis.error_reply('ERR status: want 2 keys and 6 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
 local st = ARGV[1]
 local ttl = tonumber(ARGV[2])
 if not (st == 'PENDING' or st == 'PAID' or st == 'EXPIRED' or st == 'CANCELLED' or st == 'FAILED') or not ttl or ttl <= 0 then
   return redis.error_reply('ERR status: bad arguments (status, ttl s, user, item, created ms, expires ms)')
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return -1
 end
 local cur = redis.call('HGET', KEYS[1], 'status')
 if cur and cur ~= 'PENDING' and st == 'PENDING' then

@@ -7,6 +7,8 @@
 //	{tag}:stock:<itemId>    units of the item left on the shard (integer)
 //	{tag}:buyers            hash user id -> order id of the users whose home is the shard
 //	{tag}:o:<orderId>       hash of one order: user, item, status, created, expires
+//	{tag}:journal           hash of unit moves in flight from or to the shard
+//	{tag}:frozen            present while a reshard moves the shard away
 //
 // so each Lua script, which touches the keys of one shard only, never crosses a
 // slot. Tags are picked at sale creation so that the shards spread evenly over

@@ -33,6 +33,13 @@ func AppendOrderKey(dst []byte, tag string, id OrderID) []byte {
 	return id.AppendText(dst)
 }
 
+// AppendFenceKey appends the key whose presence freezes the shard with tag: every
+// script refuses to change a frozen shard (a reshard is moving it).
+func AppendFenceKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":frozen"...)
+}
+
 // AppendJournalKey appends the key of the stock-move journal of the shard with tag.
 func AppendJournalKey(dst []byte, tag string) []byte {
 	dst = appendTag(dst, tag)

@@ -27,6 +27,10 @@ import (
 	"flashsale/sharding"
 )
 
+// ErrFrozen means the shard is frozen by a reshard: reload the sale (its new
+// layout is published within moments) and retry there. Nothing was changed.
+var ErrFrozen = errors.New("shard frozen by a reshard")
+
 // Outcome is the business result of a reservation attempt.
 type Outcome uint8
 
@@ -106,6 +110,7 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 		string(sharding.AppendStockKey(nil, r.Tag, r.ItemID)),
 		string(sharding.AppendBuyersKey(nil, r.Tag)),
 		string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)),
+		string(sharding.AppendFenceKey(nil, r.Tag)),
 	}
 	args := []string{
 		strconv.FormatUint(r.UserID, 10), oid, strconv.FormatInt(r.ItemID, 10),
@@ -116,18 +121,22 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("reserving stock: %w", err)
 	}
-	return decodeReserve(arr)
+	res, err := decodeReserve(arr)
+	if err != nil {
+		return res, fmt.Errorf("reserving stock: %w", err)
+	}
+	return res, nil
 }
 
 func decodeReserve(arr []rueidis.RedisMessage) (Result, error) {
 	if len(arr) != 3 {
-		return Result{}, fmt.Errorf("reserving stock: reply has %d elements, want 3", len(arr))
+		return Result{}, fmt.Errorf("reply has %d elements, want 3", len(arr))
 	}
 	code, err1 := arr[0].AsInt64()
 	id, err2 := arr[1].ToString()
 	left, err3 := arr[2].AsInt64()
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return Result{}, fmt.Errorf("reserving stock: malformed reply: %w", err)
+		return Result{}, fmt.Errorf("malformed reply: %w", err)
 	}
 	r := Result{Left: left}
 	switch code {
@@ -140,12 +149,14 @@ func decodeReserve(arr []rueidis.RedisMessage) (Result, error) {
 		r.Outcome = AlreadyPurchased
 	case 3:
 		r.Outcome = IDUsed
+	case 4:
+		return Result{}, ErrFrozen
 	default:
-		return Result{}, fmt.Errorf("reserving stock: unknown reply code %d", code)
+		return Result{}, fmt.Errorf("unknown reply code %d", code)
 	}
 	oid, ok := sharding.ParseOrderID([]byte(id))
 	if !ok {
-		return Result{}, fmt.Errorf("reserving stock: reply holds a malformed order id %q", id)
+		return Result{}, fmt.Errorf("reply holds a malformed order id %q", id)
 	}
 	r.OrderID = oid
 	return r, nil
@@ -169,10 +180,14 @@ func (s *Store) Release(ctx context.Context, tag string, itemID int64, userID ui
 		string(sharding.AppendStockKey(nil, tag, itemID)),
 		string(sharding.AppendBuyersKey(nil, tag)),
 		string(sharding.AppendOrderKey(nil, tag, id)),
+		string(sharding.AppendFenceKey(nil, tag)),
 	}
 	n, err := s.release.Exec(ctx, s.c, keys, []string{strconv.FormatUint(userID, 10), id.String(), status}).AsInt64()
 	if err != nil {
 		return false, fmt.Errorf("releasing stock: %w", err)
+	}
+	if n < 0 {
+		return false, fmt.Errorf("releasing stock: %w", ErrFrozen)
 	}
 	return n == 1, nil
 }
@@ -193,9 +208,12 @@ func (s *Store) SetStatus(ctx context.Context, tag string, id sharding.OrderID, 
 	args := []string{rec.Status, strconv.Itoa(ttlSeconds(ttl)),
 		strconv.FormatUint(rec.UserID, 10), strconv.FormatInt(rec.ItemID, 10),
 		strconv.FormatInt(rec.Created.UnixMilli(), 10), strconv.FormatInt(rec.Expires.UnixMilli(), 10)}
-	err := s.state.Exec(ctx, s.c, []string{string(sharding.AppendOrderKey(nil, tag, id))}, args).Error()
+	n, err := s.state.Exec(ctx, s.c, []string{string(sharding.AppendOrderKey(nil, tag, id)), string(sharding.AppendFenceKey(nil, tag))}, args).AsInt64()
 	if err != nil {
 		return fmt.Errorf("recording order status: %w", err)
+	}
+	if n < 0 {
+		return fmt.Errorf("recording order status: %w", ErrFrozen)
 	}
 	return nil
 }

@@ -213,6 +213,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	buyers := string(sharding.AppendBuyersKey(nil, tag))
 	id := sharding.NewOrderID(sale, 5, 5)
 	order := string(sharding.AppendOrderKey(nil, tag, id))
+	fence := string(sharding.AppendFenceKey(nil, tag))
 	badStock := string(sharding.AppendStockKey(nil, tag, 2))
 	missing := string(sharding.AppendStockKey(nil, tag, 3))
 	must := func(err error) {
@@ -233,20 +234,20 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		args   []string
 		want   string
 	}{
-		{"reserve: too few keys", reserve, []string{stockKey, buyers}, okArgs, "want 3 keys and 6 args"},
-		{"reserve: too few args", reserve, []string{stockKey, buyers, order}, okArgs[:5], "want 3 keys and 6 args"},
-		{"reserve: no keys", reserve, nil, nil, "want 3 keys"},
-		{"reserve: empty user", reserve, []string{stockKey, buyers, order}, []string{"", okArgs[1], "1", "1", "2", "60"}, "bad arguments"},
-		{"reserve: created not a number", reserve, []string{stockKey, buyers, order}, []string{"42", okArgs[1], "1", "x", "2", "60"}, "bad arguments"},
-		{"reserve: ttl zero", reserve, []string{stockKey, buyers, order}, []string{"42", okArgs[1], "1", "1", "2", "0"}, "bad arguments"},
-		{"reserve: non-numeric stock", reserve, []string{badStock, buyers, order}, okArgs, "not a non-negative integer"},
-		{"reserve: missing stock key", reserve, []string{missing, buyers, order}, okArgs, "stock key missing"},
-		{"release: wrong arg count", release, []string{stockKey, buyers, order}, []string{"77"}, "want 3 keys and 3 args"},
-		{"release: empty status", release, []string{stockKey, buyers, order}, []string{"77", id.String(), ""}, "bad arguments"},
-		{"release: non-numeric stock", release, []string{badStock, buyers, order}, []string{"77", id.String(), "EXPIRED"}, "not a non-negative integer"},
-		{"release: missing stock key", release, []string{missing, buyers, order}, []string{"77", id.String(), "EXPIRED"}, "stock key missing"},
-		{"status: unknown status", status, []string{order}, []string{"SHIPPED", "60", "", "", "", ""}, "bad arguments"},
-		{"status: wrong arg count", status, []string{order}, []string{"PAID"}, "want 1 key and 6 args"},
+		{"reserve: too few keys", reserve, []string{stockKey, buyers, order}, okArgs, "want 4 keys and 6 args"},
+		{"reserve: too few args", reserve, []string{stockKey, buyers, order, fence}, okArgs[:5], "want 4 keys and 6 args"},
+		{"reserve: no keys", reserve, nil, nil, "want 4 keys"},
+		{"reserve: empty user", reserve, []string{stockKey, buyers, order, fence}, []string{"", okArgs[1], "1", "1", "2", "60"}, "bad arguments"},
+		{"reserve: created not a number", reserve, []string{stockKey, buyers, order, fence}, []string{"42", okArgs[1], "1", "x", "2", "60"}, "bad arguments"},
+		{"reserve: ttl zero", reserve, []string{stockKey, buyers, order, fence}, []string{"42", okArgs[1], "1", "1", "2", "0"}, "bad arguments"},
+		{"reserve: non-numeric stock", reserve, []string{badStock, buyers, order, fence}, okArgs, "not a non-negative integer"},
+		{"reserve: missing stock key", reserve, []string{missing, buyers, order, fence}, okArgs, "stock key missing"},
+		{"release: wrong arg count", release, []string{stockKey, buyers, order, fence}, []string{"77"}, "want 4 keys and 3 args"},
+		{"release: empty status", release, []string{stockKey, buyers, order, fence}, []string{"77", id.String(), ""}, "bad arguments"},
+		{"release: non-numeric stock", release, []string{badStock, buyers, order, fence}, []string{"77", id.String(), "EXPIRED"}, "not a non-negative integer"},
+		{"release: missing stock key", release, []string{missing, buyers, order, fence}, []string{"77", id.String(), "EXPIRED"}, "stock key missing"},
+		{"status: unknown status", status, []string{order, fence}, []string{"SHIPPED", "60", "", "", "", ""}, "bad arguments"},
+		{"status: wrong arg count", status, []string{order, fence}, []string{"PAID"}, "want 2 keys and 6 args"},
 	}
 	for _, tc := range cases {
 		err := tc.script.Exec(ctx, c, tc.keys, tc.args).Error()
