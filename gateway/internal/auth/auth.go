@@ -1,0 +1,511 @@
+// Package auth verifies the gateway's bearer tokens: compact JWS JWTs signed
+// with HS256 (a shared secret) or with RS256, ES256 or EdDSA keys from a JWK
+// set (a file, or a URL refreshed through jwk.Cache), using
+// github.com/lestrrat-go/jwx/v2 for the cryptography.
+//
+// A purchase request carries the same token again and again, so Verify keeps
+// a bounded cache of verified tokens: a hit costs a hash, a shard read lock
+// and a string comparison, and no allocation. Cheap syntactic checks (length,
+// exactly two dots, base64url alphabet) refuse garbage before any parsing,
+// and a small negative cache makes a repeated bad token as cheap as a good
+// one.
+//
+// # What is accepted
+//
+// The header alg picks the verification path and nothing else: HS256 is
+// checked with Config.HS256Secret only, never with a JWKS key, so the classic
+// HS/RS confusion (an HS256 token MACed with the RSA public key) fails; RS256,
+// ES256 and EdDSA need a kid naming a JWKS key that declares that same alg.
+// JWKS keys without alg, symmetric keys and keys for other algorithms are
+// dropped when the set is loaded. "none" and every other algorithm are
+// refused. Claims: exp and sub are required; sub must be a decimal integer in
+// 1..2^63-1 (it becomes a PostgreSQL bigint user id) with no sign or leading
+// zeros; nbf and iat, when present, must not be in the future; iss and aud
+// are checked when configured. Every time comparison allows Config.Skew
+// (at most 30 s).
+package auth
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"math"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jws"
+)
+
+// Defaults and limits for Config fields.
+const (
+	// DefaultJWKSRefresh is how often a JWK set URL is fetched again.
+	DefaultJWKSRefresh = 5 * time.Minute
+	// DefaultSkew is the accepted clock skew; it is also the maximum.
+	DefaultSkew = 30 * time.Second
+	// MaxSkew caps Config.Skew.
+	MaxSkew = 30 * time.Second
+	// DefaultMaxTokenLen is the longest token accepted, in bytes.
+	DefaultMaxTokenLen = 4096
+	// DefaultCacheSize bounds the verified-token cache, in entries.
+	DefaultCacheSize = 1 << 20
+	// negativeTTL is how long a refused token is remembered.
+	negativeTTL = 30 * time.Second
+	// unknownKidRefresh rate-limits JWKS refreshes triggered by unknown kids.
+	unknownKidRefresh = 10 * time.Second
+)
+
+// Config configures a Verifier. At least one of HS256Secret and JWKS must be
+// set.
+type Config struct {
+	// HS256Secret is the shared HS256 secret; empty disables HS256.
+	HS256Secret []byte
+	// JWKS is a file path or an http(s) URL of a JWK set with RS256, ES256 or
+	// EdDSA public keys; empty disables those algorithms.
+	JWKS string
+	// JWKSRefresh is the refresh interval of a URL set; default
+	// DefaultJWKSRefresh.
+	JWKSRefresh time.Duration
+	// Issuer and Audience are required in iss and aud when non-empty.
+	Issuer, Audience string
+	// Skew is the accepted clock skew: zero means DefaultSkew, negative means
+	// none, anything above MaxSkew is capped.
+	Skew time.Duration
+	// MaxTokenLen is the longest token parsed, in bytes; default
+	// DefaultMaxTokenLen.
+	MaxTokenLen int
+	// CacheSize bounds the verified-token cache, in entries; default
+	// DefaultCacheSize. The negative cache holds CacheSize/16 (at least 64).
+	CacheSize int
+}
+
+// Verifier verifies bearer tokens. It is safe for concurrent use. Close stops
+// the JWKS refresher.
+type Verifier struct {
+	secret   []byte
+	issuer   string
+	audience string
+	skew     int64
+	maxLen   int
+	seed     maphash.Seed
+	pos, neg *tokenCache
+
+	// Exactly one of staticSet and cache is set when JWKS is configured.
+	staticSet   jwk.Set
+	cache       *jwk.Cache
+	jwksURL     string
+	lastKick    atomic.Int64
+	ctx         context.Context
+	cancel      context.CancelFunc
+	jwksEnabled bool
+}
+
+// New returns a Verifier for cfg. A JWK set is loaded (or, for a URL,
+// fetched) once before New returns, so a wrong path, an unreachable URL or a
+// set without usable keys fails here; later refresh failures keep the last
+// good set. The URL set is refreshed in the background until Close or until
+// ctx is done.
+func New(ctx context.Context, cfg Config) (*Verifier, error) {
+	if len(cfg.HS256Secret) == 0 && cfg.JWKS == "" {
+		return nil, fmt.Errorf("auth: neither an HS256 secret nor a JWKS configured")
+	}
+	if cfg.JWKSRefresh <= 0 {
+		cfg.JWKSRefresh = DefaultJWKSRefresh
+	}
+	switch {
+	case cfg.Skew == 0:
+		cfg.Skew = DefaultSkew
+	case cfg.Skew < 0:
+		cfg.Skew = 0
+	case cfg.Skew > MaxSkew:
+		cfg.Skew = MaxSkew
+	}
+	if cfg.MaxTokenLen <= 0 {
+		cfg.MaxTokenLen = DefaultMaxTokenLen
+	}
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = DefaultCacheSize
+	}
+	v := &Verifier{
+		secret:   bytes.Clone(cfg.HS256Secret),
+		issuer:   cfg.Issuer,
+		audience: cfg.Audience,
+		skew:     int64(cfg.Skew),
+		maxLen:   cfg.MaxTokenLen,
+		seed:     maphash.MakeSeed(),
+		pos:      newTokenCache(cfg.CacheSize),
+		neg:      newTokenCache(max(64, cfg.CacheSize/16)),
+	}
+	v.ctx, v.cancel = context.WithCancel(ctx)
+	if cfg.JWKS == "" {
+		return v, nil
+	}
+	v.jwksEnabled = true
+	if strings.HasPrefix(cfg.JWKS, "http://") || strings.HasPrefix(cfg.JWKS, "https://") {
+		v.jwksURL = cfg.JWKS
+		v.cache = jwk.NewCache(v.ctx)
+		err := v.cache.Register(cfg.JWKS,
+			jwk.WithRefreshInterval(cfg.JWKSRefresh),
+			jwk.WithHTTPClient(&http.Client{Timeout: 10 * time.Second}),
+			jwk.WithPostFetcher(jwk.PostFetchFunc(func(_ string, s jwk.Set) (jwk.Set, error) {
+				return usableKeys(s)
+			})))
+		if err != nil {
+			v.cancel()
+			return nil, fmt.Errorf("auth: registering jwks url: %w", err)
+		}
+		if _, err := v.cache.Refresh(ctx, cfg.JWKS); err != nil {
+			v.cancel()
+			return nil, fmt.Errorf("auth: fetching jwks %s: %w", cfg.JWKS, err)
+		}
+		return v, nil
+	}
+	raw, err := os.ReadFile(cfg.JWKS)
+	if err != nil {
+		v.cancel()
+		return nil, fmt.Errorf("auth: reading jwks: %w", err)
+	}
+	set, err := jwk.Parse(raw)
+	if err != nil {
+		v.cancel()
+		return nil, fmt.Errorf("auth: parsing jwks %s: %w", cfg.JWKS, err)
+	}
+	if v.staticSet, err = usableKeys(set); err != nil {
+		v.cancel()
+		return nil, fmt.Errorf("auth: jwks %s: %w", cfg.JWKS, err)
+	}
+	return v, nil
+}
+
+// Close stops the background JWKS refresh. Verify keeps working with the
+// last fetched set.
+func (v *Verifier) Close() { v.cancel() }
+
+// usableKeys returns the public signature keys of set that declare a kid and
+// one of the accepted asymmetric algorithms matching their key type.
+func usableKeys(set jwk.Set) (jwk.Set, error) {
+	out := jwk.NewSet()
+	for i := range set.Len() {
+		k, _ := set.Key(i)
+		if k.KeyID() == "" {
+			continue
+		}
+		if u := k.KeyUsage(); u != "" && u != jwk.ForSignature.String() {
+			continue
+		}
+		var ok bool
+		switch k.Algorithm().String() {
+		case jwa.RS256.String():
+			ok = k.KeyType() == jwa.RSA
+		case jwa.ES256.String():
+			ec, isEC := k.(jwk.ECDSAPublicKey)
+			if !isEC {
+				if priv, isPriv := k.(jwk.ECDSAPrivateKey); isPriv {
+					ok = priv.Crv() == jwa.P256
+				}
+			} else {
+				ok = ec.Crv() == jwa.P256
+			}
+		case jwa.EdDSA.String():
+			if k.KeyType() == jwa.OKP {
+				if okp, isOKP := k.(jwk.OKPPublicKey); isOKP {
+					ok = okp.Crv() == jwa.Ed25519
+				} else if okp, isOKP := k.(jwk.OKPPrivateKey); isOKP {
+					ok = okp.Crv() == jwa.Ed25519
+				}
+			}
+		}
+		if !ok {
+			continue
+		}
+		pub, err := k.PublicKey()
+		if err != nil {
+			continue
+		}
+		if err := out.AddKey(pub); err != nil {
+			continue
+		}
+	}
+	if out.Len() == 0 {
+		return nil, fmt.Errorf("no usable keys (need kid and alg RS256, ES256 or EdDSA)")
+	}
+	return out, nil
+}
+
+// Verify returns the user id in token's sub claim, or one of the package's
+// sentinel errors. token is the raw compact JWS (what Bearer returns); Verify
+// does not keep it. A token verified before and not expired at now is
+// answered from the cache without a signature check and without allocating;
+// so are tokens refused by the syntactic checks and, for 30 s, tokens
+// refused for a permanent reason.
+func (v *Verifier) Verify(now time.Time, token []byte) (userID uint64, err error) {
+	switch {
+	case len(token) == 0:
+		return 0, ErrMissing
+	case len(token) > v.maxLen:
+		return 0, ErrTooLong
+	case !wellFormed(token):
+		return 0, ErrMalformed
+	}
+	h := maphash.Bytes(v.seed, token)
+	t := now.UnixNano()
+	if uid, hit, stale := v.pos.get(h, token, t); hit {
+		return uid, nil
+	} else if stale {
+		return 0, ErrExpired
+	}
+	if c, hit, _ := v.neg.get(h, token, t); hit {
+		return 0, code(c).err()
+	}
+	uid, until, c := v.verify(t, token)
+	if c != codeOK {
+		if c.permanent() {
+			v.neg.put(h, string(token), uint64(c), t+int64(negativeTTL), t)
+		}
+		return 0, c.err()
+	}
+	v.pos.put(h, string(token), uid, until, t)
+	return uid, nil
+}
+
+// wellFormed reports whether token is three non-empty base64url (unpadded)
+// segments.
+func wellFormed(token []byte) bool {
+	dots, seg := 0, 0
+	for _, c := range token {
+		switch {
+		case c == '.':
+			if seg == 0 {
+				return false
+			}
+			dots++
+			seg = 0
+			continue
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+		seg++
+	}
+	// A segment of 4k+1 characters is not valid unpadded base64.
+	return dots == 2 && seg != 0 && seg%4 != 1
+}
+
+type header struct {
+	Alg  *string         `json:"alg"`
+	Kid  string          `json:"kid"`
+	Crit json.RawMessage `json:"crit"`
+	B64  json.RawMessage `json:"b64"`
+}
+
+type claims struct {
+	Sub *string         `json:"sub"`
+	Exp *float64        `json:"exp"`
+	Nbf *float64        `json:"nbf"`
+	Iat *float64        `json:"iat"`
+	Iss *string         `json:"iss"`
+	Aud json.RawMessage `json:"aud"`
+}
+
+// verify does the full check of a well-formed token at now (Unix ns). It
+// returns the user id and the last instant (Unix ns) at which the token
+// stays valid.
+func (v *Verifier) verify(now int64, token []byte) (uid uint64, until int64, c code) {
+	i := bytes.IndexByte(token, '.')
+	var hdr header
+	raw := make([]byte, base64.RawURLEncoding.DecodedLen(i))
+	n, err := base64.RawURLEncoding.Decode(raw, token[:i])
+	if err != nil || json.Unmarshal(raw[:n], &hdr) != nil || hdr.Alg == nil {
+		return 0, 0, codeMalformed
+	}
+	if hdr.Crit != nil || hdr.B64 != nil {
+		// No JWS extension is supported; RFC 7515 4.1.11 says refuse.
+		return 0, 0, codeMalformed
+	}
+	var payload []byte
+	switch alg := *hdr.Alg; alg {
+	case jwa.HS256.String():
+		if len(v.secret) == 0 {
+			return 0, 0, codeAlgorithm
+		}
+		payload, err = jws.Verify(token, jws.WithKey(jwa.HS256, v.secret))
+		if err != nil {
+			return 0, 0, codeSignature
+		}
+	case jwa.RS256.String(), jwa.ES256.String(), jwa.EdDSA.String():
+		if !v.jwksEnabled {
+			return 0, 0, codeAlgorithm
+		}
+		if hdr.Kid == "" {
+			return 0, 0, codeUnknownKey
+		}
+		set := v.staticSet
+		if v.cache != nil {
+			if set, err = v.cache.Get(v.ctx, v.jwksURL); err != nil {
+				return 0, 0, codeKeyUnavailable
+			}
+		}
+		key, ok := set.LookupKeyID(hdr.Kid)
+		if !ok {
+			v.kickRefresh(now)
+			return 0, 0, codeUnknownKey
+		}
+		if key.Algorithm().String() != alg {
+			return 0, 0, codeAlgorithm
+		}
+		payload, err = jws.Verify(token, jws.WithKeySet(set,
+			jws.WithRequireKid(true), jws.WithUseDefault(false), jws.WithInferAlgorithmFromKey(false)))
+		if err != nil {
+			return 0, 0, codeSignature
+		}
+	default:
+		return 0, 0, codeAlgorithm
+	}
+	return v.checkClaims(now, payload)
+}
+
+// kickRefresh refetches a URL key set in the background after an unknown
+// kid, at most once per unknownKidRefresh, so that a rotated-in key is picked
+// up before the next scheduled refresh.
+func (v *Verifier) kickRefresh(now int64) {
+	if v.cache == nil {
+		return
+	}
+	last := v.lastKick.Load()
+	if now-last < int64(unknownKidRefresh) || !v.lastKick.CompareAndSwap(last, now) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(v.ctx, 10*time.Second)
+		defer cancel()
+		_, _ = v.cache.Refresh(ctx, v.jwksURL)
+	}()
+}
+
+func (v *Verifier) checkClaims(now int64, payload []byte) (uid uint64, until int64, c code) {
+	var cl claims
+	if json.Unmarshal(payload, &cl) != nil {
+		return 0, 0, codeMalformed
+	}
+	if cl.Exp == nil || cl.Sub == nil {
+		return 0, 0, codeClaims
+	}
+	uid, ok := parseSub(*cl.Sub)
+	if !ok {
+		return 0, 0, codeClaims
+	}
+	until = satAdd(unixNanos(*cl.Exp), v.skew)
+	if now > until {
+		return 0, 0, codeExpired
+	}
+	if cl.Nbf != nil && now < unixNanos(*cl.Nbf)-v.skew {
+		return 0, 0, codeNotYetValid
+	}
+	if cl.Iat != nil && now < unixNanos(*cl.Iat)-v.skew {
+		return 0, 0, codeNotYetValid
+	}
+	if v.issuer != "" && (cl.Iss == nil || *cl.Iss != v.issuer) {
+		return 0, 0, codeIssuer
+	}
+	if v.audience != "" {
+		if c := v.checkAudience(cl.Aud); c != codeOK {
+			return 0, 0, c
+		}
+	}
+	return uid, until, codeOK
+}
+
+func (v *Verifier) checkAudience(raw json.RawMessage) code {
+	if raw == nil {
+		return codeAudience
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == v.audience {
+			return codeOK
+		}
+		return codeAudience
+	}
+	var many []string
+	if json.Unmarshal(raw, &many) != nil {
+		return codeMalformed
+	}
+	for _, a := range many {
+		if a == v.audience {
+			return codeOK
+		}
+	}
+	return codeAudience
+}
+
+// parseSub accepts the canonical decimal form of an integer in 1..2^63-1.
+func parseSub(s string) (uint64, bool) {
+	if s == "" || s[0] == '0' || len(s) > 19 {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 63)
+	return n, err == nil
+}
+
+// unixNanos converts a NumericDate (seconds, possibly fractional) to Unix
+// nanoseconds, saturating.
+func unixNanos(sec float64) int64 {
+	switch {
+	case math.IsNaN(sec):
+		return math.MinInt64
+	case sec >= math.MaxInt64/1e9:
+		return math.MaxInt64
+	case sec <= math.MinInt64/1e9:
+		return math.MinInt64
+	}
+	return int64(sec * 1e9)
+}
+
+func satAdd(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// Bearer returns the token of an Authorization header value of the form
+// "Bearer <token>" (scheme case-insensitive, surrounding blanks ignored).
+// ok is false for another scheme or an empty token. The token aliases header;
+// Bearer does not allocate.
+func Bearer(header []byte) (token []byte, ok bool) {
+	header = trimBlank(header)
+	const scheme = "bearer"
+	if len(header) <= len(scheme) || (header[len(scheme)] != ' ' && header[len(scheme)] != '\t') {
+		return nil, false
+	}
+	for i := 0; i < len(scheme); i++ {
+		if header[i]|0x20 != scheme[i] {
+			return nil, false
+		}
+	}
+	token = trimBlank(header[len(scheme)+1:])
+	return token, len(token) > 0
+}
+
+func trimBlank(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
