@@ -29,9 +29,10 @@ KAFKA_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/flashsale/kafka-$KAFKA_VERSION"
 STOP_TIMEOUT=${STOP_TIMEOUT:-30}
 READY_TIMEOUT=${READY_TIMEOUT:-60}
 
-EXTERNAL_PG=0
-if [[ -n "${DATABASE_URL:-}" ]]; then EXTERNAL_PG=1; fi
 PRIVATE_DB_URL="postgres://flashsale@127.0.0.1:$PG_PORT/flashsale?sslmode=disable"
+# A DATABASE_URL equal to the private one (e.g. from a sourced .run/env) is not external.
+EXTERNAL_PG=0
+if [[ -n "${DATABASE_URL:-}" && "$DATABASE_URL" != "$PRIVATE_DB_URL" ]]; then EXTERNAL_PG=1; fi
 DB_URL=${DATABASE_URL:-$PRIVATE_DB_URL}
 
 PG_DIR="$RUN/pg"
@@ -57,12 +58,22 @@ redis_ports() {
 # port_open PORT: something accepts TCP connections on 127.0.0.1:PORT.
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# proc_alive PID: the process exists and is not a zombie (daemons are reparented to
+# PID 1, which may reap them late).
+proc_alive() {
+	local stat
+	kill -0 "$1" 2>/dev/null || return 1
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	stat=${stat##*) }
+	[[ ${stat:0:1} != Z ]]
+}
+
 # pid_alive PIDFILE: the pidfile exists and names a live process.
 pid_alive() {
 	local pid
 	[[ -s "$1" ]] || return 1
 	pid=$(head -n1 "$1" 2>/dev/null) || return 1
-	[[ "$pid" =~ ^[0-9]+$ ]] && kill -0 "$pid" 2>/dev/null
+	[[ "$pid" =~ ^[0-9]+$ ]] && proc_alive "$pid"
 }
 
 # stop_pid PIDFILE NAME: SIGTERM, wait up to STOP_TIMEOUT seconds, then SIGKILL.
@@ -72,15 +83,22 @@ stop_pid() {
 	pid=$(head -n1 "$pidfile")
 	kill -TERM "$pid" 2>/dev/null || true
 	for ((i = 0; i < STOP_TIMEOUT * 10; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
+		proc_alive "$pid" || break
 		sleep 0.1
 	done
-	if kill -0 "$pid" 2>/dev/null; then
+	if proc_alive "$pid"; then
 		log "$name (pid $pid) ignored SIGTERM for ${STOP_TIMEOUT}s; sending SIGKILL"
 		kill -KILL "$pid" 2>/dev/null || true
-		for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		for ((i = 0; i < 50; i++)); do proc_alive "$pid" || break; sleep 0.1; done
 	fi
 	rm -f "$pidfile"
+}
+
+# wait_pidfile FILE: wait (up to 5 s) for a freshly started process to write its pidfile.
+wait_pidfile() {
+	local i
+	for ((i = 0; i < 50; i++)); do [[ -s "$1" ]] && return 0; sleep 0.1; done
+	die "no pidfile $1 after start"
 }
 
 # tail_log FILE: print the end of a log to stderr for a failure message.
@@ -132,7 +150,7 @@ redis_cli() { redis-cli -h 127.0.0.1 "$@"; }
 redis_node_alive() { pid_alive "$RUN/redis/$1/redis.pid" && [[ "$(redis_cli -p "$1" ping 2>/dev/null)" == PONG ]]; }
 
 redis_info_field() { # PORT FIELD: one field of CLUSTER INFO
-	redis_cli -p "$1" cluster info 2>/dev/null | tr -d '\r' | awk -F: -v f="$2" '$1 == f { print $2 }'
+	{ redis_cli -p "$1" cluster info 2>/dev/null || true; } | tr -d '\r' | awk -F: -v f="$2" '$1 == f { print $2 }'
 }
 
 redis_write_conf() {
@@ -240,21 +258,22 @@ redis_down() {
 }
 
 redis_status() {
-	local p role masters=0 replicas=0 down=() state= ok=0
+	local p role s masters=0 replicas=0 down=() state=ok roles=() ok=0
 	for p in $(redis_ports); do
-		if ! redis_node_alive "$p"; then down+=("$p"); continue; fi
-		role=$(redis_cli -p "$p" role 2>/dev/null | head -n1 | tr -d '\r')
+		if ! redis_node_alive "$p"; then down+=("$p"); roles+=("$p:down"); continue; fi
+		role=$({ redis_cli -p "$p" role 2>/dev/null || true; } | head -n1 | tr -d '\r')
 		case $role in
-		master) masters=$((masters + 1)) ;;
-		slave) replicas=$((replicas + 1)) ;;
+		master) masters=$((masters + 1)); roles+=("$p:M") ;;
+		slave) replicas=$((replicas + 1)); roles+=("$p:R") ;;
+		*) roles+=("$p:?") ;;
 		esac
-		[[ -z $state ]] && state=$(redis_info_field "$p" cluster_state)
-		[[ "$(redis_info_field "$p" cluster_state)" == ok ]] || state=$(redis_info_field "$p" cluster_state)
+		s=$(redis_info_field "$p" cluster_state)
+		if [[ $s != ok && $state == ok ]]; then state=${s:-unknown}; fi
 	done
-	local msg="$masters masters, $replicas replicas, cluster_state:${state:-unknown}"
-	((${#down[@]})) && msg="$msg, down: ${down[*]}"
+	((${#down[@]} == REDIS_NODES)) && state=down
 	if ((${#down[@]} == 0)) && [[ $state == ok ]] && ((masters == 3 && replicas == 3)); then ok=1; fi
-	report "redis" "127.0.0.1:$REDIS_BASE_PORT-$((REDIS_BASE_PORT + REDIS_NODES - 1))" "$ok" "$msg"
+	report "redis" "127.0.0.1:$REDIS_BASE_PORT-$((REDIS_BASE_PORT + REDIS_NODES - 1))" "$ok" \
+		"$masters masters, $replicas replicas, cluster_state:$state [${roles[*]}]"
 }
 
 # ---------------------------------------------------------------- postgres
@@ -269,7 +288,7 @@ pg_bin() {
 
 # as_pg CMD...: run a PostgreSQL server-side command as the postgres user when root.
 as_pg() {
-	if is_root; then runuser -u postgres -- "$@"; else "$@"; fi
+	if is_root; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 pg_ready() { pg_isready -q -h 127.0.0.1 -p "$PG_PORT" -d postgres -U postgres 2>/dev/null; }
@@ -303,8 +322,14 @@ pg_up() {
 		return 0
 	fi
 	t0=$(now)
-	pg_bin || { need psql postgresql; install_pkg postgresql; pg_bin; } ||
-		die "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin (install 'postgresql')"
+	if ! pg_bin; then
+		wait_apt
+		if ! pg_bin; then
+			is_root || die "PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin: install the Debian package 'postgresql'"
+			install_pkg postgresql
+			pg_bin || die "PostgreSQL server binaries still missing after installing postgresql"
+		fi
+	fi
 	if ! { pid_alive "$PG_DATA/postmaster.pid" && pg_ready; }; then
 		port_open "$PG_PORT" && die "port $PG_PORT is taken by a process that is not ours (postgres)"
 		pg_prepare_dirs
@@ -516,9 +541,12 @@ EOF
 	echo "$KAFKA_VERSION" >"$KAFKA_DIR/version"
 	t0=$(now)
 	# setsid: the broker must outlive the shell (and process group) that started it.
-	setsid java "${jopts[@]}" kafka.Kafka "$KAFKA_DIR/server.properties" \
+	rm -f "$KAFKA_DIR/kafka.pid"
+	# The inner shell writes its own pid and then execs java, so the pidfile is exact.
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$KAFKA_DIR/kafka.pid" \
+		java "${jopts[@]}" kafka.Kafka "$KAFKA_DIR/server.properties" \
 		>>"$KAFKA_DIR/kafka.log" 2>&1 </dev/null &
-	echo $! >"$KAFKA_DIR/kafka.pid"
+	wait_pidfile "$KAFKA_DIR/kafka.pid"
 	broker_wait kafka "$KAFKA_DIR/kafka.pid" "$KAFKA_DIR/kafka.log"
 	log "kafka: Apache Kafka $KAFKA_VERSION (KRaft) answering on 127.0.0.1:$KAFKA_PORT; start took $(since "$t0")"
 }
@@ -532,9 +560,11 @@ kfake_start() {
 	(cd "$ROOT" && go build -o "$KFAKE_DIR/kfake" ./deploy/kfake) || die "building deploy/kfake failed"
 	log "kfake: built in $(since "$t0")"
 	t0=$(now)
-	setsid "$KFAKE_DIR/kfake" -port "$KAFKA_PORT" -dir "$KFAKE_DIR/data" -partitions 8 \
+	rm -f "$KFAKE_DIR/kfake.pid"
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$KFAKE_DIR/kfake.pid" \
+		"$KFAKE_DIR/kfake" -port "$KAFKA_PORT" -dir "$KFAKE_DIR/data" -partitions 8 \
 		>>"$KFAKE_DIR/kfake.log" 2>&1 </dev/null &
-	echo $! >"$KFAKE_DIR/kfake.pid"
+	wait_pidfile "$KFAKE_DIR/kfake.pid"
 	broker_wait kfake "$KFAKE_DIR/kfake.pid" "$KFAKE_DIR/kfake.log"
 	log "kfake: embedded broker answering on 127.0.0.1:$KAFKA_PORT; start took $(since "$t0")"
 }
@@ -595,15 +625,21 @@ report() { # NAME ADDR OK MESSAGE
 	printf '%-9s %-24s %-10s %s\n' "$1" "$2" "$state" "$4"
 }
 
+# shq VALUE: the value as a shell word, single-quoted only when it needs quoting.
+shq() {
+	if [[ $1 =~ ^[A-Za-z0-9_.,:/@=+-]*$ ]]; then printf '%s' "$1"
+	else printf "'%s'" "${1//\'/\'\\\'\'}"; fi
+}
+
 write_env() {
 	local addrs=() p
 	for p in $(redis_ports); do addrs+=("127.0.0.1:$p"); done
 	{
-		echo "# generated by deploy/stack/stack.sh up; source it: . .run/env"
-		printf 'export FLASHSALE_REDIS=%q\n' "$(IFS=,; echo "${addrs[*]}")"
-		printf 'export DATABASE_URL=%q\n' "$DB_URL"
-		printf 'export KAFKA_BROKERS=%q\n' "127.0.0.1:$KAFKA_PORT"
-		printf 'export FLASHSALE_BROKER=%q\n' "$BROKER"
+		echo "# generated by deploy/stack/stack.sh up; load it with: . .run/env"
+		echo "export FLASHSALE_REDIS=$(shq "$(IFS=,; echo "${addrs[*]}")")"
+		echo "export DATABASE_URL=$(shq "$DB_URL")"
+		echo "export KAFKA_BROKERS=$(shq "127.0.0.1:$KAFKA_PORT")"
+		echo "export FLASHSALE_BROKER=$(shq "$BROKER")"
 	} >"$RUN/env.tmp"
 	mv "$RUN/env.tmp" "$RUN/env"
 }
@@ -623,10 +659,10 @@ cmd_up() {
 }
 
 cmd_down() {
-	local leftovers=() p
-	broker_down
-	pg_down
-	redis_down
+	local leftovers=() p t0
+	t0=$(now); broker_down; log "down: broker stopped in $(since "$t0")"
+	t0=$(now); pg_down; log "down: postgres stopped in $(since "$t0")"
+	t0=$(now); redis_down; log "down: redis stopped in $(since "$t0")"
 	for p in $(redis_ports) "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
 		port_open "$p" && leftovers+=("$p")
 	done
@@ -642,7 +678,7 @@ cmd_down() {
 
 cmd_status() {
 	UNHEALTHY=0
-	command -v redis-cli >/dev/null 2>&1 && redis_status || report redis "-" 0 "redis-cli missing"
+	if command -v redis-cli >/dev/null 2>&1; then redis_status; else report redis "-" 0 "redis-cli missing"; fi
 	if command -v pg_isready >/dev/null 2>&1; then pg_status; else report postgres "-" 0 "pg_isready missing"; fi
 	broker_status
 	return "$UNHEALTHY"
