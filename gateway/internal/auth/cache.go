@@ -18,11 +18,10 @@ const evictSample = 8
 //
 // Bytes per entry: the map slot is the 8-byte hash key plus this 32-byte
 // struct plus one control byte (41 bytes fully packed; Go maps run 7/16 to
-// 7/8 full, so 47 to 94 bytes per entry), plus the token string itself in
-// its malloc size class (a typical 150-250 byte HS256 token takes 160-256
-// bytes). TestCacheBytesPerEntry measures about 300 bytes per entry for
-// 190-byte tokens, so the default 1<<20 entries cost at most ~300 MiB and
-// 500,000 users ~150 MiB.
+// 7/8 full, so 47 to 94 bytes per slot), plus the token string in its malloc
+// size class (a 190-byte token takes 208 bytes). TestCacheBytesPerEntry
+// measures about 255 bytes per entry for 190-byte tokens: 500,000 users cost
+// about 120 MiB, and the default bound of 1<<20 entries about 270 MiB.
 type entry struct {
 	tok   string
 	val   uint64

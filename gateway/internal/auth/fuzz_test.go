@@ -1,0 +1,73 @@
+package auth
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jws"
+)
+
+// FuzzVerify checks that no input panics Verify and that nothing is accepted
+// unless jwx itself verifies its HS256 signature under the configured secret.
+func FuzzVerify(f *testing.F) {
+	v, err := New(context.Background(), Config{HS256Secret: testSecret, MaxTokenLen: 1024, CacheSize: 4096})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer v.Close()
+	good, err := MintHS256(testSecret, 99, testNow.Add(time.Hour), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(good))
+	f.Add(handmade(f, map[string]any{"alg": "none"}, std("5"), nil))
+	f.Add(handmade(f, hs(), std("01"), testSecret))
+	f.Add(handmade(f, hs(), with(std("5"), "aud", []any{1, "x"}), testSecret))
+	f.Add([]byte("a.b.c"))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, tok []byte) {
+		orig := bytes.Clone(tok)
+		uid, err := v.Verify(testNow, tok)
+		if !bytes.Equal(orig, tok) {
+			t.Fatal("Verify modified its input")
+		}
+		if err != nil {
+			if uid != 0 {
+				t.Fatalf("uid %d with error %v", uid, err)
+			}
+			return
+		}
+		if uid == 0 || uid >= 1<<63 {
+			t.Fatalf("accepted uid %d", uid)
+		}
+		if _, err := jws.Verify(tok, jws.WithKey(jwa.HS256, testSecret)); err != nil {
+			t.Fatalf("accepted a token jwx does not verify: %q: %v", tok, err)
+		}
+	})
+}
+
+// FuzzBearer checks that Bearer never panics and returns a trimmed,
+// non-empty suffix of its input.
+func FuzzBearer(f *testing.F) {
+	for _, s := range []string{"Bearer abc", "bearer\tx", "Basic abc", "", "Bearer ", " BEARER  t  "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, h []byte) {
+		tok, ok := Bearer(h)
+		if !ok {
+			if tok != nil {
+				t.Fatalf("token %q with ok=false", tok)
+			}
+			return
+		}
+		if len(tok) == 0 || !bytes.Contains(h, tok) || !bytes.HasSuffix(bytes.TrimRight(h, " \t"), tok) {
+			t.Fatalf("Bearer(%q) = %q", h, tok)
+		}
+		if tok[0] == ' ' || tok[0] == '\t' || tok[len(tok)-1] == ' ' || tok[len(tok)-1] == '\t' {
+			t.Fatalf("untrimmed token %q", tok)
+		}
+	})
+}
