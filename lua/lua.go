@@ -30,3 +30,8 @@ var MoveOut string
 //
 //go:embed move_in.lua
 var MoveIn string
+
+// CAS sets a shard's stock only if it still holds the expected value. See cas.lua.
+//
+//go:embed cas.lua
+var CAS string

@@ -8,7 +8,7 @@
 --
 -- Reply: units taken (0..wanted; 0 writes nothing), the recorded amount on a
 -- replay of the same move id, or -1 when the donor is frozen.
--- Journal value: "<units>|<receiver tag>|<item>|out", later "...|done".
+-- Journal value: "<units>|<receiver tag>|<item>"; removed once the receiver is credited.
 if #KEYS ~= 3 or #ARGV ~= 4 then
   return redis.error_reply('ERR move_out: want 3 keys and 4 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
@@ -33,5 +33,5 @@ if k == 0 then
   return 0
 end
 redis.call('DECRBY', KEYS[1], k)
-redis.call('HSET', KEYS[2], ARGV[1], k .. '|' .. ARGV[3] .. '|' .. ARGV[4] .. '|out')
+redis.call('HSET', KEYS[2], ARGV[1], k .. '|' .. ARGV[3] .. "|" .. ARGV[4])
 return k

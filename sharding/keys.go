@@ -13,6 +13,17 @@ const SalesKey = "fs:sales"
 // SaleKey returns the Redis key of a sale's JSON description.
 func SaleKey(saleID int64) string { return "fs:sale:" + strconv.FormatInt(saleID, 10) }
 
+// ReshardKey returns the Redis key of a sale's reshard journal: present from the
+// moment a reshard freezes the old shards until their keys are cleaned up.
+func ReshardKey(saleID int64) string { return "fs:reshard:" + strconv.FormatInt(saleID, 10) }
+
+// AppendOrderPattern appends the SCAN pattern matching every order record on
+// the shard with tag.
+func AppendOrderPattern(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":o:*"...)
+}
+
 // AppendStockKey appends the key of an item's stock on the shard with tag.
 func AppendStockKey(dst []byte, tag string, itemID int64) []byte {
 	dst = appendTag(dst, tag)
@@ -38,6 +49,14 @@ func AppendOrderKey(dst []byte, tag string, id OrderID) []byte {
 func AppendFenceKey(dst []byte, tag string) []byte {
 	dst = appendTag(dst, tag)
 	return append(dst, ":frozen"...)
+}
+
+// AppendMoveKey appends the key marking that the shard with tag was credited by
+// move id (see package stock).
+func AppendMoveKey(dst []byte, tag, moveID string) []byte {
+	dst = appendTag(dst, tag)
+	dst = append(dst, ":mv:"...)
+	return append(dst, moveID...)
 }
 
 // AppendJournalKey appends the key of the stock-move journal of the shard with tag.

@@ -62,8 +62,19 @@ func (t *Topology) MasterOfTag(tag string) string {
 // allow. Tags read "s<sale>:<shard>:<salt>" with the smallest salt that lands on
 // the wanted master, so the choice is deterministic for a topology.
 func PlaceTags(saleID int64, n int, t *Topology) ([]string, error) {
+	return PlaceTagsVersion(saleID, 0, n, t)
+}
+
+// PlaceTagsVersion is PlaceTags for the layout of a sale's given version: a
+// reshard places its new shards under fresh tags "s<sale>v<version>:<shard>:<salt>"
+// so that they never collide with the keys of the layout they replace.
+func PlaceTagsVersion(saleID, version int64, n int, t *Topology) ([]string, error) {
 	if n < 1 || n > MaxShards {
 		return nil, fmt.Errorf("shard count %d: want 1..%d", n, MaxShards)
+	}
+	prefix := "s" + strconv.FormatInt(saleID, 10) + ":"
+	if version > 0 {
+		prefix = "s" + strconv.FormatInt(saleID, 10) + "v" + strconv.FormatInt(version, 10) + ":"
 	}
 	tags := make([]string, n)
 	for i := range tags {
@@ -72,7 +83,7 @@ func PlaceTags(saleID int64, n int, t *Topology) ([]string, error) {
 			if salt > 1<<20 {
 				return nil, fmt.Errorf("no hash tag lands on master %s", t.Masters[want].Addr)
 			}
-			tag := "s" + strconv.FormatInt(saleID, 10) + ":" + strconv.Itoa(i) + ":" + strconv.Itoa(salt)
+			tag := prefix + strconv.Itoa(i) + ":" + strconv.Itoa(salt)
 			if t.Owner(Slot([]byte(tag))) == want {
 				tags[i] = tag
 				break

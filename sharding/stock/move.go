@@ -1,0 +1,171 @@
+package stock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/lua"
+	"flashsale/sharding"
+)
+
+// Moving units between shards.
+//
+// A move of k units of an item from donor shard D to receiver shard R is three
+// single-slot steps, each idempotent by the move id:
+//
+//  1. move_out on D: take k <= wanted units and journal "k|R|item" under the
+//     move id in D's journal, in the same script;
+//  2. move_in on R: credit k, and set a marker key for the id on R (with a
+//     lifetime of MoveMarkerTTL) so the id is never credited twice;
+//  3. drop the id from D's journal.
+//
+// Units leave D only together with a journal entry, and R is credited at most
+// once per id, so a crash anywhere leaves a D entry that RecoverMoves
+// completes: no unit is created or lost, and moves are finished forward,
+// never undone. The marker outlives any move in flight by far (each step runs
+// under a request deadline of seconds), so a recovery racing a live move cannot
+// credit twice.
+
+// MoveMarkerTTL is how long a receiver remembers a credited move id.
+const MoveMarkerTTL = 24 * time.Hour
+
+var (
+	moveOutScript = rueidis.NewLuaScript(lua.MoveOut)
+	moveInScript  = rueidis.NewLuaScript(lua.MoveIn)
+)
+
+func newMoveID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Move moves up to want units of item from shard tag from to shard tag to and
+// returns how many moved (0 when the donor had none).
+func (s *Store) Move(ctx context.Context, itemID int64, from, to string, want int64) (int64, error) {
+	if from == to || want < 1 {
+		return 0, fmt.Errorf("moving stock: bad move of %d units from %q to %q", want, from, to)
+	}
+	id := newMoveID()
+	k, err := moveOutScript.Exec(ctx, s.c,
+		[]string{string(sharding.AppendStockKey(nil, from, itemID)), string(sharding.AppendJournalKey(nil, from)), string(sharding.AppendFenceKey(nil, from))},
+		[]string{id, strconv.FormatInt(want, 10), to, strconv.FormatInt(itemID, 10)}).AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("moving stock out of %s: %w", from, err)
+	}
+	if k < 0 {
+		return 0, fmt.Errorf("moving stock out of %s: %w", from, ErrFrozen)
+	}
+	if k == 0 {
+		return 0, nil
+	}
+	if err := s.finishMove(ctx, from, id, k, to, itemID, false); err != nil {
+		// The units are journaled on the donor; RecoverMoves completes the move.
+		return 0, err
+	}
+	return k, nil
+}
+
+// finishMove runs steps 2 and 3 of a move journaled on from.
+func (s *Store) finishMove(ctx context.Context, from, id string, k int64, to string, itemID int64, force bool) error {
+	f := ""
+	if force {
+		f = "force"
+	}
+	n, err := moveInScript.Exec(ctx, s.c,
+		[]string{string(sharding.AppendStockKey(nil, to, itemID)), string(sharding.AppendMoveKey(nil, to, id)), string(sharding.AppendFenceKey(nil, to))},
+		[]string{id, strconv.FormatInt(k, 10), f, strconv.Itoa(int(MoveMarkerTTL / time.Second))}).AsInt64()
+	if err != nil {
+		return fmt.Errorf("moving stock into %s: %w", to, err)
+	}
+	if n < 0 {
+		return fmt.Errorf("moving stock into %s: %w", to, ErrFrozen)
+	}
+	if err := s.c.Do(ctx, s.c.B().Hdel().Key(string(sharding.AppendJournalKey(nil, from))).Field(id).Build()).Error(); err != nil {
+		return fmt.Errorf("finishing move %s: %w", id, err)
+	}
+	return nil
+}
+
+// PendingMove is a move journaled on a donor shard and not yet finished.
+type PendingMove struct {
+	ID       string
+	From, To string
+	ItemID   int64
+	Units    int64
+}
+
+// PendingMoves lists the unfinished moves journaled on sale's shards.
+func (s *Store) PendingMoves(ctx context.Context, sale *sharding.Sale) ([]PendingMove, error) {
+	return s.pendingMoves(ctx, sale.Shards)
+}
+
+func (s *Store) pendingMoves(ctx context.Context, tags []string) ([]PendingMove, error) {
+	var out []PendingMove
+	for _, tag := range tags {
+		m, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendJournalKey(nil, tag))).Build()).AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("reading move journal of %s: %w", tag, err)
+		}
+		for id, v := range m {
+			f := strings.Split(v, "|")
+			var k, item int64
+			var err1, err2 error
+			if len(f) == 3 {
+				k, err1 = strconv.ParseInt(f[0], 10, 64)
+				item, err2 = strconv.ParseInt(f[2], 10, 64)
+			}
+			if len(f) != 3 || err1 != nil || err2 != nil || k < 1 {
+				return nil, fmt.Errorf("move journal of %s: malformed entry %s=%q", tag, id, v)
+			}
+			out = append(out, PendingMove{ID: id, From: tag, To: f[1], ItemID: item, Units: k})
+		}
+	}
+	return out, nil
+}
+
+// RecoverMoves finishes every move journaled on sale's shards, as after a crash,
+// and returns how many it finished. Safe to run while moves are in flight: each
+// step is idempotent by move id.
+func (s *Store) RecoverMoves(ctx context.Context, sale *sharding.Sale) (int, error) {
+	return s.recoverMoves(ctx, sale.Shards, false)
+}
+
+func (s *Store) recoverMoves(ctx context.Context, tags []string, force bool) (int, error) {
+	pending, err := s.pendingMoves(ctx, tags)
+	if err != nil {
+		return 0, err
+	}
+	for i, p := range pending {
+		if err := s.finishMove(ctx, p.From, p.ID, p.Units, p.To, p.ItemID, force); err != nil {
+			return i, err
+		}
+	}
+	return len(pending), nil
+}
+
+// Borrow refills the empty shard home of an item from the richest other shard
+// of sale, taking half of the donor's units (at least one), and reports how many
+// units arrived. remaining is the caller's latest view of each shard's units
+// (len == shard count); it picks the donor, and a stale view only costs a
+// move of 0 units. It is the answer to stranded stock: a user whose home shard
+// ran dry is served from the rest of the item's stock.
+func (s *Store) Borrow(ctx context.Context, sale *sharding.Sale, itemID int64, home int, remaining []int64) (int64, error) {
+	donor, best := -1, int64(0)
+	for i, r := range remaining {
+		if i != home && r > best {
+			donor, best = i, r
+		}
+	}
+	if donor < 0 {
+		return 0, nil
+	}
+	return s.Move(ctx, itemID, sale.Shards[donor], sale.Shards[home], (best+1)/2)
+}

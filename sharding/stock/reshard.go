@@ -1,0 +1,277 @@
+package stock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/sharding"
+)
+
+// Resharding: changing a sale's shard count S before or during the sale.
+//
+//  1. A journal (sharding.ReshardKey) records the old and the new tags; only one
+//     reshard of a sale runs at a time (SET NX).
+//  2. Every old shard is fenced (sharding.AppendFenceKey). From then on every
+//     script refuses to change it: purchases get ErrFrozen (the gateway answers
+//     503 and reloads the sale), releases and status writes are retried by the
+//     writer. Moves journaled on old shards are finished (forced past the fence).
+//  3. The frozen state is copied to the new shards, which nobody else knows yet:
+//     each item's total over the old shards is split evenly over the new ones,
+//     every buyer record goes to the user's home shard under the new count, and
+//     every order record follows its owner. Copying overwrites, so a resumed
+//     reshard copies again from the same frozen state with the same result.
+//  4. The sale's description is stored with the new tags and Version+1: from
+//     here the new shards are live and the journal says "published".
+//  5. The old shards' keys are deleted; their fences stay for a day so a gateway
+//     with a stale description keeps being told to reload.
+//
+// Units and buyers are conserved exactly: between the fence and the publish no
+// script changes either layout. The cost is a short window (the copy: about a
+// millisecond per few hundred keys, plus the gateways' reload interval) in
+// which purchases of the sale answer 503.
+
+type reshardJournal struct {
+	SaleID  int64    `json:"saleId"`
+	From    []string `json:"from"`
+	To      []string `json:"to"`
+	Version int64    `json:"version"` // of the published description
+	Phase   string   `json:"phase"`   // "copying", then "published"
+}
+
+// FenceTTL is how long the fences of replaced shards stay.
+const FenceTTL = 24 * time.Hour
+
+// ErrReshardRunning is returned when another reshard of the sale is under way.
+var ErrReshardRunning = errors.New("a reshard of this sale is already running (or crashed: resume it with the same command)")
+
+// ReshardReport says what a reshard did.
+type ReshardReport struct {
+	From, To      int
+	Units         map[int64]int64 // item -> units moved to the new layout
+	Buyers        int
+	Orders        int
+	MovesFinished int
+	Resumed       bool
+	Frozen        time.Duration // how long purchases of the sale were refused
+}
+
+// Reshard changes sale saleID to n shards placed over top's masters. It resumes
+// a reshard that crashed (its journal names the target; n must match).
+func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.Topology) (*sharding.Sale, ReshardReport, error) {
+	rep := ReshardReport{To: n, Units: map[int64]int64{}}
+	sale, err := s.LoadSale(ctx, saleID)
+	if err != nil {
+		return nil, rep, err
+	}
+	rep.From = len(sale.Shards)
+	j, err := s.loadJournal(ctx, saleID)
+	if err != nil {
+		return nil, rep, err
+	}
+	if j == nil {
+		if n == len(sale.Shards) {
+			return sale, rep, nil
+		}
+		to, err := sharding.PlaceTagsVersion(saleID, sale.Version+1, n, top)
+		if err != nil {
+			return nil, rep, err
+		}
+		j = &reshardJournal{SaleID: saleID, From: sale.Shards, To: to, Version: sale.Version + 1, Phase: "copying"}
+		b, _ := json.Marshal(j)
+		ok, err := s.c.Do(ctx, s.c.B().Set().Key(sharding.ReshardKey(saleID)).Value(string(b)).Nx().Build()).ToString()
+		if rueidis.IsRedisNil(err) || (err == nil && ok != "OK") {
+			return nil, rep, ErrReshardRunning
+		}
+		if err != nil {
+			return nil, rep, fmt.Errorf("writing reshard journal: %w", err)
+		}
+	} else {
+		rep.Resumed = true
+		if len(j.To) != n {
+			return nil, rep, fmt.Errorf("%w: it targets %d shards, not %d", ErrReshardRunning, len(j.To), n)
+		}
+		rep.From = len(j.From)
+	}
+	began := time.Now()
+	if j.Phase == "copying" {
+		if err := s.fence(ctx, j.From, j.Version); err != nil {
+			return nil, rep, err
+		}
+		if rep.MovesFinished, err = s.recoverMoves(ctx, j.From, true); err != nil {
+			return nil, rep, fmt.Errorf("finishing moves before the copy: %w", err)
+		}
+		if err := s.copyShards(ctx, sale, j, top, &rep); err != nil {
+			return nil, rep, err
+		}
+		next := *sale
+		next.Shards, next.Version = j.To, j.Version
+		if err := s.StoreSale(ctx, &next); err != nil {
+			return nil, rep, err
+		}
+		j.Phase = "published"
+		b, _ := json.Marshal(j)
+		if err := s.c.Do(ctx, s.c.B().Set().Key(sharding.ReshardKey(saleID)).Value(string(b)).Build()).Error(); err != nil {
+			return nil, rep, fmt.Errorf("updating reshard journal: %w", err)
+		}
+		sale = &next
+	} else if sale, err = s.LoadSale(ctx, saleID); err != nil {
+		return nil, rep, err
+	}
+	rep.Frozen = time.Since(began)
+	if err := s.dropShards(ctx, sale, j.From, top); err != nil {
+		return nil, rep, err
+	}
+	if err := s.c.Do(ctx, s.c.B().Del().Key(sharding.ReshardKey(saleID)).Build()).Error(); err != nil {
+		return nil, rep, fmt.Errorf("removing reshard journal: %w", err)
+	}
+	return sale, rep, nil
+}
+
+func (s *Store) loadJournal(ctx context.Context, saleID int64) (*reshardJournal, error) {
+	b, err := s.c.Do(ctx, s.c.B().Get().Key(sharding.ReshardKey(saleID)).Build()).AsBytes()
+	if rueidis.IsRedisNil(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading reshard journal: %w", err)
+	}
+	var j reshardJournal
+	if err := json.Unmarshal(b, &j); err != nil || len(j.To) == 0 || len(j.From) == 0 {
+		return nil, fmt.Errorf("reshard journal of sale %d is malformed: %s", saleID, b)
+	}
+	return &j, nil
+}
+
+func (s *Store) fence(ctx context.Context, tags []string, version int64) error {
+	cmds := make(rueidis.Commands, 0, len(tags))
+	for _, tag := range tags {
+		cmds = append(cmds, s.c.B().Set().Key(string(sharding.AppendFenceKey(nil, tag))).Value(strconv.FormatInt(version, 10)).Ex(FenceTTL).Build())
+	}
+	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
+		return fmt.Errorf("fencing old shards: %w", err)
+	}
+	return nil
+}
+
+// shardOrders lists the order record keys of the shard with tag (SCAN on the
+// master that serves its slot).
+func (s *Store) shardOrders(ctx context.Context, tag string, top *sharding.Topology) ([]string, error) {
+	node, ok := s.c.Nodes()[top.MasterOfTag(tag)]
+	if !ok {
+		return nil, fmt.Errorf("no connection to master %s of shard %s", top.MasterOfTag(tag), tag)
+	}
+	pattern := string(sharding.AppendOrderPattern(nil, tag))
+	var keys []string
+	var cursor uint64
+	for {
+		e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			return nil, fmt.Errorf("scanning orders of shard %s: %w", tag, err)
+		}
+		keys = append(keys, e.Elements...)
+		if cursor = e.Cursor; cursor == 0 {
+			return keys, nil
+		}
+	}
+}
+
+func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJournal, top *sharding.Topology, rep *ReshardReport) error {
+	old := &sharding.Sale{ID: sale.ID, Shards: j.From}
+	var cmds rueidis.Commands
+	for _, it := range sale.Items {
+		rem, err := s.Remaining(ctx, old, it.ID)
+		if err != nil {
+			return err
+		}
+		var total int64
+		for _, r := range rem {
+			total += r
+		}
+		rep.Units[it.ID] = total
+		for i, q := range sharding.Split(total, len(j.To)) {
+			cmds = append(cmds, s.c.B().Set().Key(string(sharding.AppendStockKey(nil, j.To[i], it.ID))).Value(strconv.FormatInt(q, 10)).Build())
+		}
+	}
+	for _, tag := range j.From {
+		buyers, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsStrMap()
+		if err != nil {
+			return fmt.Errorf("reading buyers of %s: %w", tag, err)
+		}
+		for user, oid := range buyers {
+			u, err := strconv.ParseUint(user, 10, 64)
+			if err != nil {
+				return fmt.Errorf("buyers of %s hold user %q", tag, user)
+			}
+			to := j.To[sharding.HomeShard(u, sale.ID, len(j.To))]
+			cmds = append(cmds, s.c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, to))).FieldValue().FieldValue(user, oid).Build())
+			rep.Buyers++
+		}
+		keys, err := s.shardOrders(ctx, tag, top)
+		if err != nil {
+			return err
+		}
+		reads := make(rueidis.Commands, 0, 2*len(keys))
+		for _, k := range keys {
+			reads = append(reads, s.c.B().Hgetall().Key(k).Build(), s.c.B().Ttl().Key(k).Build())
+		}
+		res := s.c.DoMulti(ctx, reads...)
+		for i, k := range keys {
+			m, err := res[2*i].AsStrMap()
+			if err != nil {
+				return fmt.Errorf("reading order %s: %w", k, err)
+			}
+			ttl, err := res[2*i+1].AsInt64()
+			if err != nil || len(m) == 0 {
+				continue // expired meanwhile
+			}
+			u, err1 := strconv.ParseUint(m["user"], 10, 64)
+			id, ok := sharding.ParseOrderID([]byte(k[len(k)-36:]))
+			if err1 != nil || !ok {
+				return fmt.Errorf("order record %s is malformed", k)
+			}
+			nk := string(sharding.AppendOrderKey(nil, j.To[sharding.HomeShard(u, sale.ID, len(j.To))], id))
+			fv := s.c.B().Hset().Key(nk).FieldValue()
+			for f, v := range m {
+				fv = fv.FieldValue(f, v)
+			}
+			cmds = append(cmds, fv.Build())
+			if ttl > 0 {
+				cmds = append(cmds, s.c.B().Expire().Key(nk).Seconds(ttl).Build())
+			}
+			rep.Orders++
+		}
+	}
+	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
+		return fmt.Errorf("copying to new shards: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) dropShards(ctx context.Context, sale *sharding.Sale, tags []string, top *sharding.Topology) error {
+	var cmds rueidis.Commands
+	for _, tag := range tags {
+		for _, it := range sale.Items {
+			cmds = append(cmds, s.c.B().Del().Key(string(sharding.AppendStockKey(nil, tag, it.ID))).Build())
+		}
+		cmds = append(cmds,
+			s.c.B().Del().Key(string(sharding.AppendBuyersKey(nil, tag))).Build(),
+			s.c.B().Del().Key(string(sharding.AppendJournalKey(nil, tag))).Build())
+		keys, err := s.shardOrders(ctx, tag, top)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			cmds = append(cmds, s.c.B().Del().Key(k).Build())
+		}
+	}
+	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
+		return fmt.Errorf("removing old shards: %w", err)
+	}
+	return nil
+}
