@@ -1,0 +1,149 @@
+// Package app wires the writer: it turns a config.Config into connected parts
+// (PostgreSQL pool, Redis client, Kafka consumer, outbox applier, expiry job,
+// admin server) and runs them, and it implements the command line (Main).
+//
+// Tests drive an App in-process: New, then Run with a context they cancel; the
+// parts are exported fields so a test can step the expiry job or read metrics.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+
+	"flashsale/sharding/stock"
+	"flashsale/writer/internal/config"
+	"flashsale/writer/internal/consume"
+	"flashsale/writer/internal/expiry"
+	"flashsale/writer/internal/obs"
+	"flashsale/writer/internal/outbox"
+	"flashsale/writer/internal/store"
+)
+
+// App is one writer. Its fields are set by New and owned by the App; Close
+// releases them.
+type App struct {
+	Cfg      config.Config
+	Log      *slog.Logger
+	Pool     *pgxpool.Pool
+	Store    *store.Store
+	Redis    rueidis.Client
+	Stock    *stock.Store
+	Metrics  *obs.Metrics
+	Applier  *outbox.Applier
+	Expiry   *expiry.Job
+	Consumer *consume.Consumer
+}
+
+// New connects everything cfg names and, when cfg.Migrate is set, applies
+// pending migrations. Nothing is consumed before Run.
+func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err error) {
+	a := &App{Cfg: cfg, Log: log, Metrics: obs.NewMetrics()}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	if a.Pool, err = store.Open(ctx, cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	a.Store = store.New(a.Pool)
+	if cfg.Migrate {
+		if err = store.Migrate(ctx, a.Pool, log); err != nil {
+			return nil, err
+		}
+	}
+	if a.Redis, err = NewRedis(cfg.RedisAddrs); err != nil {
+		return nil, err
+	}
+	a.Stock = stock.New(a.Redis)
+	a.Applier = outbox.New(outbox.Config{
+		StatusTTL:      cfg.StatusTTL,
+		SaleCacheTTL:   outboxSaleCacheTTL,
+		Concurrency:    cfg.RedisParallel,
+		ReplayInterval: cfg.OutboxInterval,
+		ReplayGrace:    cfg.OutboxGrace,
+		ReplayBatch:    outboxReplayBatch,
+		QueueLen:       outboxQueueLen,
+	}, a.Store, a.Stock, a.Metrics, log)
+	a.Expiry = expiry.New(expiry.Config{Interval: cfg.ExpiryInterval, Batch: cfg.ExpiryBatch}, a.Store, a.Applier, a.Metrics, log)
+	a.Consumer, err = consume.New(consume.Config{
+		Brokers:         cfg.KafkaBrokers,
+		Topic:           cfg.Topic,
+		DeadLetterTopic: cfg.DeadLetter,
+		Group:           cfg.Group,
+		BatchSize:       cfg.BatchSize,
+		FetchMaxWait:    cfg.FetchMaxWait,
+		SessionTimeout:  cfg.SessionTimeout,
+		RetryMin:        cfg.RetryMin,
+		RetryMax:        cfg.RetryMax,
+		DrainTimeout:    cfg.ShutdownWait,
+	}, a.Store, a.Applier, a.Metrics, log)
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Fixed tunables of the outbox, not worth a flag each.
+const (
+	outboxSaleCacheTTL = time.Second // a reshard is seen within a second
+	outboxReplayBatch  = 1000
+	outboxQueueLen     = 256
+)
+
+// NewRedis returns a rueidis client over the cluster seeds addrs.
+func NewRedis(addrs []string) (rueidis.Client, error) {
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, ShuffleInit: true})
+	if err != nil {
+		return nil, fmt.Errorf("connecting to redis: %w", err)
+	}
+	return c, nil
+}
+
+// Run serves the admin endpoints (when an address is configured), replays the
+// outbox, runs the expiry job and consumes until ctx ends, then finishes the
+// batch in flight and stops. It returns the first error that stopped it.
+func (a *App) Run(ctx context.Context) error {
+	if a.Cfg.AdminAddr != "" {
+		srv, err := obs.Listen(a.Cfg.AdminAddr, a.Metrics, map[string]obs.Check{
+			"postgresql": a.Store.Ping,
+			"kafka":      a.Consumer.Ping,
+		}, a.Log)
+		if err != nil {
+			return fmt.Errorf("admin server on %s: %w", a.Cfg.AdminAddr, err)
+		}
+		defer func() { _ = srv.Close(context.WithoutCancel(ctx)) }()
+		a.Log.Info("admin server listening", "addr", srv.Addr())
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { a.Applier.Run(ctx) })
+	wg.Go(func() { a.Expiry.Run(ctx) })
+	a.Log.Info("writer consuming", "topic", a.Cfg.Topic, "group", a.Cfg.Group)
+	err := a.Consumer.Run(ctx)
+	wg.Wait()
+	a.Log.Info("writer stopped")
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// Close releases every connection New made. It is safe on a partly built App.
+func (a *App) Close() {
+	if a.Consumer != nil {
+		a.Consumer.Close()
+	}
+	if a.Redis != nil {
+		a.Redis.Close()
+	}
+	if a.Pool != nil {
+		a.Pool.Close()
+	}
+}

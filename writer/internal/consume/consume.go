@@ -1,0 +1,302 @@
+// Package consume is the writer's Kafka consumer: a franz-go consumer group
+// that reads order events, persists each poll's batch in one PostgreSQL
+// transaction and commits the batch's offsets only after that commit.
+//
+// Delivery is at least once and the effect exactly once: a batch whose commit
+// or offset commit was lost (a crash, a rebalance, PostgreSQL restarting) is
+// read again and changes nothing the second time, because reservations are
+// inserted by order id with ON CONFLICT DO NOTHING and payments and
+// cancellations only move PENDING orders.
+//
+// Per batch, in order:
+//  1. records are decoded; undecodable ones are produced, synchronously, to
+//     the dead-letter topic with their reason and origin in headers;
+//  2. the decoded events are persisted (store.Persist), retried with
+//     exponential backoff and jitter on any database error, so an event is
+//     never dead-lettered because PostgreSQL is unwell;
+//  3. the offsets are committed and the batch's Redis effects handed to the
+//     outbox Applier.
+//
+// Rebalances are held off while a batch is in flight (BlockRebalanceOnPoll), so
+// a partition's offsets are committed by the member that persisted them.
+package consume
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"flashsale/writer/internal/obs"
+	"flashsale/writer/internal/outbox"
+	"flashsale/writer/internal/store"
+	"flashsale/writer/orderevent"
+)
+
+// Config tunes a Consumer.
+type Config struct {
+	Brokers         []string
+	Topic           string
+	DeadLetterTopic string
+	Group           string
+	// BatchSize is the most records one poll (and one transaction) takes.
+	BatchSize int
+	// FetchMaxWait is how long the broker may hold a fetch for more data.
+	FetchMaxWait time.Duration
+	// SessionTimeout is how long the group waits for a silent member (a
+	// killed writer) before giving its partitions to others.
+	SessionTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff between attempts of a batch.
+	RetryMin, RetryMax time.Duration
+	// DrainTimeout is how long an in-flight batch may still take after Run's
+	// context ends.
+	DrainTimeout time.Duration
+}
+
+// Consumer consumes order events. Create it with New, drive it with Run, and
+// Close it after Run returns.
+type Consumer struct {
+	cfg     Config
+	cl      *kgo.Client
+	st      *store.Store
+	applier *outbox.Applier
+	m       *obs.Metrics
+	log     *slog.Logger
+
+	lagMu sync.Mutex
+	lag   map[int32]int64
+}
+
+// New connects a consumer group client. No record is fetched before Run.
+func New(cfg Config, st *store.Store, applier *outbox.Applier, m *obs.Metrics, log *slog.Logger) (*Consumer, error) {
+	c := &Consumer{cfg: cfg, st: st, applier: applier, m: m, log: log, lag: map[int32]int64{}}
+	forget := func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+		c.lagMu.Lock()
+		defer c.lagMu.Unlock()
+		for _, ps := range lost {
+			for _, p := range ps {
+				delete(c.lag, p)
+			}
+		}
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID("flashsale-writer"),
+		kgo.ConsumerGroup(cfg.Group),
+		kgo.ConsumeTopics(cfg.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.FetchMaxWait(cfg.FetchMaxWait),
+		kgo.OnPartitionsRevoked(forget),
+		kgo.OnPartitionsLost(forget),
+		kgo.AllowAutoTopicCreation(),
+		kgo.ProducerLinger(0),
+	}
+	if cfg.SessionTimeout > 0 {
+		opts = append(opts, kgo.SessionTimeout(cfg.SessionTimeout))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating kafka client: %w", err)
+	}
+	c.cl = cl
+	return c, nil
+}
+
+// Ping checks that a Kafka broker answers.
+func (c *Consumer) Ping(ctx context.Context) error {
+	if err := c.cl.Ping(ctx); err != nil {
+		return fmt.Errorf("pinging kafka: %w", err)
+	}
+	return nil
+}
+
+// Close leaves the group and closes the client. Offsets not committed yet are
+// consumed again by the next owner.
+func (c *Consumer) Close() { c.cl.CloseAllowingRebalance() }
+
+// Run polls and persists batches until ctx ends. The batch in flight when ctx
+// ends is finished (persisted and committed) within DrainTimeout. Run returns
+// nil on a clean stop.
+func (c *Consumer) Run(ctx context.Context) error {
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		fetches := c.cl.PollRecords(ctx, c.cfg.BatchSize)
+		if fetches.IsClientClosed() {
+			return nil
+		}
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+				c.log.Warn("fetch error", "topic", topic, "partition", p, "err", err)
+			}
+		})
+		recs := fetches.Records()
+		if len(recs) == 0 {
+			c.cl.AllowRebalance()
+			continue
+		}
+		c.trackLag(fetches)
+		if err := c.process(ctx, recs); err != nil {
+			c.cl.AllowRebalance()
+			// Only a drain that ran out of time gets here. Nothing was
+			// committed: whoever owns the partitions next reads the batch again.
+			c.log.Warn("stopped with a batch unfinished; it will be re-read", "records", len(recs), "err", err)
+			return nil
+		}
+		c.cl.AllowRebalance()
+	}
+}
+
+// process persists recs and commits their offsets, finishing within
+// DrainTimeout after ctx ends.
+func (c *Consumer) process(ctx context.Context, recs []*kgo.Record) error {
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(c.cfg.DrainTimeout, cancel)
+		context.AfterFunc(pctx, func() { t.Stop() })
+	})
+	defer stop()
+
+	start := time.Now()
+	batch := store.Batch{Events: make([]orderevent.Event, 0, len(recs))}
+	var dead []*kgo.Record
+	for _, r := range recs {
+		e, err := orderevent.Decode(r.Value)
+		if err != nil {
+			c.m.Consumed.WithLabelValues("malformed").Inc()
+			dead = append(dead, c.deadLetter(r, err))
+			continue
+		}
+		c.m.Consumed.WithLabelValues(e.Type.String()).Inc()
+		batch.Events = append(batch.Events, e)
+	}
+	if len(dead) > 0 {
+		err := c.retry(pctx, "producing dead letters", func(ctx context.Context) error {
+			return c.cl.ProduceSync(ctx, dead...).FirstErr()
+		})
+		if err != nil {
+			return err
+		}
+		c.m.DeadLetters.Add(float64(len(dead)))
+		c.log.Warn("dead-lettered undecodable records", "count", len(dead), "topic", c.cfg.DeadLetterTopic)
+	}
+	var res store.Result
+	if len(batch.Events) > 0 {
+		err := c.retry(pctx, "persisting batch", func(ctx context.Context) error {
+			var err error
+			res, err = c.st.Persist(ctx, &batch)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	committed := time.Now()
+	c.m.BatchSeconds.Observe(committed.Sub(start).Seconds())
+	for _, i := range res.Inserted {
+		c.m.ReserveToCommit.Observe(committed.Sub(batch.Events[i].Created).Seconds())
+	}
+	c.m.Persisted.Add(float64(len(res.Inserted)))
+	c.m.Duplicates.Add(float64(res.Duplicates))
+	c.m.Failed.Add(float64(res.Failed))
+	c.m.Paid.Add(float64(res.Paid))
+	c.m.Cancelled.Add(float64(res.Cancelled))
+	c.m.Parked.Add(float64(res.Parked))
+	c.applier.Enqueue(res.Effects)
+
+	if err := c.cl.CommitRecords(pctx, recs...); err != nil {
+		// The rows are committed; a lost offset commit only means the batch is
+		// read again, and changes nothing then.
+		c.log.Warn("committing offsets failed; the batch will be re-read", "records", len(recs), "err", err)
+	}
+	return nil
+}
+
+// deadLetter builds the dead-letter record of r, refused for reason.
+func (c *Consumer) deadLetter(r *kgo.Record, reason error) *kgo.Record {
+	return &kgo.Record{
+		Topic: c.cfg.DeadLetterTopic,
+		Key:   r.Key,
+		Value: r.Value,
+		Headers: append([]kgo.RecordHeader{
+			{Key: "reason", Value: []byte(reason.Error())},
+			{Key: "source-topic", Value: []byte(r.Topic)},
+			{Key: "source-partition", Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
+			{Key: "source-offset", Value: strconv.AppendInt(nil, r.Offset, 10)},
+		}, r.Headers...),
+	}
+}
+
+// retry runs op until it succeeds or ctx ends, sleeping an exponential backoff
+// with jitter between attempts.
+func (c *Consumer) retry(ctx context.Context, what string, op func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		err := op(ctx)
+		if err == nil {
+			if attempt > 0 {
+				c.log.Info(what+" succeeded after retries", "attempts", attempt+1)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		kind := "other"
+		if store.IsTransient(err) {
+			kind = "transient"
+		}
+		c.m.Retries.WithLabelValues(kind).Inc()
+		d := Backoff(attempt, c.cfg.RetryMin, c.cfg.RetryMax)
+		if kind == "transient" {
+			c.log.Warn(what+" failed; retrying", "attempt", attempt+1, "in", d, "err", err)
+		} else {
+			c.log.Error(what+" failed with a non-transient error; retrying without committing", "attempt", attempt+1, "in", d, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, err)
+		case <-time.After(d):
+		}
+	}
+}
+
+// Backoff returns the wait before retry attempt+1: lo doubled per attempt,
+// capped at hi, with a random part of up to half of it taken off (full jitter
+// would allow busy retries; none would let writers retry in lockstep).
+func Backoff(attempt int, lo, hi time.Duration) time.Duration {
+	d := hi
+	if attempt < 30 {
+		d = lo << attempt
+		if d > hi || d <= 0 {
+			d = hi
+		}
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// trackLag records, per partition polled, how far the batch's last record is
+// behind the high watermark, and publishes the sum.
+func (c *Consumer) trackLag(f kgo.Fetches) {
+	c.lagMu.Lock()
+	defer c.lagMu.Unlock()
+	f.EachPartition(func(p kgo.FetchTopicPartition) {
+		if n := len(p.Records); n > 0 {
+			c.lag[p.Partition] = max(p.HighWatermark-p.Records[n-1].Offset-1, 0)
+		}
+	})
+	var sum int64
+	for _, l := range c.lag {
+		sum += l
+	}
+	c.m.Lag.Set(float64(sum))
+}

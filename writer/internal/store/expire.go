@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flashsale/sharding"
+)
+
+// ExpireDue moves up to limit PENDING orders whose payment window ended to
+// EXPIRED, takes them out of items.sold and writes their outbox rows, all in
+// one statement and one transaction. Rows another writer holds (an expiry
+// running elsewhere, or a payment in flight) are skipped, not waited for, so
+// several writers expire disjoint sets and a paid order is never expired: the
+// outer status check re-reads each row after its lock.
+func (s *Store) ExpireDue(ctx context.Context, limit int) ([]Effect, error) {
+	rows, err := s.pool.Query(ctx, `
+		WITH e AS (
+			UPDATE orders SET status = 'EXPIRED', updated_at = now()
+			WHERE id IN (
+				SELECT id FROM orders
+				WHERE status = 'PENDING' AND expires_at < now()
+				ORDER BY expires_at
+				LIMIT $1
+				FOR UPDATE SKIP LOCKED
+			) AND status = 'PENDING'
+			RETURNING id, sale_id, item_id, user_id, created_at, expires_at
+		), d AS (
+			UPDATE items SET sold = items.sold - x.n
+			FROM (SELECT item_id, count(*) AS n FROM e GROUP BY item_id) AS x
+			WHERE items.id = x.item_id
+		), w AS (
+			INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
+			SELECT id, sale_id, item_id, user_id, 'EXPIRED' FROM e
+			ON CONFLICT (order_id) DO NOTHING
+		)
+		SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM e`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("expiring orders: %w", err)
+	}
+	effects, err := scanEffects(rows, StatusExpired)
+	if err != nil {
+		return nil, fmt.Errorf("expiring orders: %w", err)
+	}
+	return effects, nil
+}
+
+// MarkDone records that Redis has applied the outbox rows of ids.
+func (s *Store) MarkDone(ctx context.Context, ids []sharding.OrderID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	raw := make([][16]byte, len(ids))
+	for i, id := range ids {
+		raw[i] = id
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE releases SET done_at = now() WHERE order_id = ANY($1::uuid[]) AND done_at IS NULL`, raw)
+	if err != nil {
+		return fmt.Errorf("marking outbox rows done: %w", err)
+	}
+	return nil
+}
+
+// ReplayOutbox claims up to limit outbox rows not yet applied and older than
+// grace (younger rows are normally being applied by the writer that committed
+// them), calls apply with them while holding their row locks, and marks the
+// ones apply reports as applied done, in one transaction. Rows claimed by
+// another writer are skipped. It returns how many rows were applied.
+func (s *Store) ReplayOutbox(ctx context.Context, grace time.Duration, limit int,
+	apply func(context.Context, []Effect) []sharding.OrderID) (int, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("replaying outbox: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, `
+		SELECT r.order_id, r.sale_id, r.item_id, r.user_id, r.status, o.created_at, o.expires_at
+		FROM releases r JOIN orders o ON o.id = r.order_id
+		WHERE r.done_at IS NULL AND r.created_at < now() - make_interval(secs => $1::float8)
+		ORDER BY r.created_at
+		LIMIT $2
+		FOR UPDATE OF r SKIP LOCKED`, grace.Seconds(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("replaying outbox: %w", err)
+	}
+	var effects []Effect
+	var e Effect
+	var id [16]byte
+	var user int64
+	_, err = pgx.ForEachRow(rows, []any{&id, &e.SaleID, &e.ItemID, &user, &e.Status, &e.Created, &e.Expires}, func() error {
+		e.OrderID, e.UserID = id, uint64(user)
+		e.Created, e.Expires = e.Created.UTC(), e.Expires.UTC()
+		effects = append(effects, e)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("replaying outbox: %w", err)
+	}
+	if len(effects) == 0 {
+		return 0, nil
+	}
+	applied := apply(ctx, effects)
+	if len(applied) > 0 {
+		raw := make([][16]byte, len(applied))
+		for i, id := range applied {
+			raw[i] = id
+		}
+		if _, err := tx.Exec(ctx, `UPDATE releases SET done_at = now() WHERE order_id = ANY($1::uuid[])`, raw); err != nil {
+			return 0, fmt.Errorf("replaying outbox: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, fmt.Errorf("replaying outbox: %w", err)
+	}
+	return len(applied), nil
+}
+
+// Undone counts outbox rows not yet applied.
+func (s *Store) Undone(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM releases WHERE done_at IS NULL`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("counting outbox rows: %w", err)
+	}
+	return n, nil
+}

@@ -1,0 +1,482 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"flashsale/sharding"
+	"flashsale/writer/orderevent"
+)
+
+// Final order statuses, as stored in orders.status and releases.status.
+const (
+	StatusPending   = "PENDING"
+	StatusPaid      = "PAID"
+	StatusExpired   = "EXPIRED"
+	StatusCancelled = "CANCELLED"
+	StatusFailed    = "FAILED"
+)
+
+// Failure reasons written to orders.failure.
+const (
+	FailSoldOut     = "sold out in PostgreSQL: the item's sold count would exceed its quantity"
+	FailUnknownItem = "unknown item: no such item in this sale"
+	FailActiveOrder = "the user already holds an active order in this sale"
+)
+
+// Effect is one committed status change that Redis must learn about: an
+// outbox row of the releases table, with the order's times so that a lost
+// Redis record can be recreated.
+type Effect struct {
+	OrderID sharding.OrderID
+	SaleID  int64
+	ItemID  int64
+	UserID  uint64
+	Status  string // PAID, FAILED, EXPIRED or CANCELLED
+	Created time.Time
+	Expires time.Time
+}
+
+// Releases reports whether applying e returns a unit to Redis stock.
+func (e *Effect) Releases() bool { return e.Status == StatusExpired || e.Status == StatusCancelled }
+
+// Batch is the decoded events of one poll, in record order.
+type Batch struct {
+	Events []orderevent.Event
+}
+
+// Result is what Persist did with a batch.
+type Result struct {
+	// Inserted holds the indexes in Batch.Events of the reservations that
+	// became new PENDING orders.
+	Inserted []int
+	// Duplicates counts reservations whose order id was already stored (or
+	// repeated within the batch): they changed nothing.
+	Duplicates int
+	// Effects are the status changes committed by the batch (FAILED
+	// reservations, payments, cancellations), for the outbox.
+	Effects []Effect
+	// Failed, Paid and Cancelled count the effects by kind.
+	Failed, Paid, Cancelled int
+	// Parked counts payments and cancellations for orders not stored yet,
+	// kept in pending_actions until their reservation arrives.
+	Parked int
+	// Late counts payments and cancellations of orders that had already left
+	// PENDING (a pay racing an expiry, say): they changed nothing.
+	Late int
+}
+
+// Persist writes one batch in one transaction: reservations inserted
+// idempotently by order id, items.sold raised for the rows really inserted,
+// rows PostgreSQL must refuse (sold count over quantity, unknown item, a second
+// active order of the user) stored as FAILED with the reason, then payments and
+// cancellations applied to PENDING orders only. On error nothing is written and
+// the caller retries the whole batch; a retry is harmless because every step
+// is idempotent.
+//
+// FAILED orders never give their unit back to Redis: PostgreSQL refuses an order
+// only when Redis let through more than PostgreSQL accepts (stock or buyer
+// records lost in a failover), and returning the unit would let Redis sell it
+// again, to be refused again, in a loop.
+func (s *Store) Persist(ctx context.Context, b *Batch) (Result, error) {
+	var res Result
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return res, fmt.Errorf("beginning batch transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+
+	accepted, err := s.insertReservations(ctx, tx, b, &res)
+	if err != nil {
+		return res, err
+	}
+	actions := make([]action, 0, len(b.Events)-len(accepted))
+	if len(accepted) > 0 {
+		// Actions parked before their reservation apply first: they were
+		// produced earlier than anything in this batch for the same order.
+		parked, err := takeParked(ctx, tx, b, accepted)
+		if err != nil {
+			return res, err
+		}
+		actions = append(actions, parked...)
+	}
+	for i := range b.Events {
+		e := &b.Events[i]
+		switch e.Type {
+		case orderevent.Pay:
+			actions = append(actions, action{id: e.OrderID, status: StatusPaid})
+		case orderevent.Cancel:
+			actions = append(actions, action{id: e.OrderID, status: StatusCancelled})
+		}
+	}
+	if len(actions) > 0 {
+		if err := applyActions(ctx, tx, actions, &res); err != nil {
+			return res, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return res, fmt.Errorf("committing batch: %w", err)
+	}
+	return res, nil
+}
+
+// insertReservations inserts the batch's reservations and settles items.sold.
+// It returns the indexes of the orders that are now PENDING.
+func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res *Result) ([]int, error) {
+	n := 0
+	for i := range b.Events {
+		if b.Events[i].Type == orderevent.Reserved {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	ids := make([][16]byte, 0, n)
+	sales := make([]int64, 0, n)
+	items := make([]int64, 0, n)
+	users := make([]int64, 0, n)
+	created := make([]time.Time, 0, n)
+	expires := make([]time.Time, 0, n)
+	idx := make([]int, 0, n)
+	byID := make(map[[16]byte]int, n)
+	for i := range b.Events {
+		e := &b.Events[i]
+		if e.Type != orderevent.Reserved {
+			continue
+		}
+		if _, dup := byID[e.OrderID]; dup {
+			res.Duplicates++
+			continue
+		}
+		byID[e.OrderID] = i
+		ids = append(ids, e.OrderID)
+		sales = append(sales, e.SaleID)
+		items = append(items, e.ItemID)
+		users = append(users, int64(e.UserID))
+		created = append(created, e.Created.UTC())
+		expires = append(expires, e.Expires.UTC())
+		idx = append(idx, i)
+	}
+
+	// ON CONFLICT DO NOTHING without a target skips both a known order id (a
+	// duplicate) and a second active order of a user (the partial unique
+	// index); the two are told apart below.
+	rows, err := tx.Query(ctx, `
+		INSERT INTO orders (id, sale_id, item_id, user_id, status, created_at, expires_at, updated_at)
+		SELECT u.id, u.sale_id, u.item_id, u.user_id, 'PENDING', u.created_at, u.expires_at, now()
+		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::timestamptz[])
+		     WITH ORDINALITY AS u(id, sale_id, item_id, user_id, created_at, expires_at, ord)
+		ORDER BY u.ord
+		ON CONFLICT DO NOTHING
+		RETURNING id`, ids, sales, items, users, created, expires)
+	if err != nil {
+		return nil, fmt.Errorf("inserting reservations: %w", err)
+	}
+	inserted := make(map[[16]byte]bool, len(ids))
+	var id [16]byte
+	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { inserted[id] = true; return nil })
+	if err != nil {
+		return nil, fmt.Errorf("inserting reservations: %w", err)
+	}
+
+	var refused []int // batch indexes of second active orders of a user
+	if len(inserted) < len(ids) {
+		var skipped [][16]byte
+		for _, oid := range ids {
+			if !inserted[oid] {
+				skipped = append(skipped, oid)
+			}
+		}
+		rows, err := tx.Query(ctx, `SELECT id FROM orders WHERE id = ANY($1::uuid[])`, skipped)
+		if err != nil {
+			return nil, fmt.Errorf("finding duplicate reservations: %w", err)
+		}
+		known := make(map[[16]byte]bool, len(skipped))
+		_, err = pgx.ForEachRow(rows, []any{&id}, func() error { known[id] = true; return nil })
+		if err != nil {
+			return nil, fmt.Errorf("finding duplicate reservations: %w", err)
+		}
+		for _, oid := range skipped {
+			if known[oid] {
+				res.Duplicates++
+			} else {
+				refused = append(refused, byID[oid])
+			}
+		}
+	}
+
+	// Lock the items in id order (so concurrent writers never deadlock on
+	// them) and accept, per item, as many new orders as it has units left.
+	want := map[int64]int64{}
+	for _, oid := range ids {
+		if inserted[oid] {
+			want[b.Events[byID[oid]].ItemID]++
+		}
+	}
+	itemIDs := make([]int64, 0, len(want))
+	for it := range want {
+		itemIDs = append(itemIDs, it)
+	}
+	type stock struct {
+		sale, left int64
+	}
+	left := make(map[int64]*stock, len(want))
+	if len(itemIDs) > 0 {
+		rows, err := tx.Query(ctx, `SELECT id, sale_id, quantity - sold FROM items WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, itemIDs)
+		if err != nil {
+			return nil, fmt.Errorf("locking items: %w", err)
+		}
+		var it, sale, l int64
+		_, err = pgx.ForEachRow(rows, []any{&it, &sale, &l}, func() error { left[it] = &stock{sale, l}; return nil })
+		if err != nil {
+			return nil, fmt.Errorf("locking items: %w", err)
+		}
+	}
+	var accepted []int
+	var failIDs [][16]byte
+	var failWhy []string
+	add := map[int64]int64{}
+	for k, oid := range ids {
+		if !inserted[oid] {
+			continue
+		}
+		e := &b.Events[idx[k]]
+		st := left[e.ItemID]
+		switch {
+		case st == nil || st.sale != e.SaleID:
+			failIDs, failWhy = append(failIDs, oid), append(failWhy, FailUnknownItem)
+		case st.left <= 0:
+			failIDs, failWhy = append(failIDs, oid), append(failWhy, FailSoldOut)
+		default:
+			st.left--
+			add[e.ItemID]++
+			accepted = append(accepted, idx[k])
+		}
+	}
+	if len(add) > 0 {
+		addIDs := make([]int64, 0, len(add))
+		addN := make([]int64, 0, len(add))
+		for it, c := range add {
+			addIDs, addN = append(addIDs, it), append(addN, c)
+		}
+		_, err := tx.Exec(ctx, `
+			UPDATE items SET sold = items.sold + u.n
+			FROM unnest($1::bigint[], $2::bigint[]) AS u(id, n)
+			WHERE items.id = u.id`, addIDs, addN)
+		if err != nil {
+			return nil, fmt.Errorf("raising sold counts: %w", err)
+		}
+	}
+	if len(failIDs) > 0 {
+		_, err := tx.Exec(ctx, `
+			UPDATE orders SET status = 'FAILED', failure = u.why, updated_at = now()
+			FROM unnest($1::uuid[], $2::text[]) AS u(id, why)
+			WHERE orders.id = u.id`, failIDs, failWhy)
+		if err != nil {
+			return nil, fmt.Errorf("marking refused orders failed: %w", err)
+		}
+	}
+	if len(refused) > 0 {
+		var rIDs [][16]byte
+		var rSales, rItems, rUsers []int64
+		var rCreated, rExpires []time.Time
+		for _, i := range refused {
+			e := &b.Events[i]
+			rIDs = append(rIDs, e.OrderID)
+			rSales, rItems, rUsers = append(rSales, e.SaleID), append(rItems, e.ItemID), append(rUsers, int64(e.UserID))
+			rCreated, rExpires = append(rCreated, e.Created.UTC()), append(rExpires, e.Expires.UTC())
+			failIDs = append(failIDs, e.OrderID)
+		}
+		_, err := tx.Exec(ctx, `
+			INSERT INTO orders (id, sale_id, item_id, user_id, status, created_at, expires_at, updated_at, failure)
+			SELECT u.id, u.sale_id, u.item_id, u.user_id, 'FAILED', u.created_at, u.expires_at, now(), $7
+			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::timestamptz[])
+			     AS u(id, sale_id, item_id, user_id, created_at, expires_at)
+			ON CONFLICT (id) DO NOTHING`, rIDs, rSales, rItems, rUsers, rCreated, rExpires, FailActiveOrder)
+		if err != nil {
+			return nil, fmt.Errorf("storing refused orders: %w", err)
+		}
+	}
+	if len(failIDs) > 0 {
+		effects, err := outboxFrom(ctx, tx, failIDs, StatusFailed)
+		if err != nil {
+			return nil, err
+		}
+		res.Effects = append(res.Effects, effects...)
+		res.Failed += len(effects)
+	}
+	res.Inserted = accepted
+	return accepted, nil
+}
+
+// outboxFrom writes outbox rows for orders ids, which the transaction has just
+// moved to status, and returns them as effects.
+func outboxFrom(ctx context.Context, tx pgx.Tx, ids [][16]byte, status string) ([]Effect, error) {
+	rows, err := tx.Query(ctx, `
+		WITH o AS (
+			SELECT id, sale_id, item_id, user_id, created_at, expires_at
+			FROM orders WHERE id = ANY($1::uuid[]) AND status = $2
+		), w AS (
+			INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
+			SELECT id, sale_id, item_id, user_id, $2 FROM o
+			ON CONFLICT (order_id) DO NOTHING
+		)
+		SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM o`, ids, status)
+	if err != nil {
+		return nil, fmt.Errorf("writing %s outbox rows: %w", status, err)
+	}
+	effects, err := scanEffects(rows, status)
+	if err != nil {
+		return nil, fmt.Errorf("writing %s outbox rows: %w", status, err)
+	}
+	return effects, nil
+}
+
+// scanEffects reads rows of (id, sale_id, item_id, user_id, created_at,
+// expires_at) into effects of status.
+func scanEffects(rows pgx.Rows, status string) ([]Effect, error) {
+	var out []Effect
+	var e Effect
+	var id [16]byte
+	var user int64
+	_, err := pgx.ForEachRow(rows, []any{&id, &e.SaleID, &e.ItemID, &user, &e.Created, &e.Expires}, func() error {
+		e.OrderID, e.UserID, e.Status = id, uint64(user), status
+		e.Created, e.Expires = e.Created.UTC(), e.Expires.UTC()
+		out = append(out, e)
+		return nil
+	})
+	return out, err
+}
+
+type action struct {
+	id     sharding.OrderID
+	status string // PAID or CANCELLED
+}
+
+// takeParked removes and returns the actions parked for the orders just
+// accepted.
+func takeParked(ctx context.Context, tx pgx.Tx, b *Batch, accepted []int) ([]action, error) {
+	ids := make([][16]byte, len(accepted))
+	for k, i := range accepted {
+		ids[k] = b.Events[i].OrderID
+	}
+	rows, err := tx.Query(ctx, `DELETE FROM pending_actions WHERE order_id = ANY($1::uuid[]) RETURNING order_id, action`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("taking parked actions: %w", err)
+	}
+	var out []action
+	var id [16]byte
+	var st string
+	_, err = pgx.ForEachRow(rows, []any{&id, &st}, func() error {
+		out = append(out, action{id: id, status: st})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("taking parked actions: %w", err)
+	}
+	return out, nil
+}
+
+// applyActions pays and cancels PENDING orders. Of several actions on one
+// order the first wins: after it the order is no longer PENDING, so the later
+// ones could not change it anyway.
+func applyActions(ctx context.Context, tx pgx.Tx, actions []action, res *Result) error {
+	seen := make(map[sharding.OrderID]bool, len(actions))
+	var pay, cancel [][16]byte
+	for _, a := range actions {
+		if seen[a.id] {
+			res.Late++
+			continue
+		}
+		seen[a.id] = true
+		if a.status == StatusPaid {
+			pay = append(pay, a.id)
+		} else {
+			cancel = append(cancel, a.id)
+		}
+	}
+	done := make(map[[16]byte]bool, len(seen))
+	if len(pay) > 0 {
+		rows, err := tx.Query(ctx, `
+			WITH p AS (
+				UPDATE orders SET status = 'PAID', paid_at = now(), updated_at = now()
+				WHERE id = ANY($1::uuid[]) AND status = 'PENDING'
+				RETURNING id, sale_id, item_id, user_id, created_at, expires_at
+			), w AS (
+				INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
+				SELECT id, sale_id, item_id, user_id, 'PAID' FROM p
+				ON CONFLICT (order_id) DO NOTHING
+			)
+			SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM p`, pay)
+		if err != nil {
+			return fmt.Errorf("applying payments: %w", err)
+		}
+		effects, err := scanEffects(rows, StatusPaid)
+		if err != nil {
+			return fmt.Errorf("applying payments: %w", err)
+		}
+		for _, e := range effects {
+			done[e.OrderID] = true
+		}
+		res.Paid += len(effects)
+		res.Effects = append(res.Effects, effects...)
+	}
+	if len(cancel) > 0 {
+		rows, err := tx.Query(ctx, `
+			WITH c AS (
+				UPDATE orders SET status = 'CANCELLED', updated_at = now()
+				WHERE id = ANY($1::uuid[]) AND status = 'PENDING'
+				RETURNING id, sale_id, item_id, user_id, created_at, expires_at
+			), d AS (
+				UPDATE items SET sold = items.sold - x.n
+				FROM (SELECT item_id, count(*) AS n FROM c GROUP BY item_id) AS x
+				WHERE items.id = x.item_id
+			), w AS (
+				INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
+				SELECT id, sale_id, item_id, user_id, 'CANCELLED' FROM c
+				ON CONFLICT (order_id) DO NOTHING
+			)
+			SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM c`, cancel)
+		if err != nil {
+			return fmt.Errorf("applying cancellations: %w", err)
+		}
+		effects, err := scanEffects(rows, StatusCancelled)
+		if err != nil {
+			return fmt.Errorf("applying cancellations: %w", err)
+		}
+		for _, e := range effects {
+			done[e.OrderID] = true
+		}
+		res.Cancelled += len(effects)
+		res.Effects = append(res.Effects, effects...)
+	}
+	if len(done) == len(seen) {
+		return nil
+	}
+	// The rest either left PENDING already (late) or are not stored yet
+	// (parked until their reservation lands).
+	var rest [][16]byte
+	var restStatus []string
+	for _, a := range actions {
+		if !done[a.id] && seen[a.id] {
+			rest = append(rest, a.id)
+			restStatus = append(restStatus, a.status)
+			seen[a.id] = false
+		}
+	}
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO pending_actions (order_id, action)
+		SELECT u.id, u.action FROM unnest($1::uuid[], $2::text[]) AS u(id, action)
+		WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = u.id)
+		ON CONFLICT (order_id) DO NOTHING`, rest, restStatus)
+	if err != nil {
+		return fmt.Errorf("parking early actions: %w", err)
+	}
+	res.Parked += int(tag.RowsAffected())
+	res.Late += len(rest) - int(tag.RowsAffected())
+	return nil
+}
