@@ -1,0 +1,319 @@
+// Package catalog holds the sales the gateway serves: an immutable snapshot
+// behind an atomic pointer, mapping item ids and sale ids to everything a
+// request needs (window, shard tags, precomputed bodies, sold-out flags), so a
+// lookup is one map read and allocates nothing.
+//
+// Run keeps it current: every refresh interval (default 1s) it reloads the
+// sales from Redis (stock.Store.Sales), rebuilding the snapshot when a sale is
+// new, changed (its Version grew, after a reshard for example) or gone, reads
+// every item's remaining stock and rebuilds the public sale descriptions; every
+// poll interval (default 200ms) it reads the stock of every item that has a
+// sold-out flag set, so returned stock clears the flags within one second (see
+// package soldout).
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"flashsale/gateway/internal/soldout"
+	"flashsale/sharding"
+)
+
+// Source is where sales and stock readings come from; *stock.Store is one.
+type Source interface {
+	Sales(ctx context.Context) ([]*sharding.Sale, error)
+	Remaining(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
+}
+
+// Sale is one loaded sale with its precomputed fields. Everything but the
+// description body is immutable.
+type Sale struct {
+	*sharding.Sale
+	Start, End int64 // StartsAt and EndsAt in unix nanoseconds
+	// NotStarted is the 403 body {"error":"SALE_NOT_STARTED","startsAt":"..."}.
+	NotStarted []byte
+	Items      []*Item
+	desc       atomic.Pointer[[]byte]
+}
+
+// Description returns the current public JSON description of the sale; the
+// slice is immutable and shared.
+func (s *Sale) Description() []byte {
+	if p := s.desc.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Item is one item of a loaded sale.
+type Item struct {
+	Sale  *Sale
+	Item  *sharding.Item
+	Flags *soldout.Item
+}
+
+// Snapshot is an immutable view of every loaded sale.
+type Snapshot struct {
+	items map[int64]*Item
+	sales map[int64]*Sale
+}
+
+// Item returns the item with id, or nil. It allocates nothing.
+func (s *Snapshot) Item(id int64) *Item { return s.items[id] }
+
+// Sale returns the sale with id, or nil.
+func (s *Snapshot) Sale(id int64) *Sale { return s.sales[id] }
+
+// Config tunes Run.
+type Config struct {
+	Refresh time.Duration // reload and full stock reading, default 1s
+	Poll    time.Duration // reading of flagged items, default 200ms
+	Timeout time.Duration // bound of one Redis reading, default 1s
+	// SoldOutGauge, when set, is told each item's sold-out state after every
+	// full reading (for the flashsale_gateway_soldout gauge).
+	SoldOutGauge func(itemID int64, soldOut bool)
+	Rebalancer   soldout.Rebalancer
+	Log          *slog.Logger
+}
+
+// Catalog is the current snapshot plus the loop that refreshes it. It is safe
+// for concurrent use; only Run (one goroutine) writes.
+type Catalog struct {
+	src  Source
+	cfg  Config
+	snap atomic.Pointer[Snapshot]
+}
+
+// New returns an empty catalog over src.
+func New(src Source, cfg Config) *Catalog {
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = time.Second
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 200 * time.Millisecond
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Second
+	}
+	if cfg.Rebalancer == nil {
+		cfg.Rebalancer = soldout.NopRebalancer{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	c := &Catalog{src: src, cfg: cfg}
+	c.snap.Store(&Snapshot{items: map[int64]*Item{}, sales: map[int64]*Sale{}})
+	return c
+}
+
+// Snapshot returns the current snapshot.
+func (c *Catalog) Snapshot() *Snapshot { return c.snap.Load() }
+
+// Rebalancer returns the rebalancer the catalog's flags report to.
+func (c *Catalog) Rebalancer() soldout.Rebalancer { return c.cfg.Rebalancer }
+
+// Refresh reloads the sales, reads every item's stock and rebuilds the sale
+// descriptions. Run calls it every refresh interval; tests call it directly.
+func (c *Catalog) Refresh(ctx context.Context, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	sales, err := c.src.Sales(ctx)
+	if err != nil {
+		return err
+	}
+	c.install(sales, now)
+	snap := c.snap.Load()
+	var firstErr error
+	for _, s := range snap.sales {
+		for _, it := range s.Items {
+			if err := c.read(ctx, it); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if c.cfg.SoldOutGauge != nil {
+				c.cfg.SoldOutGauge(it.Item.ID, it.Flags.SoldOut())
+			}
+		}
+		s.describe(now)
+	}
+	return firstErr
+}
+
+// Poll reads the stock of every item with a flag set, clearing the flags of
+// shards that have stock again.
+func (c *Catalog) Poll(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	var firstErr error
+	for _, s := range c.snap.Load().sales {
+		for _, it := range s.Items {
+			if !it.Flags.Any() {
+				continue
+			}
+			if err := c.read(ctx, it); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	return firstErr
+}
+
+func (c *Catalog) read(ctx context.Context, it *Item) error {
+	rem, err := c.src.Remaining(ctx, it.Sale.Sale, it.Item.ID)
+	if err != nil {
+		return err
+	}
+	it.Flags.Observe(rem, c.cfg.Rebalancer)
+	return nil
+}
+
+// Run refreshes and polls until ctx is done. Failures are logged and retried
+// at the next tick; the last good snapshot stays in use.
+func (c *Catalog) Run(ctx context.Context) {
+	refresh := time.NewTicker(c.cfg.Refresh)
+	defer refresh.Stop()
+	poll := time.NewTicker(c.cfg.Poll)
+	defer poll.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-refresh.C:
+			if err := c.Refresh(ctx, now); err != nil && ctx.Err() == nil {
+				c.cfg.Log.Warn("catalog refresh failed", "err", err)
+			}
+		case <-poll.C:
+			if err := c.Poll(ctx); err != nil && ctx.Err() == nil {
+				c.cfg.Log.Warn("sold-out poll failed", "err", err)
+			}
+		}
+	}
+}
+
+// install builds a new snapshot from sales, reusing the entries (and so the
+// flags) of sales whose Version did not change.
+func (c *Catalog) install(sales []*sharding.Sale, now time.Time) {
+	old := c.snap.Load()
+	next := &Snapshot{items: make(map[int64]*Item), sales: make(map[int64]*Sale, len(sales))}
+	for _, sl := range sales {
+		if len(sl.Shards) == 0 {
+			continue // not placed yet: nothing to sell from
+		}
+		s := old.sales[sl.ID]
+		fresh := s == nil || s.Version != sl.Version || len(s.Shards) != len(sl.Shards)
+		if fresh {
+			s = newSale(sl, now)
+		}
+		next.sales[sl.ID] = s
+		for _, it := range s.Items {
+			if prev := next.items[it.Item.ID]; prev != nil {
+				keep := preferred(prev.Sale, s, now)
+				if fresh {
+					c.cfg.Log.Warn("item id in two sales", "item", it.Item.ID, "sales", []int64{prev.Sale.ID, s.ID}, "serving", keep.ID)
+				}
+				if keep == prev.Sale {
+					continue
+				}
+			}
+			next.items[it.Item.ID] = it
+		}
+	}
+	c.snap.Store(next)
+}
+
+// preferred picks, of two sales selling the same item id, the one whose window
+// holds now, else the one that starts later.
+func preferred(a, b *Sale, now time.Time) *Sale {
+	n := now.UnixNano()
+	aIn, bIn := a.Start <= n && n < a.End, b.Start <= n && n < b.End
+	switch {
+	case aIn && !bIn:
+		return a
+	case bIn && !aIn:
+		return b
+	case a.Start >= b.Start:
+		return a
+	}
+	return b
+}
+
+func newSale(sl *sharding.Sale, now time.Time) *Sale {
+	s := &Sale{Sale: sl, Start: sl.StartsAt.UnixNano(), End: sl.EndsAt.UnixNano()}
+	b := append([]byte(nil), `{"error":"SALE_NOT_STARTED","startsAt":"`...)
+	b = sl.StartsAt.UTC().AppendFormat(b, time.RFC3339)
+	s.NotStarted = append(b, `"}`...)
+	shards := len(sl.Shards)
+	for i := range sl.Items {
+		s.Items = append(s.Items, &Item{Sale: s, Item: &sl.Items[i], Flags: soldout.NewItem(sl.ID, sl.Items[i].ID, shards)})
+	}
+	s.describe(now)
+	return s
+}
+
+// describe rebuilds the public description body of s at now.
+func (s *Sale) describe(now time.Time) {
+	n := now.UnixNano()
+	status := "ACTIVE"
+	allGone := true
+	for _, it := range s.Items {
+		if !it.Flags.SoldOut() {
+			allGone = false
+		}
+	}
+	switch {
+	case n < s.Start:
+		status = "UPCOMING"
+	case n >= s.End:
+		status = "ENDED"
+	case allGone:
+		status = "SOLD_OUT"
+	}
+	b := make([]byte, 0, 256+128*len(s.Items))
+	b = append(b, `{"saleId":`...)
+	b = strconv.AppendInt(b, s.ID, 10)
+	b = append(b, `,"name":`...)
+	b = appendString(b, s.Name)
+	b = append(b, `,"status":"`...)
+	b = append(b, status...)
+	b = append(b, `","startsAt":"`...)
+	b = s.StartsAt.UTC().AppendFormat(b, time.RFC3339)
+	b = append(b, `","endsAt":"`...)
+	b = s.EndsAt.UTC().AppendFormat(b, time.RFC3339)
+	b = append(b, `","paymentWindow":"`...)
+	b = append(b, s.Window().String()...)
+	b = append(b, `","items":[`...)
+	for i, it := range s.Items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"itemId":`...)
+		b = strconv.AppendInt(b, it.Item.ID, 10)
+		b = append(b, `,"name":`...)
+		b = appendString(b, it.Item.Name)
+		b = append(b, `,"price":`...)
+		b = strconv.AppendInt(b, it.Item.Price, 10)
+		b = append(b, `,"currency":`...)
+		b = appendString(b, it.Item.Currency)
+		b = append(b, `,"quantity":`...)
+		b = strconv.AppendInt(b, it.Item.Quantity, 10)
+		b = append(b, `,"remaining":`...)
+		if r := it.Flags.Remaining(); r >= 0 {
+			b = strconv.AppendInt(b, r, 10)
+		} else {
+			b = append(b, "null"...)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, "]}"...)
+	s.desc.Store(&b)
+}
+
+// appendString appends v as a JSON string.
+func appendString(b []byte, v string) []byte {
+	q, _ := json.Marshal(v) // a string always marshals
+	return append(b, q...)
+}

@@ -1,0 +1,356 @@
+// Package config is the gateway's one configuration struct: its defaults live
+// in Default, and Load fills it from command-line flags and FLASHSALE_*
+// environment variables (a flag wins over the environment), then validates it.
+// Other packages receive small per-package structs derived from it by package
+// app; nothing here is a package-level global.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DevJWTSecret is the HS256 secret used when -dev is set and no secret is
+// configured. It is refused without -dev.
+const DevJWTSecret = "dev-secret-change-me"
+
+// Config is everything the gateway binary can be told. Durations are Go
+// duration strings on the command line ("250ms", "1s").
+type Config struct {
+	Listen string // public fasthttp listener
+	Admin  string // admin net/http listener: healthz, readyz, metrics, pprof
+
+	Redis []string // Redis Cluster seed addresses
+
+	Kafka  []string // Kafka seed brokers
+	Topic  string   // order-event topic
+	Linger time.Duration
+
+	JWTSecret   string        // HS256 shared secret
+	JWKS        string        // JWKS file path or http(s) URL (RS256, ES256, EdDSA)
+	JWKSRefresh time.Duration // minimum refresh interval of a URL JWKS
+	Issuer      string        // required iss when set
+	Audience    string        // required aud when set
+	Skew        time.Duration // accepted clock skew for exp/nbf/iat, at most 30s
+	TokenCache  int           // verified tokens kept (repeat clicks cost no signature check)
+	MaxTokenLen int           // longer tokens are refused without parsing
+
+	IPRate    float64 // per-IP tokens per second
+	IPBurst   int
+	UserRate  float64 // per-user tokens per second
+	UserBurst int
+	LimitKeys int // buckets kept per limiter before eviction
+
+	TrustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed
+
+	Budget        time.Duration // per-purchase budget for Redis + Kafka
+	ReleaseBudget time.Duration // budget of the settling Release after a failure
+	OrderTTL      time.Duration // lifetime of order records written by reserve
+	PollInterval  time.Duration // sold-out flag poll of flagged items
+	RefreshEvery  time.Duration // catalog and remaining-stock refresh
+
+	MaxConnsPerIP int
+	Concurrency   int
+	ReadTimeout   time.Duration
+	WriteTimeout  time.Duration
+	IdleTimeout   time.Duration
+	ShutdownGrace time.Duration
+
+	Dev bool // allows DevJWTSecret
+}
+
+// Default returns the defaults of every setting: this is the one place they
+// are written down.
+func Default() Config {
+	return Config{
+		Listen:        "127.0.0.1:8080",
+		Admin:         "127.0.0.1:9102",
+		Redis:         []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004", "127.0.0.1:7005", "127.0.0.1:7006"},
+		Kafka:         []string{"127.0.0.1:9092"},
+		Topic:         "flash-sale-orders",
+		Linger:        time.Millisecond,
+		JWKSRefresh:   15 * time.Minute,
+		Skew:          30 * time.Second,
+		TokenCache:    1 << 20,
+		MaxTokenLen:   4096,
+		IPRate:        50,
+		IPBurst:       100,
+		UserRate:      5,
+		UserBurst:     10,
+		LimitKeys:     1 << 20,
+		Budget:        250 * time.Millisecond,
+		ReleaseBudget: 500 * time.Millisecond,
+		OrderTTL:      24 * time.Hour,
+		PollInterval:  200 * time.Millisecond,
+		RefreshEvery:  time.Second,
+		MaxConnsPerIP: 1000,
+		Concurrency:   256 * 1024,
+		ReadTimeout:   5 * time.Second,
+		WriteTimeout:  5 * time.Second,
+		IdleTimeout:   60 * time.Second,
+		ShutdownGrace: 10 * time.Second,
+	}
+}
+
+// setting describes one flag and its environment variable.
+type setting struct {
+	flag, env, usage string
+	val              flag.Value
+}
+
+func (c *Config) settings() []setting {
+	return []setting{
+		{"listen", "FLASHSALE_LISTEN", "public HTTP listen address", (*strVal)(&c.Listen)},
+		{"admin", "FLASHSALE_ADMIN", "admin listen address (healthz, readyz, metrics, pprof)", (*strVal)(&c.Admin)},
+		{"redis", "FLASHSALE_REDIS", "Redis Cluster seeds, comma separated", (*listVal)(&c.Redis)},
+		{"kafka", "KAFKA_BROKERS", "Kafka seed brokers, comma separated", (*listVal)(&c.Kafka)},
+		{"topic", "FLASHSALE_TOPIC", "order-event topic", (*strVal)(&c.Topic)},
+		{"linger", "FLASHSALE_LINGER", "producer linger", (*durVal)(&c.Linger)},
+		{"jwt-secret", "FLASHSALE_JWT_SECRET", "HS256 secret (the dev secret only with -dev)", (*strVal)(&c.JWTSecret)},
+		{"jwks", "FLASHSALE_JWKS", "JWKS file path or URL for RS256/ES256/EdDSA", (*strVal)(&c.JWKS)},
+		{"jwks-refresh", "FLASHSALE_JWKS_REFRESH", "minimum refresh interval of a JWKS URL", (*durVal)(&c.JWKSRefresh)},
+		{"jwt-issuer", "FLASHSALE_JWT_ISSUER", "required token issuer (iss), empty to skip", (*strVal)(&c.Issuer)},
+		{"jwt-audience", "FLASHSALE_JWT_AUDIENCE", "required token audience (aud), empty to skip", (*strVal)(&c.Audience)},
+		{"jwt-skew", "FLASHSALE_JWT_SKEW", "accepted clock skew, at most 30s", (*durVal)(&c.Skew)},
+		{"token-cache", "FLASHSALE_TOKEN_CACHE", "verified tokens cached", (*intVal)(&c.TokenCache)},
+		{"max-token-len", "FLASHSALE_MAX_TOKEN_LEN", "longest token accepted, bytes", (*intVal)(&c.MaxTokenLen)},
+		{"ip-rate", "FLASHSALE_IP_RATE", "per-IP requests per second", (*floatVal)(&c.IPRate)},
+		{"ip-burst", "FLASHSALE_IP_BURST", "per-IP burst", (*intVal)(&c.IPBurst)},
+		{"user-rate", "FLASHSALE_USER_RATE", "per-user requests per second", (*floatVal)(&c.UserRate)},
+		{"user-burst", "FLASHSALE_USER_BURST", "per-user burst", (*intVal)(&c.UserBurst)},
+		{"limit-keys", "FLASHSALE_LIMIT_KEYS", "buckets kept per limiter before eviction", (*intVal)(&c.LimitKeys)},
+		{"trusted-proxies", "FLASHSALE_TRUSTED_PROXIES", "CIDRs whose X-Forwarded-For is trusted, comma separated", (*prefixVal)(&c.TrustedProxies)},
+		{"budget", "FLASHSALE_BUDGET", "per-purchase budget for Redis and Kafka together", (*durVal)(&c.Budget)},
+		{"release-budget", "FLASHSALE_RELEASE_BUDGET", "budget of the settling release after a failure", (*durVal)(&c.ReleaseBudget)},
+		{"order-ttl", "FLASHSALE_ORDER_TTL", "lifetime of order records in Redis", (*durVal)(&c.OrderTTL)},
+		{"poll-interval", "FLASHSALE_POLL_INTERVAL", "poll of sold-out items for returned stock", (*durVal)(&c.PollInterval)},
+		{"refresh", "FLASHSALE_REFRESH", "catalog and remaining-stock refresh", (*durVal)(&c.RefreshEvery)},
+		{"max-conns-per-ip", "FLASHSALE_MAX_CONNS_PER_IP", "open connections per client IP (0: unlimited)", (*intVal)(&c.MaxConnsPerIP)},
+		{"concurrency", "FLASHSALE_CONCURRENCY", "requests served at once", (*intVal)(&c.Concurrency)},
+		{"read-timeout", "FLASHSALE_READ_TIMEOUT", "time to read one request", (*durVal)(&c.ReadTimeout)},
+		{"write-timeout", "FLASHSALE_WRITE_TIMEOUT", "time to write one response", (*durVal)(&c.WriteTimeout)},
+		{"idle-timeout", "FLASHSALE_IDLE_TIMEOUT", "keep-alive idle time", (*durVal)(&c.IdleTimeout)},
+		{"shutdown-grace", "FLASHSALE_SHUTDOWN_GRACE", "drain time on SIGINT/SIGTERM", (*durVal)(&c.ShutdownGrace)},
+		{"dev", "FLASHSALE_DEV", "development mode: allows the dev JWT secret", (*boolVal)(&c.Dev)},
+	}
+}
+
+// Load reads args (without the program name) and the environment through
+// getenv (os.Getenv when nil) over Default, and validates the result. A flag
+// wins over its environment variable. Usage goes to out on -h.
+func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c := Default()
+	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
+	fs.SetOutput(out)
+	set := c.settings()
+	for _, s := range set {
+		fs.Var(s.val, s.flag, s.usage+" (env "+s.env+")")
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, s := range set {
+		if given[s.flag] {
+			continue
+		}
+		if v := getenv(s.env); v != "" {
+			if err := s.val.Set(v); err != nil {
+				return c, fmt.Errorf("environment %s=%q: %w", s.env, v, err)
+			}
+		}
+	}
+	if c.JWTSecret == "" && c.JWKS == "" && c.Dev {
+		c.JWTSecret = DevJWTSecret
+	}
+	return c, c.Validate()
+}
+
+// Validate reports every setting that cannot work, one per line.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Listen == "" {
+		bad("-listen is empty")
+	}
+	if c.Admin == "" {
+		bad("-admin is empty")
+	}
+	if len(c.Redis) == 0 {
+		bad("-redis names no seed")
+	}
+	if len(c.Kafka) == 0 {
+		bad("-kafka names no broker")
+	}
+	if c.Topic == "" {
+		bad("-topic is empty")
+	}
+	if c.JWTSecret == "" && c.JWKS == "" {
+		bad("no token verification configured: set -jwt-secret or -jwks (or -dev for the dev secret)")
+	}
+	if c.JWTSecret == DevJWTSecret && !c.Dev {
+		bad("the dev JWT secret is refused without -dev")
+	}
+	if c.JWTSecret != "" && len(c.JWTSecret) < 16 {
+		bad("-jwt-secret is %d bytes: want at least 16", len(c.JWTSecret))
+	}
+	if c.Skew < 0 || c.Skew > 30*time.Second {
+		bad("-jwt-skew %v: want 0..30s", c.Skew)
+	}
+	if c.TokenCache < 0 || c.MaxTokenLen < 64 {
+		bad("-token-cache must be >= 0 and -max-token-len >= 64")
+	}
+	if c.IPRate <= 0 || c.IPBurst < 1 || c.UserRate <= 0 || c.UserBurst < 1 {
+		bad("rates must be > 0 and bursts >= 1 (ip %v/%d, user %v/%d)", c.IPRate, c.IPBurst, c.UserRate, c.UserBurst)
+	}
+	if c.LimitKeys < 1024 {
+		bad("-limit-keys %d: want at least 1024", c.LimitKeys)
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"budget", c.Budget}, {"release-budget", c.ReleaseBudget}, {"order-ttl", c.OrderTTL},
+		{"poll-interval", c.PollInterval}, {"refresh", c.RefreshEvery}, {"read-timeout", c.ReadTimeout},
+		{"write-timeout", c.WriteTimeout}, {"idle-timeout", c.IdleTimeout}, {"shutdown-grace", c.ShutdownGrace}} {
+		if d.v <= 0 {
+			bad("-%s %v: want a positive duration", d.name, d.v)
+		}
+	}
+	if c.Linger < 0 || c.Linger > 100*time.Millisecond {
+		bad("-linger %v: want 0..100ms", c.Linger)
+	}
+	if c.PollInterval > time.Second {
+		bad("-poll-interval %v: returned stock must show within 1s, want <= 1s", c.PollInterval)
+	}
+	if c.MaxConnsPerIP < 0 || c.Concurrency < 1 {
+		bad("-max-conns-per-ip must be >= 0 and -concurrency >= 1")
+	}
+	return errors.Join(errs...)
+}
+
+// Usage writes the flag/environment table in Markdown, for the README.
+func Usage(w io.Writer) {
+	c := Default()
+	set := c.settings()
+	fmt.Fprintln(w, "| flag | environment | default | meaning |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, s := range set {
+		fmt.Fprintf(w, "| `-%s` | `%s` | `%s` | %s |\n", s.flag, s.env, s.val.String(), s.usage)
+	}
+}
+
+type strVal string
+
+func (v *strVal) String() string     { return string(*v) }
+func (v *strVal) Set(s string) error { *v = strVal(s); return nil }
+
+type listVal []string
+
+func (v *listVal) String() string { return strings.Join(*v, ",") }
+func (v *listVal) Set(s string) error {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	*v = out
+	return nil
+}
+
+type durVal time.Duration
+
+func (v *durVal) String() string { return time.Duration(*v).String() }
+func (v *durVal) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration like 250ms: %w", err)
+	}
+	*v = durVal(d)
+	return nil
+}
+
+type intVal int
+
+func (v *intVal) String() string { return strconv.Itoa(int(*v)) }
+func (v *intVal) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("want an integer: %w", err)
+	}
+	*v = intVal(n)
+	return nil
+}
+
+type floatVal float64
+
+func (v *floatVal) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
+func (v *floatVal) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("want a number: %w", err)
+	}
+	*v = floatVal(f)
+	return nil
+}
+
+type boolVal bool
+
+func (v *boolVal) String() string   { return strconv.FormatBool(bool(*v)) }
+func (v *boolVal) IsBoolFlag() bool { return true }
+func (v *boolVal) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false: %w", err)
+	}
+	*v = boolVal(b)
+	return nil
+}
+
+type prefixVal []netip.Prefix
+
+func (v *prefixVal) String() string {
+	s := make([]string, len(*v))
+	for i, p := range *v {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+func (v *prefixVal) Set(s string) error {
+	var out []netip.Prefix
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		if !strings.Contains(p, "/") {
+			a, err := netip.ParseAddr(p)
+			if err != nil {
+				return fmt.Errorf("want CIDRs like 10.0.0.0/8: %w", err)
+			}
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		pr, err := netip.ParsePrefix(p)
+		if err != nil {
+			return fmt.Errorf("want CIDRs like 10.0.0.0/8: %w", err)
+		}
+		out = append(out, pr.Masked())
+	}
+	*v = out
+	return nil
+}

@@ -1,0 +1,72 @@
+package httpapi
+
+import "flashsale/gateway/internal/obs"
+
+const apiPrefix = "/api/flash-sales/"
+
+// Route maps a request path to its route and the path's id segment (an item,
+// order or sale id, unparsed, a subslice of path). Unknown paths give
+// obs.RouteOther and a nil id. Route allocates nothing.
+func Route(path []byte) (obs.Route, []byte) {
+	if len(path) <= len(apiPrefix) || string(path[:len(apiPrefix)]) != apiPrefix {
+		return obs.RouteOther, nil
+	}
+	rest := path[len(apiPrefix):]
+	switch {
+	case hasPrefix(rest, "items/"):
+		seg, tail := segment(rest[len("items/"):])
+		if string(tail) == "/purchase" {
+			return obs.RoutePurchase, seg
+		}
+	case hasPrefix(rest, "orders/"):
+		seg, tail := segment(rest[len("orders/"):])
+		switch string(tail) {
+		case "":
+			if len(seg) > 0 {
+				return obs.RouteOrder, seg
+			}
+		case "/pay":
+			return obs.RoutePay, seg
+		case "/cancel":
+			return obs.RouteCancel, seg
+		}
+	case hasPrefix(rest, "sales/"):
+		seg, tail := segment(rest[len("sales/"):])
+		if len(tail) == 0 && len(seg) > 0 {
+			return obs.RouteSale, seg
+		}
+	}
+	return obs.RouteOther, nil
+}
+
+func hasPrefix(b []byte, p string) bool { return len(b) >= len(p) && string(b[:len(p)]) == p }
+
+// segment splits b at its first '/': the segment before it and the rest,
+// slash included.
+func segment(b []byte) (seg, tail []byte) {
+	for i, c := range b {
+		if c == '/' {
+			return b[:i], b[i:]
+		}
+	}
+	return b, nil
+}
+
+// parseID parses a positive decimal int64 without sign, spaces or leading
+// zeros beyond a single digit; anything else reports false.
+func parseID(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 || (b[0] == '0') {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n > 1<<63-1 {
+		return 0, false
+	}
+	return int64(n), true
+}
