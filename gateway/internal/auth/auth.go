@@ -252,15 +252,18 @@ func (v *Verifier) Verify(now time.Time, token []byte) (userID uint64, err error
 		return 0, ErrMissing
 	case len(token) > v.maxLen:
 		return 0, ErrTooLong
-	case !wellFormed(token):
-		return 0, ErrMalformed
 	}
 	h := maphash.Bytes(v.seed, token)
 	t := now.UnixNano()
+	// A hit compares equal to a token that passed every check, so the
+	// syntactic check can wait until after the lookup.
 	if uid, hit, stale := v.pos.get(h, token, t); hit {
 		return uid, nil
 	} else if stale {
 		return 0, ErrExpired
+	}
+	if !wellFormed(token) {
+		return 0, ErrMalformed
 	}
 	if c, hit, _ := v.neg.get(h, token, t); hit {
 		return 0, code(c).err()
@@ -276,27 +279,48 @@ func (v *Verifier) Verify(now time.Time, token []byte) (userID uint64, err error
 	return uid, nil
 }
 
-// wellFormed reports whether token is three non-empty base64url (unpadded)
-// segments.
-func wellFormed(token []byte) bool {
-	dots, seg := 0, 0
-	for _, c := range token {
+// jwsChar is 1 for the bytes of a compact JWS: the base64url alphabet and '.'.
+var jwsChar = func() (t [256]uint8) {
+	for c := range 256 {
 		switch {
-		case c == '.':
-			if seg == 0 {
-				return false
-			}
-			dots++
-			seg = 0
-			continue
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
-		default:
-			return false
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '.':
+			t[c] = 1
 		}
-		seg++
+	}
+	return t
+}()
+
+// wellFormed reports whether token is three non-empty unpadded base64url
+// segments. It runs on every request, so the alphabet check is a branch-free
+// table walk and the dots are found with the vectorised IndexByte.
+func wellFormed(token []byte) bool {
+	i := bytes.IndexByte(token, '.')
+	if i <= 0 {
+		return false
+	}
+	j := bytes.IndexByte(token[i+1:], '.')
+	if j <= 0 {
+		return false
+	}
+	j += i + 1
+	last := len(token) - j - 1
+	if last == 0 || bytes.IndexByte(token[j+1:], '.') >= 0 {
+		return false
 	}
 	// A segment of 4k+1 characters is not valid unpadded base64.
-	return dots == 2 && seg != 0 && seg%4 != 1
+	if i%4 == 1 || (j-i-1)%4 == 1 || last%4 == 1 {
+		return false
+	}
+	ok := uint8(1)
+	for len(token) >= 8 {
+		ok &= jwsChar[token[0]] & jwsChar[token[1]] & jwsChar[token[2]] & jwsChar[token[3]] &
+			jwsChar[token[4]] & jwsChar[token[5]] & jwsChar[token[6]] & jwsChar[token[7]]
+		token = token[8:]
+	}
+	for _, c := range token {
+		ok &= jwsChar[c]
+	}
+	return ok == 1
 }
 
 type header struct {

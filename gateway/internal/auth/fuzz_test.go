@@ -29,6 +29,9 @@ func FuzzVerify(f *testing.F) {
 	f.Add([]byte("a.b.c"))
 	f.Add([]byte(""))
 	f.Fuzz(func(t *testing.T, tok []byte) {
+		if got, want := wellFormed(tok), wellFormedRef(tok); got != want {
+			t.Fatalf("wellFormed(%q) = %v; want %v", tok, got, want)
+		}
 		orig := bytes.Clone(tok)
 		uid, err := v.Verify(testNow, tok)
 		if !bytes.Equal(orig, tok) {
@@ -70,4 +73,23 @@ func FuzzBearer(f *testing.F) {
 			t.Fatalf("untrimmed token %q", tok)
 		}
 	})
+}
+
+// wellFormedRef is the obvious form of wellFormed.
+func wellFormedRef(tok []byte) bool {
+	parts := bytes.Split(tok, []byte("."))
+	if len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts {
+		if len(p) == 0 || len(p)%4 == 1 {
+			return false
+		}
+		for _, c := range p {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
