@@ -1,0 +1,92 @@
+package httpapi
+
+import (
+	"net"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// newCtx builds a RequestCtx for method and path from peer with headers
+// (name, value pairs), as the server would hand it to the handler.
+func newCtx(method, path, peer string, hdr ...string) *fasthttp.RequestCtx {
+	var req fasthttp.Request
+	req.Header.DisableNormalizing()
+	req.Header.SetMethod(method)
+	req.SetRequestURI(path)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	ctx := new(fasthttp.RequestCtx)
+	ctx.Init(&req, &net.TCPAddr{IP: net.ParseIP(peer), Port: 40000}, nil)
+	return ctx
+}
+
+// run serves ctx once and returns the status; the response is reset first, as
+// the server does between requests.
+func run(h *Handler, ctx *fasthttp.RequestCtx) int {
+	ctx.Response.Reset()
+	h.Handle(ctx)
+	return ctx.Response.StatusCode()
+}
+
+// pathCase is one cheap path through the handler for alloc tests and
+// benchmarks.
+type pathCase struct {
+	name   string
+	status int
+	setup  func(tb testing.TB) (*Handler, *fasthttp.RequestCtx)
+}
+
+func cheapPaths() []pathCase {
+	return []pathCase{
+		{"sold-out", 410, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 0})
+			return e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1))
+		}},
+		{"rate-limited-ip", 429, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 0, ipBurst: 1})
+			ctx := newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1))
+			run(e.h, ctx)
+			return e.h, ctx
+		}},
+		{"rate-limited-user", 429, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1, userBurst: 1})
+			ctx := newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1))
+			run(e.h, ctx) // 202: the burst is spent
+			return e.h, ctx
+		}},
+		{"unauthorized-missing", 401, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1})
+			return e.h, newCtx("POST", purchasePath, "10.0.0.1")
+		}},
+		{"unauthorized-bad-signature", 401, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1})
+			tok, _ := mintWith([]byte("another-secret-0123456789"), 1, farFuture, nil)
+			return e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+tok)
+		}},
+		{"cached-token-shard-sold-out", 410, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			// A repeat click: the token is cached, the item still has stock on
+			// another shard, the user's home shard is flagged.
+			e := newEnv(tb, envOpt{stockPerShard: 1, shards: 2})
+			user := uint64(1)
+			it := e.cat.Snapshot().Item(7)
+			home := homeShard(user)
+			e.st.stock[stockKey{e.sale.Shards[home], 7}] = 0
+			it.Flags.MarkShard(home, nil)
+			return e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(user))
+		}},
+		{"sale-not-started", 403, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1, start: farFuture, end: farFuture.AddDate(0, 0, 1)})
+			return e.h, newCtx("POST", purchasePath, "10.0.0.1")
+		}},
+		{"item-not-found", 404, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1})
+			return e.h, newCtx("POST", "/api/flash-sales/items/12345/purchase", "10.0.0.1")
+		}},
+		{"sale-description", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1})
+			return e.h, newCtx("GET", "/api/flash-sales/sales/77", "10.0.0.1")
+		}},
+	}
+}

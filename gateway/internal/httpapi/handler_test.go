@@ -1,0 +1,359 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"flashsale/gateway/internal/orders"
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+const purchasePath = "/api/flash-sales/items/7/purchase"
+
+func orderIDOf(t *testing.T, body string) sharding.OrderID {
+	t.Helper()
+	var v struct{ OrderID string }
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("body %q: %v", body, err)
+	}
+	id, ok := sharding.ParseOrderID([]byte(v.OrderID))
+	if !ok {
+		t.Fatalf("body %q: malformed order id", body)
+	}
+	return id
+}
+
+func want(t *testing.T, r reply, status int, body string) {
+	t.Helper()
+	if r.status != status || (body != "" && r.body != body) {
+		t.Fatalf("got %d %s, want %d %s", r.status, r.body, status, body)
+	}
+	if r.header["Content-Type"] != "application/json" {
+		t.Fatalf("Content-Type %q", r.header["Content-Type"])
+	}
+}
+
+func TestPurchaseAcceptedThenAlreadyPurchased(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 5})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	r := do(t, c, "POST", purchasePath, tok)
+	want(t, r, 202, "")
+	id := orderIDOf(t, r.body)
+	if !strings.HasSuffix(r.body, `"status":"PENDING"}`) || id.SaleID() != 77 {
+		t.Fatalf("body %s", r.body)
+	}
+	if len(e.prod.events) != 1 || e.prod.events[0].OrderID != id || e.prod.events[0].UserID != 42 || e.prod.events[0].ItemID != 7 {
+		t.Fatalf("events %+v", e.prod.events)
+	}
+	r = do(t, c, "POST", purchasePath, tok)
+	want(t, r, 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id.String()+`"}`)
+
+	// GET shows PENDING to the owner and nothing to anyone else.
+	r = do(t, c, "GET", "/api/flash-sales/orders/"+id.String(), tok)
+	want(t, r, 200, "")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got["status"] != "PENDING" || got["orderId"] != id.String() || got["saleId"] != 77.0 || got["itemId"] != 7.0 {
+		t.Fatalf("order %s", r.body)
+	}
+	for _, k := range []string{"createdAt", "expiresAt"} {
+		if _, err := time.Parse(time.RFC3339, got[k].(string)); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+	}
+	want(t, do(t, c, "GET", "/api/flash-sales/orders/"+id.String(), e.token(43)), 404, `{"error":"ORDER_NOT_FOUND"}`)
+	want(t, do(t, c, "GET", "/api/flash-sales/orders/"+id.String(), ""), 401, `{"error":"UNAUTHORIZED"}`)
+	want(t, do(t, c, "GET", "/api/flash-sales/orders/not-a-uuid", tok), 404, `{"error":"ORDER_NOT_FOUND"}`)
+	other := sharding.NewOrderID(999, 1, 2)
+	want(t, do(t, c, "GET", "/api/flash-sales/orders/"+other.String(), tok), 404, `{"error":"ORDER_NOT_FOUND"}`)
+}
+
+func TestIdempotencyKeyNamesTheSameOrder(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 5})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	r1 := do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-1")
+	want(t, r1, 202, "")
+	r2 := do(t, c, "POST", purchasePath, tok, "idempotency-key", "k-1")
+	want(t, r2, 202, r1.body)
+	if n := len(e.prod.events); n != 2 || e.prod.events[1].OrderID != e.prod.events[0].OrderID {
+		t.Fatalf("events %+v", e.prod.events)
+	}
+	// Another key is another purchase: the user already holds one.
+	r3 := do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-2")
+	want(t, r3, 409, "")
+	// A released order's key cannot reserve again.
+	id := orderIDOf(t, r1.body)
+	tag := e.sale.Shards[sharding.HomeShard(42, 77, 2)]
+	if ok, _ := e.st.Release(context.Background(), tag, 7, 42, id, stock.StatusExpired); !ok {
+		t.Fatal("release failed")
+	}
+	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-1"), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id.String()+`"}`)
+}
+
+func TestSoldOutSetsTheFlag(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 0, shards: 1})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	// The first refresh read zero stock: the flag is already set and Redis
+	// is never asked.
+	want(t, do(t, c, "POST", purchasePath, tok), 410, `{"error":"SOLD_OUT"}`)
+	if n, _ := e.st.counts(); n != 0 {
+		t.Fatalf("%d reserve calls with the flag set", n)
+	}
+	// Stock comes back: the poll clears the flag and the purchase goes through.
+	e.st.mu.Lock()
+	e.st.stock[stockKey{e.sale.Shards[0], 7}] = 1
+	e.st.mu.Unlock()
+	if err := e.cat.Poll(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want(t, do(t, c, "POST", purchasePath, tok), 202, "")
+	// The next buyer finds the shard empty: the reply sets the flag.
+	want(t, do(t, c, "POST", purchasePath, e.token(43)), 410, `{"error":"SOLD_OUT"}`)
+	if !e.cat.Snapshot().Item(7).Flags.SoldOut() {
+		t.Fatal("flag not set by the SOLD_OUT reply")
+	}
+	n, _ := e.st.counts()
+	want(t, do(t, c, "POST", purchasePath, e.token(44)), 410, `{"error":"SOLD_OUT"}`)
+	if n2, _ := e.st.counts(); n2 != n {
+		t.Fatal("reserve called although the item is flagged")
+	}
+}
+
+func TestHomeShardFlaggedWhileOthersHaveStock(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 1, shards: 2})
+	c := e.serve("10.0.0.1")
+	// Find two users with the same home shard and one with the other.
+	var same []uint64
+	var other uint64
+	for u := uint64(1); len(same) < 2 || other == 0; u++ {
+		if sharding.HomeShard(u, 77, 2) == 0 {
+			if len(same) < 2 {
+				same = append(same, u)
+			}
+		} else if other == 0 {
+			other = u
+		}
+	}
+	want(t, do(t, c, "POST", purchasePath, e.token(same[0])), 202, "")
+	want(t, do(t, c, "POST", purchasePath, e.token(same[1])), 410, `{"error":"SOLD_OUT"}`)
+	it := e.cat.Snapshot().Item(7)
+	if it.Flags.SoldOut() || !it.Flags.ShardSoldOut(0) {
+		t.Fatal("want shard 0 flagged, item not")
+	}
+	want(t, do(t, c, "POST", purchasePath, e.token(other)), 202, "")
+}
+
+func TestSaleWindow(t *testing.T) {
+	now := time.Now()
+	e := newEnv(t, envOpt{stockPerShard: 1, start: now.Add(time.Hour), end: now.Add(2 * time.Hour)})
+	c := e.serve("10.0.0.1")
+	startsAt := e.sale.StartsAt.UTC().Format(time.RFC3339)
+	want(t, do(t, c, "POST", purchasePath, e.token(1)), 403, `{"error":"SALE_NOT_STARTED","startsAt":"`+startsAt+`"}`)
+
+	e = newEnv(t, envOpt{stockPerShard: 1, start: now.Add(-2 * time.Hour), end: now.Add(-time.Hour)})
+	c = e.serve("10.0.0.1")
+	want(t, do(t, c, "POST", purchasePath, e.token(1)), 410, `{"error":"SALE_ENDED"}`)
+}
+
+func TestUnauthorized(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 1})
+	c := e.serve("10.0.0.1")
+	expired, _ := mint(t, 5, time.Now().Add(-time.Hour), testSecret)
+	wrongKey, _ := mint(t, 5, time.Now().Add(time.Hour), []byte("another-secret-0123456789"))
+	for _, tok := range []string{"", "garbage", "a.b.c", expired, wrongKey, strings.Repeat("x", 5000)} {
+		want(t, do(t, c, "POST", purchasePath, tok), 401, `{"error":"UNAUTHORIZED"}`)
+	}
+	want(t, do(t, c, "POST", purchasePath, "", "Authorization", "Basic Zm9vOmJhcg=="), 401, `{"error":"UNAUTHORIZED"}`)
+	if n, _ := e.st.counts(); n != 0 {
+		t.Fatalf("%d reserve calls for refused tokens", n)
+	}
+}
+
+func TestNotFoundAndMethods(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 1})
+	c := e.serve("10.0.0.1")
+	tok := e.token(1)
+	for _, p := range []string{"/api/flash-sales/items/8/purchase", "/api/flash-sales/items/abc/purchase",
+		"/api/flash-sales/items/-7/purchase", "/api/flash-sales/items/07/purchase", "/api/flash-sales/items/99999999999999999999/purchase"} {
+		want(t, do(t, c, "POST", p, tok), 404, `{"error":"ITEM_NOT_FOUND"}`)
+	}
+	for _, p := range []string{"/", "/api/flash-sales/", "/api/flash-sales/items/7", "/api/flash-sales/items/7/purchase/x", "/api/other"} {
+		want(t, do(t, c, "POST", p, tok), 404, `{"error":"NOT_FOUND"}`)
+	}
+	r := do(t, c, "GET", purchasePath, tok)
+	want(t, r, 405, `{"error":"METHOD_NOT_ALLOWED"}`)
+	if r.header["Allow"] != "POST" {
+		t.Fatalf("Allow %q", r.header["Allow"])
+	}
+	r = do(t, c, "POST", "/api/flash-sales/sales/77", tok)
+	want(t, r, 405, "")
+	if r.header["Allow"] != "GET" {
+		t.Fatalf("Allow %q", r.header["Allow"])
+	}
+	want(t, do(t, c, "DELETE", "/api/flash-sales/orders/"+sharding.NewOrderID(77, 1, 1).String(), tok), 405, "")
+	want(t, do(t, c, "GET", "/api/flash-sales/orders/"+sharding.NewOrderID(77, 1, 1).String()+"/pay", tok), 405, "")
+}
+
+func TestRateLimited(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 100, ipBurst: 2})
+	c := e.serve("10.0.0.9")
+	tok := e.token(1)
+	do(t, c, "POST", purchasePath, tok)
+	do(t, c, "POST", purchasePath, tok)
+	r := do(t, c, "POST", purchasePath, tok)
+	want(t, r, 429, `{"error":"RATE_LIMITED"}`)
+	if r.header["Retry-After"] == "" || r.header["Retry-After"] == "0" {
+		t.Fatalf("Retry-After %q", r.header["Retry-After"])
+	}
+	// Another client IP has its own bucket.
+	want(t, do(t, e.serve("10.0.0.10"), "POST", purchasePath, e.token(2)), 202, "")
+
+	e = newEnv(t, envOpt{stockPerShard: 100, userBurst: 1})
+	c = e.serve("10.0.0.9")
+	tok = e.token(5)
+	want(t, do(t, c, "POST", purchasePath, tok), 202, "")
+	r = do(t, c, "POST", purchasePath, tok)
+	want(t, r, 429, `{"error":"RATE_LIMITED"}`)
+	if r.header["Retry-After"] == "" {
+		t.Fatal("no Retry-After")
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	t.Run("redis", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 1})
+		c := e.serve("10.0.0.1")
+		e.st.err = errRedisDown
+		want(t, do(t, c, "POST", purchasePath, e.token(1)), 503, `{"error":"UNAVAILABLE"}`)
+		if _, rel := e.st.counts(); rel != 1 {
+			t.Fatalf("%d settling releases, want 1", rel)
+		}
+		e.st.mu.Lock()
+		e.st.err = nil
+		e.st.mu.Unlock()
+	})
+	t.Run("kafka refused", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
+		c := e.serve("10.0.0.1")
+		e.prod.setErr(fmt.Errorf("%w: NOT_ENOUGH_REPLICAS", orders.ErrRefused))
+		want(t, do(t, c, "POST", purchasePath, e.token(1)), 503, `{"error":"UNAVAILABLE"}`)
+		if got := e.st.stock[stockKey{e.sale.Shards[0], 7}]; got != 1 {
+			t.Fatalf("stock %d after a refused hand-off, want 1", got)
+		}
+		if len(e.st.records) != 0 || len(e.st.buyers[e.sale.Shards[0]]) != 0 {
+			t.Fatal("order record or buyer left behind")
+		}
+	})
+	t.Run("kafka pending", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
+		c := e.serve("10.0.0.1")
+		e.prod.setErr(orders.ErrPending)
+		want(t, do(t, c, "POST", purchasePath, e.token(1)), 503, `{"error":"UNAVAILABLE"}`)
+		if _, rel := e.st.counts(); rel != 0 {
+			t.Fatal("released although the record may still land")
+		}
+	})
+}
+
+func TestPayAndCancel(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 10})
+	c := e.serve("10.0.0.1")
+	type step struct {
+		status  string // set before the call; "" keeps it
+		expired bool
+		action  string
+		code    int
+		body    string
+	}
+	cases := map[string][]step{
+		"pay pending":      {{action: "pay", code: 202, body: `"status":"PENDING"`}},
+		"cancel pending":   {{action: "cancel", code: 202, body: `"status":"PENDING"`}},
+		"pay expired":      {{status: stock.StatusExpired, action: "pay", code: 409, body: `{"error":"ORDER_EXPIRED"}`}},
+		"pay past window":  {{expired: true, action: "pay", code: 409, body: `{"error":"ORDER_EXPIRED"}`}},
+		"pay cancelled":    {{status: stock.StatusCancelled, action: "pay", code: 409, body: `{"error":"ORDER_CANCELLED"}`}},
+		"pay paid":         {{status: stock.StatusPaid, action: "pay", code: 202, body: `"status":"PAID"`}},
+		"cancel paid":      {{status: stock.StatusPaid, action: "cancel", code: 409, body: `{"error":"ORDER_PAID"}`}},
+		"cancel cancelled": {{status: stock.StatusCancelled, action: "cancel", code: 202, body: `"status":"CANCELLED"`}},
+		"cancel expired":   {{status: stock.StatusExpired, action: "cancel", code: 409, body: `{"error":"ORDER_EXPIRED"}`}},
+		"pay failed":       {{status: stock.StatusFailed, action: "pay", code: 409, body: `{"error":"ORDER_FAILED"}`}},
+	}
+	user := uint64(100)
+	for name, steps := range cases {
+		user++
+		tok := e.token(user)
+		r := do(t, c, "POST", purchasePath, tok)
+		want(t, r, 202, "")
+		id := orderIDOf(t, r.body)
+		for _, s := range steps {
+			if s.status != "" || s.expired {
+				st := s.status
+				if st == "" {
+					st = stock.StatusPending
+				}
+				var exp time.Time
+				if s.expired {
+					exp = time.Now().Add(-time.Second)
+				}
+				e.st.setStatus(id, st, exp)
+			}
+			n := len(e.prod.events)
+			r := do(t, c, "POST", "/api/flash-sales/orders/"+id.String()+"/"+s.action, tok)
+			if r.status != s.code || !strings.Contains(r.body, s.body) {
+				t.Fatalf("%s: got %d %s, want %d %s", name, r.status, r.body, s.code, s.body)
+			}
+			produced := len(e.prod.events) - n
+			if wantEvent := s.status == "" && !s.expired; (produced == 1) != wantEvent {
+				t.Fatalf("%s: %d events produced", name, produced)
+			}
+		}
+		want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id.String()+"/pay", e.token(9999)), 404, `{"error":"ORDER_NOT_FOUND"}`)
+	}
+	want(t, do(t, c, "POST", "/api/flash-sales/orders/"+sharding.NewOrderID(77, 5, 5).String()+"/cancel", ""), 401, "")
+}
+
+func TestSaleDescription(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 3})
+	c := e.serve("10.0.0.1")
+	r := do(t, c, "GET", "/api/flash-sales/sales/77", "")
+	want(t, r, 200, "")
+	if r.header["Cache-Control"] != "public, max-age=1" {
+		t.Fatalf("Cache-Control %q", r.header["Cache-Control"])
+	}
+	var d struct {
+		SaleID        int64  `json:"saleId"`
+		Name          string `json:"name"`
+		Status        string `json:"status"`
+		StartsAt      string `json:"startsAt"`
+		EndsAt        string `json:"endsAt"`
+		PaymentWindow string `json:"paymentWindow"`
+		Items         []struct {
+			ItemID, Price, Quantity int64
+			Remaining               *int64
+			Name, Currency          string
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &d); err != nil {
+		t.Fatalf("%s: %v", r.body, err)
+	}
+	if d.SaleID != 77 || d.Name != `Test "sale"` || len(d.Items) != 1 || d.Items[0].Remaining == nil || *d.Items[0].Remaining != 6 ||
+		d.Items[0].Quantity != 6 || d.Items[0].Price != 1999 || d.PaymentWindow != "10m0s" || d.Status != "ACTIVE" {
+		t.Fatalf("description %s", r.body)
+	}
+	want(t, do(t, c, "GET", "/api/flash-sales/sales/78", ""), 404, `{"error":"SALE_NOT_FOUND"}`)
+	want(t, do(t, c, "GET", "/api/flash-sales/sales/x", ""), 404, `{"error":"SALE_NOT_FOUND"}`)
+}
+
+func mint(t *testing.T, user uint64, exp time.Time, secret []byte) (string, error) {
+	t.Helper()
+	return mintWith(secret, user, exp, nil)
+}
