@@ -71,13 +71,15 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		ReplayGrace:    cfg.OutboxGrace,
 		ReplayBatch:    outboxReplayBatch,
 		QueueLen:       outboxQueueLen,
+		Sales:          cfg.Sales,
 	}, a.Store, a.Stock, a.Metrics, log)
-	a.Expiry = expiry.New(expiry.Config{Interval: cfg.ExpiryInterval, Batch: cfg.ExpiryBatch}, a.Store, a.Applier, a.Metrics, log)
+	a.Expiry = expiry.New(expiry.Config{Interval: cfg.ExpiryInterval, Batch: cfg.ExpiryBatch, Sales: cfg.Sales}, a.Store, a.Applier, a.Metrics, log)
 	a.Consumer, err = consume.New(consume.Config{
 		Brokers:         cfg.KafkaBrokers,
 		Topic:           cfg.Topic,
 		DeadLetterTopic: cfg.DeadLetter,
 		Group:           cfg.Group,
+		InstanceID:      cfg.InstanceID,
 		BatchSize:       cfg.BatchSize,
 		FetchMaxWait:    cfg.FetchMaxWait,
 		SessionTimeout:  cfg.SessionTimeout,

@@ -23,6 +23,7 @@ type Config struct {
 	Topic          string
 	DeadLetter     string
 	Group          string
+	InstanceID     string
 	BatchSize      int
 	FetchMaxWait   time.Duration
 	SessionTimeout time.Duration
@@ -30,6 +31,7 @@ type Config struct {
 	RetryMax       time.Duration
 	ExpiryInterval time.Duration
 	ExpiryBatch    int
+	Sales          []int64
 	OutboxInterval time.Duration
 	OutboxGrace    time.Duration
 	StatusTTL      time.Duration
@@ -62,6 +64,8 @@ var Options = []Option{
 		"dead-letter topic for undecodable events", func(c *Config) *string { return &c.DeadLetter }),
 	str("group", "FLASHSALE_GROUP", "flashsale-writer",
 		"Kafka consumer group", func(c *Config) *string { return &c.Group }),
+	str("instance-id", "FLASHSALE_INSTANCE_ID", "",
+		"static group member id (stable per replica): a restarted writer takes its partitions back at once", func(c *Config) *string { return &c.InstanceID }),
 	integer("batch-size", "FLASHSALE_BATCH_SIZE", 5000,
 		"most events per poll and per PostgreSQL transaction", func(c *Config) *int { return &c.BatchSize }),
 	dur("fetch-max-wait", "FLASHSALE_FETCH_MAX_WAIT", 50*time.Millisecond,
@@ -76,6 +80,25 @@ var Options = []Option{
 		"period of the expiry job", func(c *Config) *time.Duration { return &c.ExpiryInterval }),
 	integer("expiry-batch", "FLASHSALE_EXPIRY_BATCH", 1000,
 		"most orders expired per transaction", func(c *Config) *int { return &c.ExpiryBatch }),
+	{Flag: "sales", Env: "FLASHSALE_WRITER_SALES", Default: "", Usage: "sale ids whose orders this writer expires and whose outbox it replays, comma separated (empty: all)",
+		set: func(c *Config, v string) error {
+			c.Sales = nil
+			for _, f := range splitList(v) {
+				id, err := strconv.ParseInt(f, 10, 64)
+				if err != nil || id <= 0 {
+					return fmt.Errorf("sale id %q: want a positive integer", f)
+				}
+				c.Sales = append(c.Sales, id)
+			}
+			return nil
+		},
+		get: func(c *Config) string {
+			parts := make([]string, len(c.Sales))
+			for i, id := range c.Sales {
+				parts[i] = strconv.FormatInt(id, 10)
+			}
+			return strings.Join(parts, ",")
+		}},
 	dur("outbox-interval", "FLASHSALE_OUTBOX_INTERVAL", 5*time.Second,
 		"period of the replay of Redis effects not yet applied", func(c *Config) *time.Duration { return &c.OutboxInterval }),
 	dur("outbox-grace", "FLASHSALE_OUTBOX_GRACE", 2*time.Second,

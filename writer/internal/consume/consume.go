@@ -45,6 +45,10 @@ type Config struct {
 	Topic           string
 	DeadLetterTopic string
 	Group           string
+	// InstanceID, when set, makes the writer a static group member: a
+	// restarted process with the same id gets its partitions back without
+	// waiting for the session timeout.
+	InstanceID string
 	// BatchSize is the most records one poll (and one transaction) takes.
 	BatchSize int
 	// FetchMaxWait is how long the broker may hold a fetch for more data.
@@ -98,6 +102,9 @@ func New(cfg Config, st *store.Store, applier *outbox.Applier, m *obs.Metrics, l
 		kgo.OnPartitionsLost(forget),
 		kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(0),
+	}
+	if cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
 	}
 	if cfg.SessionTimeout > 0 {
 		opts = append(opts, kgo.SessionTimeout(cfg.SessionTimeout))

@@ -25,6 +25,8 @@ type Config struct {
 	Interval time.Duration
 	// Batch is the most orders one transaction expires.
 	Batch int
+	// Sales limits the job to these sales; empty means every sale.
+	Sales []int64
 }
 
 // Job expires orders. Drive it with Run, or step it with Once in tests.
@@ -72,7 +74,7 @@ func (j *Job) Run(ctx context.Context) {
 func (j *Job) Once(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		effects, err := j.st.ExpireDue(ctx, j.cfg.Batch)
+		effects, err := j.st.ExpireDue(ctx, j.cfg.Batch, j.cfg.Sales)
 		if err != nil {
 			return total, err
 		}

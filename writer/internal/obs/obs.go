@@ -124,6 +124,15 @@ func Value(c prometheus.Metric) float64 {
 	return 0
 }
 
+// Sum returns the sum of a histogram's observations.
+func Sum(h prometheus.Histogram) float64 {
+	var m dto.Metric
+	if err := h.Write(&m); err != nil || m.Histogram == nil {
+		return 0
+	}
+	return m.Histogram.GetSampleSum()
+}
+
 // Check is one readiness probe; it returns nil when the dependency answers.
 type Check func(context.Context) error
 

@@ -47,6 +47,8 @@ type Config struct {
 	ReplayGrace time.Duration
 	// ReplayBatch is the number of rows one replay transaction claims.
 	ReplayBatch int
+	// Sales limits the replay to these sales; empty means every sale.
+	Sales []int64
 	// QueueLen is the number of committed batches waiting for Redis before
 	// Enqueue drops them to the replay.
 	QueueLen int
@@ -232,5 +234,5 @@ func (a *Applier) replayAll(ctx context.Context) {
 // ReplayOnce claims up to ReplayBatch undone rows older than grace, applies
 // them and marks them done; it returns how many were applied.
 func (a *Applier) ReplayOnce(ctx context.Context, grace time.Duration) (int, error) {
-	return a.st.ReplayOutbox(ctx, grace, a.cfg.ReplayBatch, a.Apply)
+	return a.st.ReplayOutbox(ctx, grace, a.cfg.ReplayBatch, a.cfg.Sales, a.Apply)
 }

@@ -10,19 +10,20 @@ import (
 	"flashsale/sharding"
 )
 
-// ExpireDue moves up to limit PENDING orders whose payment window ended to
-// EXPIRED, takes them out of items.sold and writes their outbox rows, all in
+// ExpireDue moves up to limit PENDING orders whose payment window ended (of
+// the given sales; all sales when sales is empty) to EXPIRED, takes them out of items.sold and writes their outbox rows, all in
 // one statement and one transaction. Rows another writer holds (an expiry
 // running elsewhere, or a payment in flight) are skipped, not waited for, so
 // several writers expire disjoint sets and a paid order is never expired: the
 // outer status check re-reads each row after its lock.
-func (s *Store) ExpireDue(ctx context.Context, limit int) ([]Effect, error) {
+func (s *Store) ExpireDue(ctx context.Context, limit int, sales []int64) ([]Effect, error) {
 	rows, err := s.pool.Query(ctx, `
 		WITH e AS (
 			UPDATE orders SET status = 'EXPIRED', updated_at = now()
 			WHERE id IN (
 				SELECT id FROM orders
 				WHERE status = 'PENDING' AND expires_at < now()
+				  AND ($2::bigint[] IS NULL OR sale_id = ANY($2::bigint[]))
 				ORDER BY expires_at
 				LIMIT $1
 				FOR UPDATE SKIP LOCKED
@@ -37,7 +38,7 @@ func (s *Store) ExpireDue(ctx context.Context, limit int) ([]Effect, error) {
 			SELECT id, sale_id, item_id, user_id, 'EXPIRED' FROM e
 			ON CONFLICT (order_id) DO NOTHING
 		)
-		SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM e`, limit)
+		SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM e`, limit, nilIfEmpty(sales))
 	if err != nil {
 		return nil, fmt.Errorf("expiring orders: %w", err)
 	}
@@ -64,12 +65,13 @@ func (s *Store) MarkDone(ctx context.Context, ids []sharding.OrderID) error {
 	return nil
 }
 
-// ReplayOutbox claims up to limit outbox rows not yet applied and older than
+// ReplayOutbox claims up to limit outbox rows (of the given sales; all when
+// sales is empty) not yet applied and older than
 // grace (younger rows are normally being applied by the writer that committed
 // them), calls apply with them while holding their row locks, and marks the
 // ones apply reports as applied done, in one transaction. Rows claimed by
 // another writer are skipped. It returns how many rows were applied.
-func (s *Store) ReplayOutbox(ctx context.Context, grace time.Duration, limit int,
+func (s *Store) ReplayOutbox(ctx context.Context, grace time.Duration, limit int, sales []int64,
 	apply func(context.Context, []Effect) []sharding.OrderID) (int, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -80,9 +82,10 @@ func (s *Store) ReplayOutbox(ctx context.Context, grace time.Duration, limit int
 		SELECT r.order_id, r.sale_id, r.item_id, r.user_id, r.status, o.created_at, o.expires_at
 		FROM releases r JOIN orders o ON o.id = r.order_id
 		WHERE r.done_at IS NULL AND r.created_at < now() - make_interval(secs => $1::float8)
+		  AND ($3::bigint[] IS NULL OR r.sale_id = ANY($3::bigint[]))
 		ORDER BY r.created_at
 		LIMIT $2
-		FOR UPDATE OF r SKIP LOCKED`, grace.Seconds(), limit)
+		FOR UPDATE OF r SKIP LOCKED`, grace.Seconds(), limit, nilIfEmpty(sales))
 	if err != nil {
 		return 0, fmt.Errorf("replaying outbox: %w", err)
 	}
@@ -125,4 +128,12 @@ func (s *Store) Undone(ctx context.Context) (int64, error) {
 		return 0, fmt.Errorf("counting outbox rows: %w", err)
 	}
 	return n, nil
+}
+
+// nilIfEmpty turns an empty sale filter into SQL NULL ("every sale").
+func nilIfEmpty(sales []int64) []int64 {
+	if len(sales) == 0 {
+		return nil
+	}
+	return sales
 }

@@ -1,0 +1,320 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"flashsale/deploy/testenv"
+	"flashsale/writer/internal/obs"
+	"flashsale/writer/internal/store"
+	"flashsale/writer/orderevent"
+)
+
+func groupName(t *testing.T) string {
+	return fmt.Sprintf("writer-test-%s-%x", t.Name(), rand.Uint64())
+}
+
+// TestPersistAndReplay persists 10,000 reservations, then replays the whole
+// topic with a new consumer group: nothing changes and every replayed event
+// counts as a duplicate. It logs the persistence throughput.
+func TestPersistAndReplay(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	const n = 10000
+	s := newSale(t, st, rs, 3, n)
+	item := s.Items[0].ID
+	topic := testenv.NewTopic(t, "writer-persist")
+	events := make([]orderevent.Event, n)
+	for i := range events {
+		events[i] = reserved(s, item, uint64(i+1), 10*time.Minute)
+	}
+	produce(t, newProducer(t, topic), events)
+
+	a := startApp(t, testConfig(topic, groupName(t), s))
+	m := a.Metrics
+	waitFor(t, 60*time.Second, "first batch", func() bool { return obs.Value(m.Consumed.WithLabelValues("reserved")) > 0 })
+	t0 := time.Now()
+	waitFor(t, 60*time.Second, "10,000 orders persisted", func() bool { return obs.Value(m.Persisted) >= n })
+	wall := time.Since(t0)
+	busy := time.Duration(obs.Sum(m.BatchSeconds) * float64(time.Second))
+	t.Logf("persisted %d orders: %.0f orders/s from first poll to last commit (%s), %.0f orders/s of transaction time (%s in %d batches)",
+		n, n/wall.Seconds(), wall.Round(time.Millisecond), n/busy.Seconds(), busy.Round(time.Millisecond), int(obs.Value(m.BatchSeconds)))
+	a.stop(t)
+
+	byStatus, sold := counts(t, st.Pool(), s.ID)
+	if byStatus[store.StatusPending] != n || total(byStatus) != n || sold != n {
+		t.Fatalf("after the first pass: orders %v, sold %d; want %d PENDING and sold %d", byStatus, sold, n, n)
+	}
+	if d := obs.Value(m.Duplicates); d != 0 {
+		t.Errorf("first pass counted %v duplicates, want 0", d)
+	}
+
+	b := startApp(t, testConfig(topic, groupName(t), s))
+	waitFor(t, 60*time.Second, "the replay", func() bool { return obs.Value(b.Metrics.Duplicates) >= n })
+	b.stop(t)
+	byStatus, sold = counts(t, st.Pool(), s.ID)
+	if byStatus[store.StatusPending] != n || total(byStatus) != n || sold != n {
+		t.Fatalf("after the replay: orders %v, sold %d; want %d PENDING and sold %d", byStatus, sold, n, n)
+	}
+	if p, d := obs.Value(b.Metrics.Persisted), obs.Value(b.Metrics.Duplicates); p != 0 || d != n {
+		t.Fatalf("replay persisted %v and counted %v duplicates; want 0 and %d", p, d, n)
+	}
+}
+
+// TestPayExpiryRace makes 1,000 orders due while their payments are in
+// flight: each ends PAID or EXPIRED, and Redis gets back exactly the expired
+// units.
+func TestPayExpiryRace(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	const n = 1000
+	s := newSale(t, st, rs, 3, 2*n)
+	item := s.Items[0].ID
+	topic := testenv.NewTopic(t, "writer-race")
+	cl := newProducer(t, topic)
+	// Reserved in Redis as a gateway would, due 1.5 s from now.
+	events := reserveInRedis(t, rs, s, item, n, 1500*time.Millisecond)
+	before := redisLeft(t, rs, s, item)
+	produce(t, cl, events)
+
+	cfg := testConfig(topic, groupName(t), s)
+	cfg.ExpiryInterval = 5 * time.Millisecond
+	a := startApp(t, cfg)
+	waitFor(t, 60*time.Second, "orders persisted", func() bool { return obs.Value(a.Metrics.Persisted) >= n })
+
+	// Pay every order around its expiry: some payments land before, some
+	// after, many in the same few milliseconds as the expiry pass.
+	due := events[0].Expires
+	time.Sleep(time.Until(due.Add(-150 * time.Millisecond)))
+	for i := 0; i < n; i += 50 {
+		batch := make([]orderevent.Event, 0, 50)
+		for _, e := range events[i:min(i+50, n)] {
+			batch = append(batch, follow(e, orderevent.Pay))
+		}
+		produce(t, cl, batch)
+		time.Sleep(10 * time.Millisecond)
+	}
+	var byStatus map[string]int64
+	waitFor(t, 30*time.Second, "every order settled", func() bool {
+		byStatus, _ = counts(t, st.Pool(), s.ID)
+		return byStatus[store.StatusPaid]+byStatus[store.StatusExpired] == n
+	})
+	expired := byStatus[store.StatusExpired]
+	waitFor(t, 10*time.Second, "releases applied", func() bool { return obs.Value(a.Metrics.Releases) >= float64(expired) })
+	time.Sleep(300 * time.Millisecond) // let any stray (wrong) release show
+	a.stop(t)
+
+	byStatus, sold := counts(t, st.Pool(), s.ID)
+	t.Logf("orders %v (PAID+EXPIRED must be %d), sold %d", byStatus, n, sold)
+	if byStatus[store.StatusPaid]+byStatus[store.StatusExpired] != n || total(byStatus) != n {
+		t.Fatalf("orders %v: want every one PAID or EXPIRED", byStatus)
+	}
+	if sold != byStatus[store.StatusPaid] {
+		t.Errorf("sold %d, want the %d paid", sold, byStatus[store.StatusPaid])
+	}
+	if got := obs.Value(a.Metrics.Releases); got != float64(expired) {
+		t.Errorf("releases %v, want %d (the expired)", got, expired)
+	}
+	if got := redisLeft(t, rs, s, item) - before; got != expired {
+		t.Errorf("redis got %d units back, want %d", got, expired)
+	}
+	if q, left := s.Items[0].Quantity, redisLeft(t, rs, s, item); left+sold != q {
+		t.Errorf("Q = S + P broken: quantity %d, redis %d, sold %d", q, left, sold)
+	}
+	var paidAndExpired int64
+	if err := st.Pool().QueryRow(context.Background(),
+		`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'EXPIRED' AND paid_at IS NOT NULL`, s.ID).Scan(&paidAndExpired); err != nil {
+		t.Fatal(err)
+	}
+	if paidAndExpired != 0 {
+		t.Errorf("%d orders both paid and expired", paidAndExpired)
+	}
+}
+
+// TestThreeWritersExpire runs three writers over 5,000 stale orders: each
+// order is expired once and its unit returned once.
+func TestThreeWritersExpire(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	const n = 5000
+	s := newSale(t, st, rs, 3, 2*n)
+	item := s.Items[0].ID
+	topic := testenv.NewTopic(t, "writer-three")
+	events := reserveInRedis(t, rs, s, item, n, time.Millisecond)
+	before := redisLeft(t, rs, s, item)
+
+	// Persist the orders with expiry off, then start three writers whose
+	// expiry jobs all find the 5,000 due at once.
+	cfg := testConfig(topic, groupName(t), s)
+	loader := startApp(t, cfg)
+	produce(t, newProducer(t, topic), events)
+	waitFor(t, 60*time.Second, "orders persisted", func() bool { return obs.Value(loader.Metrics.Persisted) >= n })
+	loader.stop(t)
+
+	var apps []*running
+	for range 3 {
+		c := cfg
+		c.ExpiryInterval = 10 * time.Millisecond
+		c.ExpiryBatch = 200
+		apps = append(apps, startApp(t, c))
+	}
+	sum := func(f func(*running) float64) (v float64) {
+		for _, a := range apps {
+			v += f(a)
+		}
+		return v
+	}
+	waitFor(t, 60*time.Second, "5,000 expirations", func() bool {
+		return sum(func(a *running) float64 { return obs.Value(a.Metrics.Expired) }) >= n
+	})
+	waitFor(t, 30*time.Second, "5,000 releases", func() bool {
+		return sum(func(a *running) float64 { return obs.Value(a.Metrics.Releases) }) >= n
+	})
+	time.Sleep(500 * time.Millisecond) // outbox replays run meanwhile; none may release again
+	for _, a := range apps {
+		a.stop(t)
+	}
+	expired := sum(func(a *running) float64 { return obs.Value(a.Metrics.Expired) })
+	released := sum(func(a *running) float64 { return obs.Value(a.Metrics.Releases) })
+	for i, a := range apps {
+		t.Logf("writer %d: expired %v, released %v, guarded no-ops %v", i, obs.Value(a.Metrics.Expired), obs.Value(a.Metrics.Releases), obs.Value(a.Metrics.ReleaseNoops))
+	}
+	if expired != n || released != n {
+		t.Fatalf("expired %v, released %v; want %d each", expired, released, n)
+	}
+	byStatus, sold := counts(t, st.Pool(), s.ID)
+	if byStatus[store.StatusExpired] != n || sold != 0 {
+		t.Fatalf("orders %v, sold %d; want %d EXPIRED and sold 0", byStatus, sold, n)
+	}
+	if got := redisLeft(t, rs, s, item) - before; got != n {
+		t.Fatalf("redis got %d units back, want %d", got, n)
+	}
+	var undone int64
+	if err := st.Pool().QueryRow(context.Background(), `SELECT count(*) FROM releases WHERE sale_id = $1 AND done_at IS NULL`, s.ID).Scan(&undone); err != nil {
+		t.Fatal(err)
+	}
+	if undone != 0 {
+		t.Errorf("%d outbox rows never applied", undone)
+	}
+}
+
+// TestDeadLetterAndPostgresRestart sends an undecodable record, which lands in
+// the dead-letter topic with its reason while the events after it persist,
+// then restarts PostgreSQL while events flow: nothing is lost and nothing else
+// is dead-lettered.
+func TestDeadLetterAndPostgresRestart(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	const n = 4000
+	s := newSale(t, st, rs, 3, n)
+	item := s.Items[0].ID
+	topic := testenv.NewTopic(t, "writer-dlq")
+	dlq := testenv.NewTopic(t, "writer-dlq-dead")
+	cl := newProducer(t, topic)
+	cfg := testConfig(topic, groupName(t), s)
+	cfg.DeadLetter = dlq
+	a := startApp(t, cfg)
+
+	events := make([]orderevent.Event, n)
+	for i := range events {
+		events[i] = reserved(s, item, uint64(i+1), 10*time.Minute)
+	}
+	ctx := context.Background()
+	bad := &kgo.Record{Key: []byte(fmt.Sprint(item)), Value: []byte(`{"v":1,"type":"reserved","orderId":"nope"}`)}
+	if err := cl.ProduceSync(ctx, bad).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, cl, events[:1000])
+	waitFor(t, 60*time.Second, "events after the bad one", func() bool { return obs.Value(a.Metrics.Persisted) >= 1000 })
+	if got := obs.Value(a.Metrics.DeadLetters); got != 1 {
+		t.Fatalf("dead letters %v, want 1", got)
+	}
+	rd, err := kgo.NewClient(kgo.SeedBrokers(testenv.KafkaBrokers()...), kgo.ConsumeTopics(dlq),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	f := rd.PollFetches(pctx)
+	cancel()
+	recs := f.Records()
+	if len(recs) != 1 || string(recs[0].Value) != string(bad.Value) {
+		t.Fatalf("dead-letter topic holds %d records (%v), want the bad one", len(recs), f.Errors())
+	}
+	headers := map[string]string{}
+	for _, h := range recs[0].Headers {
+		headers[h.Key] = string(h.Value)
+	}
+	t.Logf("dead letter headers: %v", headers)
+	if headers["reason"] == "" || headers["source-topic"] != topic || headers["source-offset"] == "" {
+		t.Fatalf("dead letter headers %v: want reason, source-topic, source-offset", headers)
+	}
+
+	// Restart PostgreSQL while the rest flows in.
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 1000; i < n; i += 200 {
+			produce(t, cl, events[i:i+200])
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+	time.Sleep(100 * time.Millisecond)
+	restartPostgres(t)
+	wg.Wait()
+	waitFor(t, 90*time.Second, "every event persisted after the restart", func() bool { return obs.Value(a.Metrics.Persisted) >= n })
+	a.stop(t)
+	byStatus, sold := counts(t, st.Pool(), s.ID)
+	t.Logf("after the restart: orders %v, sold %d, retries transient=%v other=%v", byStatus, sold,
+		obs.Value(a.Metrics.Retries.WithLabelValues("transient")), obs.Value(a.Metrics.Retries.WithLabelValues("other")))
+	if byStatus[store.StatusPending] != n || total(byStatus) != n || sold != n {
+		t.Fatalf("orders %v, sold %d; want %d PENDING", byStatus, sold, n)
+	}
+	if got := obs.Value(a.Metrics.DeadLetters); got != 1 {
+		t.Fatalf("dead letters %v after the restart, want still 1", got)
+	}
+}
+
+// restartPostgres restarts the stack's PostgreSQL once, quickly.
+func restartPostgres(t *testing.T) {
+	t.Helper()
+	root := repoRoot(t)
+	script := filepath.Join(root, "deploy", "stack", "stack.sh")
+	var cmd *exec.Cmd
+	if _, err := os.Stat(script); err == nil {
+		cmd = exec.Command("bash", script, "pg-restart")
+		// The script manages its private PostgreSQL only when DATABASE_URL is unset.
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "DATABASE_URL=") {
+				cmd.Env = append(cmd.Env, kv)
+			}
+		}
+	} else {
+		cmd = exec.Command("runuser", "-u", "postgres", "--", "pg_ctl", "-D", filepath.Join(root, ".run", "pg", "data"), "restart", "-m", "fast", "-w")
+	}
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("restarting postgresql: %v\n%s", err, out)
+	}
+	t.Logf("postgresql restarted in %s", time.Since(start).Round(time.Millisecond))
+}
+
+func repoRoot(t *testing.T) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("no caller")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
