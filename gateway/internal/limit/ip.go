@@ -3,7 +3,6 @@ package limit
 import (
 	"bytes"
 	"net/netip"
-	"unsafe"
 )
 
 // ClientIP returns the address a per-IP limit should key on. When peer (the
@@ -66,24 +65,174 @@ func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 	return false
 }
 
-// parseHop parses one X-Forwarded-For entry without allocating.
+// parseHop parses one X-Forwarded-For entry: an IPv4 or IPv6 address,
+// optionally with a port ("192.0.2.1:80", "[2001:db8::1]:443") or in
+// brackets ("[2001:db8::1]"). It accepts
+// exactly the addresses netip.ParseAddr accepts, zones excepted, but without
+// allocating an error for the ones it refuses.
 func parseHop(b []byte) (netip.Addr, bool) {
 	b = bytes.TrimSpace(b)
-	// Bound the input: the longest address with a port,
-	// "[ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255]:65535", is 53 bytes.
-	if len(b) == 0 || len(b) > 64 || bytes.IndexByte(b, '%') >= 0 {
+	if len(b) == 0 || len(b) > 64 {
 		return netip.Addr{}, false
 	}
-	// The string is only read during the call: netip keeps no reference to it
-	// once zones are excluded above.
-	s := unsafe.String(&b[0], len(b))
-	if a, err := netip.ParseAddr(s); err == nil {
-		return a.Unmap(), true
+	if b[0] == '[' {
+		end := bytes.IndexByte(b, ']')
+		if end < 0 || !validPort(b[end+1:], true) {
+			return netip.Addr{}, false
+		}
+		ip, ok := parseIPv6(b[1:end])
+		return netip.AddrFrom16(ip).Unmap(), ok
 	}
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap(), true
+	colons := bytes.Count(b, []byte{':'})
+	if colons == 1 {
+		i := bytes.IndexByte(b, ':')
+		if !validPort(b[i:], false) {
+			return netip.Addr{}, false
+		}
+		b = b[:i]
+		colons = 0
 	}
-	return netip.Addr{}, false
+	if colons == 0 {
+		ip, ok := parseIPv4(b)
+		return netip.AddrFrom4(ip), ok
+	}
+	ip, ok := parseIPv6(b)
+	return netip.AddrFrom16(ip).Unmap(), ok
+}
+
+// validPort reports whether b is ":" followed by a decimal port, or empty
+// when optional.
+func validPort(b []byte, optional bool) bool {
+	if len(b) == 0 {
+		return optional
+	}
+	if b[0] != ':' || len(b) < 2 || len(b) > 6 {
+		return false
+	}
+	p := 0
+	for _, c := range b[1:] {
+		if c < '0' || c > '9' {
+			return false
+		}
+		p = p*10 + int(c-'0')
+	}
+	return p <= 65535
+}
+
+// parseIPv4 parses a dotted quad the way netip does: four decimal fields of
+// 0..255 without leading zeros.
+func parseIPv4(b []byte) (ip [4]byte, ok bool) {
+	n, val, digits := 0, 0, 0
+	for i := 0; i <= len(b); i++ {
+		if i == len(b) || b[i] == '.' {
+			if digits == 0 || n == 4 {
+				return ip, false
+			}
+			ip[n] = byte(val)
+			n++
+			val, digits = 0, 0
+			continue
+		}
+		c := b[i]
+		if c < '0' || c > '9' || (digits > 0 && val == 0) {
+			return ip, false
+		}
+		val = val*10 + int(c-'0')
+		digits++
+		if val > 255 {
+			return ip, false
+		}
+	}
+	return ip, n == 4
+}
+
+// parseIPv6 parses an IPv6 address without zone the way netip does: up to
+// eight groups of one to four hex digits, one "::" standing for at least one
+// zero group, and an optional dotted-quad tail in the last 32 bits.
+func parseIPv6(b []byte) (ip [16]byte, ok bool) {
+	ellipsis := -1
+	if len(b) >= 2 && b[0] == ':' && b[1] == ':' {
+		ellipsis = 0
+		b = b[2:]
+		if len(b) == 0 {
+			return ip, true
+		}
+	}
+	i := 0
+	for i < 16 {
+		off, acc := 0, 0
+		for off < len(b) {
+			v := hexVal(b[off])
+			if v < 0 {
+				break
+			}
+			acc = acc<<4 | v
+			if off++; off > 4 {
+				return ip, false
+			}
+		}
+		if off == 0 {
+			return ip, false
+		}
+		if off < len(b) && b[off] == '.' {
+			if (ellipsis < 0 && i != 12) || i+4 > 16 {
+				return ip, false
+			}
+			v4, ok := parseIPv4(b)
+			if !ok {
+				return ip, false
+			}
+			copy(ip[i:], v4[:])
+			i += 4
+			b = nil
+			break
+		}
+		ip[i], ip[i+1] = byte(acc>>8), byte(acc)
+		i += 2
+		b = b[off:]
+		if len(b) == 0 {
+			break
+		}
+		if b[0] != ':' || len(b) == 1 {
+			return ip, false
+		}
+		b = b[1:]
+		if b[0] == ':' {
+			if ellipsis >= 0 {
+				return ip, false
+			}
+			ellipsis = i
+			if b = b[1:]; len(b) == 0 {
+				break
+			}
+		}
+	}
+	if len(b) != 0 {
+		return ip, false
+	}
+	if i < 16 {
+		if ellipsis < 0 {
+			return ip, false
+		}
+		n := 16 - i
+		copy(ip[ellipsis+n:], ip[ellipsis:i])
+		clear(ip[ellipsis : ellipsis+n])
+	} else if ellipsis >= 0 {
+		return ip, false
+	}
+	return ip, true
+}
+
+func hexVal(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }
 
 // v4Tag places IPv4 keys at ffff:ffff::/32, a range of IPv6 multicast

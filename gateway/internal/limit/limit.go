@@ -55,7 +55,8 @@ const evictSample = 16
 // Config configures a Limiter. Rate and Burst have the meaning of
 // rate.NewLimiter(rate.Limit(Rate), Burst); every key gets its own bucket.
 type Config struct {
-	// Rate is the refill rate in tokens per second. +Inf allows everything;
+	// Rate is the refill rate in tokens per second. +Inf (or rate.Inf,
+	// math.MaxFloat64) allows everything;
 	// zero or negative never refills (each key gets Burst tokens in total).
 	Rate float64
 	// Burst is the bucket capacity; zero refuses everything unless Rate is +Inf.
@@ -111,7 +112,7 @@ func New(cfg Config) *Limiter {
 	l := &Limiter{
 		rate:     cfg.Rate,
 		burst:    float64(max(cfg.Burst, 0)),
-		inf:      math.IsInf(cfg.Rate, 1),
+		inf:      cfg.Rate >= math.MaxFloat64,
 		perShard: (cfg.MaxKeys + n - 1) / n,
 		mask:     uint64(n - 1),
 		shards:   make([]shard, n),

@@ -1,0 +1,89 @@
+package limit
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func BenchmarkAllowHit(b *testing.B) {
+	l := New(Config{Rate: 1e9, Burst: 1 << 30})
+	for k := range uint64(1024) {
+		l.Allow(t0, k)
+	}
+	now := t0
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		l.Allow(now, i&1023)
+		i++
+	}
+}
+
+func BenchmarkAllowRefused(b *testing.B) {
+	l := New(Config{Rate: 1, Burst: 1})
+	l.Allow(t0, 1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if ok, _ := l.Allow(t0, 1); ok {
+			b.Fatal("allowed")
+		}
+	}
+}
+
+func BenchmarkAllowParallel(b *testing.B) {
+	l := New(Config{Rate: 1e9, Burst: 1 << 30})
+	for k := range uint64(1 << 16) {
+		l.Allow(t0, k)
+	}
+	var seed atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := seed.Add(1) << 32
+		for pb.Next() {
+			l.Allow(t0, (i*0x9e3779b97f4a7c15)>>48)
+			i++
+		}
+	})
+}
+
+// BenchmarkAllowNewKeys measures inserts into a full limiter (eviction).
+func BenchmarkAllowNewKeys(b *testing.B) {
+	l := New(Config{Rate: 1, Burst: 5, MaxKeys: 1 << 16})
+	now := t0
+	b.ReportAllocs()
+	i := uint64(0)
+	for b.Loop() {
+		l.Allow(now, i)
+		i++
+		now = now.Add(time.Microsecond)
+	}
+}
+
+func BenchmarkClientIP(b *testing.B) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("2001:db8:ffff::/48")}
+	peer := netip.MustParseAddr("10.0.0.1")
+	for _, c := range []struct{ name, xff string }{
+		{"none", ""},
+		{"ipv4-chain", "1.1.1.1, 203.0.113.7, 10.0.0.2, 10.0.0.3"},
+		{"ipv6", "2001:db8:1:2::5, 2001:db8:ffff::2"},
+	} {
+		xff := []byte(c.xff)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = ClientIP(peer, xff, trusted)
+			}
+		})
+	}
+}
+
+func BenchmarkIPKey(b *testing.B) {
+	a := netip.MustParseAddr("2001:db8:1:2::5")
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = IPKey(a)
+	}
+}
