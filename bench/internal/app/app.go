@@ -1,0 +1,251 @@
+// Package app wires the bench binary: configuration, tokens, scenario, load
+// engine, progress line, summary, report files and the audit.
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+
+	"flashsale/bench/internal/audit"
+	"flashsale/bench/internal/config"
+	"flashsale/bench/internal/load"
+	"flashsale/bench/internal/report"
+	"flashsale/bench/internal/scenario"
+	"flashsale/bench/internal/tokens"
+	"flashsale/sharding/stock"
+)
+
+// Exit codes of Main.
+const (
+	ExitOK         = 0
+	ExitError      = 1 // the run could not be done
+	ExitUsage      = 2 // bad flags
+	ExitAuditFails = 3 // an invariant failed
+)
+
+// Main runs the bench with args (without the program name) and returns the
+// process exit code. Cancelling ctx (SIGINT) ends the run early; the summary
+// is still printed.
+func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	cfg, err := config.Load(args, getenv, stderr)
+	if errors.Is(err, config.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return ExitUsage
+	}
+	code, err := run(ctx, &cfg, stdout, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+	}
+	return code
+}
+
+func run(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) (int, error) {
+	items := cfg.Items
+	if len(items) == 0 {
+		var err error
+		if items, err = saleItems(ctx, cfg); err != nil {
+			return ExitError, err
+		}
+	}
+	seed := cfg.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+
+	t0 := time.Now()
+	claims := tokens.Claims{UserBase: cfg.UserBase, Users: cfg.Users, IssuedAt: t0, Expires: t0.Add(cfg.TokenTTL),
+		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, KeyID: cfg.JWTKeyID}
+	var toks *tokens.Set
+	var err error
+	if cfg.JWTKeyFile != "" {
+		toks, err = tokens.MintKey(cfg.JWTKeyFile, claims)
+	} else {
+		toks, err = tokens.MintHS256([]byte(cfg.JWTSecret), claims)
+	}
+	if err != nil {
+		return ExitError, err
+	}
+	fmt.Fprintf(stderr, "minted %d tokens in %v\n", toks.Len(), time.Since(t0).Round(time.Millisecond))
+
+	plan, err := scenario.Build(cfg, len(items), seed)
+	if err != nil {
+		return ExitError, err
+	}
+	eng, err := load.New(load.Options{Addr: cfg.Addr, Conns: cfg.Conns, Workers: cfg.Workers, SourceAddrs: cfg.SourceAddrs(),
+		Timeout: cfg.Timeout, LateBy: cfg.LateBy, Drain: cfg.Drain, Items: items, Tokens: toks, UserBase: cfg.UserBase,
+		XForwardedFor: cfg.XFF, IdempotencyKeys: cfg.IdemKeys, RunID: strconv.FormatUint(seed%1e12, 36), Seed: seed})
+	if err != nil {
+		return ExitError, err
+	}
+	if plan.Actions != nil {
+		fmt.Fprintf(stderr, "%s: %d users, %d clicks scheduled over %v\n", cfg.Scenario, cfg.Users, len(plan.Actions),
+			time.Duration(plan.Actions[len(plan.Actions)-1].At).Round(time.Millisecond))
+	}
+
+	done := make(chan struct{})
+	progressDone := make(chan struct{})
+	if !cfg.Quiet {
+		go func() {
+			defer close(progressDone)
+			progress(eng, stderr, done)
+		}()
+	} else {
+		close(progressDone)
+	}
+	res, err := eng.Run(ctx, plan)
+	close(done)
+	<-progressDone
+	if err != nil {
+		return ExitError, err
+	}
+
+	out := report.Build(res, cfg.LateBy)
+	out.Scenario, out.URL, out.Users, out.Items, out.SaleID = cfg.Scenario, cfg.URL, cfg.Users, items, cfg.SaleID
+	out.GOMAXPROCS = runtime.GOMAXPROCS(0)
+	code := ExitOK
+	if out.Responses == 0 {
+		code = ExitError
+		err = fmt.Errorf("no response from %s (%d transport failures)", cfg.URL, out.Failed)
+	}
+	if cfg.Audit && ctx.Err() == nil {
+		rep, aerr := runAudit(ctx, cfg, items, res.Recorder.Accepted, stderr)
+		if aerr != nil {
+			return ExitError, aerr
+		}
+		out.Audit = rep
+		if !rep.OK() {
+			code = ExitAuditFails
+		}
+	}
+	if werr := out.WriteText(stdout); werr != nil {
+		return ExitError, werr
+	}
+	if out.Audit != nil {
+		if werr := out.Audit.WriteText(stdout); werr != nil {
+			return ExitError, werr
+		}
+	}
+	dir := cfg.OutDir
+	if dir == "" {
+		dir = filepath.Join("bench", "out", out.Start.Format("20060102-150405"))
+	}
+	path, werr := out.WriteFiles(dir)
+	if werr != nil {
+		return ExitError, werr
+	}
+	fmt.Fprintf(stdout, "result: %s\nreport: %s\n", filepath.Join(dir, "result.json"), path)
+	return code, err
+}
+
+// progress prints a line a second until done closes.
+func progress(eng *load.Engine, w io.Writer, done <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	var last load.Progress
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		p := eng.Progress()
+		rate := float64(p.Done-last.Done) / (p.Elapsed - last.Elapsed).Seconds()
+		fmt.Fprintf(w, "[%5.1fs] %9.0f/s  done %d  failed %d  in-flight %d  sent %d\n",
+			p.Elapsed.Seconds(), rate, p.Done, p.Failed, p.InFlight, p.Sent)
+		last = p
+	}
+}
+
+// saleItems reads the sale's item ids from the gateway's public sale endpoint.
+func saleItems(ctx context.Context, cfg *config.Config) ([]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	u := cfg.URL + "/api/flash-sales/sales/" + strconv.FormatInt(cfg.SaleID, 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reading sale: %w", err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading sale %d: %w", cfg.SaleID, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading sale %d: GET %s answered %s", cfg.SaleID, u, resp.Status)
+	}
+	var sale struct {
+		Items []struct {
+			ID     json.Number `json:"id"`
+			ItemID json.Number `json:"itemId"`
+		} `json:"items"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&sale); err != nil {
+		return nil, fmt.Errorf("reading sale %d: %w", cfg.SaleID, err)
+	}
+	var out []int64
+	for _, it := range sale.Items {
+		s := it.ID
+		if s == "" {
+			s = it.ItemID
+		}
+		id, err := strconv.ParseInt(string(s), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("reading sale %d: item id %q: %w", cfg.SaleID, s, err)
+		}
+		out = append(out, id)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("sale %d has no items", cfg.SaleID)
+	}
+	return out, nil
+}
+
+func runAudit(ctx context.Context, cfg *config.Config, items []int64, acc []load.Accepted, stderr io.Writer) (*audit.Report, error) {
+	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("audit: connecting to PostgreSQL: %w", err)
+	}
+	defer pool.Close()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: cfg.Redis, ShuffleInit: true})
+	if err != nil {
+		return nil, fmt.Errorf("audit: connecting to Redis: %w", err)
+	}
+	defer rc.Close()
+	st := stock.New(rc)
+	in := audit.Input{SaleID: cfg.SaleID}
+	for _, a := range acc {
+		in.Accepted = append(in.Accepted, audit.Accepted{Order: a.Order, ItemID: items[a.Item]})
+	}
+	distinct := map[[16]byte]bool{}
+	for _, a := range acc {
+		distinct[a.Order] = true
+	}
+	settled, waited, err := audit.Settle(ctx, pool, st, cfg.SaleID, len(distinct), cfg.Settle, cfg.SettleMax, 250*time.Millisecond, stderr)
+	if err != nil {
+		return nil, err
+	}
+	rep, err := audit.Check(ctx, pool, st, in)
+	if err != nil {
+		return nil, err
+	}
+	rep.Settled, rep.SettleWait = settled, waited
+	if !settled {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("the sale did not settle within %v", cfg.SettleMax))
+	}
+	return rep, nil
+}
+

@@ -1,0 +1,141 @@
+package load
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func newServer(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return strings.TrimPrefix(s.URL, "http://")
+}
+
+func newEngine(t *testing.T, addr string, conns int) *Engine {
+	t.Helper()
+	e, err := New(Options{Addr: addr, Conns: conns, Workers: 2, Items: []int64{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func ms(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// TestLatencyMatchesInjectedDelays checks the recorder against a server whose
+// delays are known: 90% of requests wait 1ms, 10% wait 20ms.
+func TestLatencyMatchesInjectedDelays(t *testing.T) {
+	var n atomic.Int64
+	addr := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		d := time.Millisecond
+		if n.Add(1)%10 == 0 {
+			d = 20 * time.Millisecond
+		}
+		time.Sleep(d)
+		w.WriteHeader(410)
+		_, _ = w.Write([]byte(`{"error":"SOLD_OUT"}`))
+	})
+	e := newEngine(t, addr, 8)
+	res, err := e.Run(context.Background(), &Plan{Users: 1, Items: 1, Count: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Recorder
+	if got := r.Status[Purchase][410]; got != 2000 {
+		t.Fatalf("410s = %d, want 2000 (errs %v)", got, r.Errs[Purchase])
+	}
+	if got := r.Codes[Purchase][1]; r.CodeNames[1] != "SOLD_OUT" || got != 2000 {
+		t.Fatalf("SOLD_OUT codes = %d", got)
+	}
+	p50, p99 := ms(r.Hist.ValueAtQuantile(50)), ms(r.Hist.ValueAtQuantile(99))
+	t.Logf("p50 %v p99 %v max %v", p50, p99, ms(r.Hist.Max()))
+	if p50 < time.Millisecond || p50 > 4*time.Millisecond {
+		t.Errorf("p50 = %v, want about 1ms", p50)
+	}
+	if p99 < 20*time.Millisecond || p99 > 30*time.Millisecond {
+		t.Errorf("p99 = %v, want about 20ms", p99)
+	}
+	// The 90th percentile sits on the border between the two delays; the
+	// 85th must still be fast, the 95th slow.
+	if p85 := ms(r.Hist.ValueAtQuantile(85)); p85 > 4*time.Millisecond {
+		t.Errorf("p85 = %v, want about 1ms", p85)
+	}
+	if p95 := ms(r.Hist.ValueAtQuantile(95)); p95 < 20*time.Millisecond {
+		t.Errorf("p95 = %v, want about 20ms", p95)
+	}
+}
+
+// TestOpenLoopShowsStall runs 1000 req/s for 1.5s against a server that stalls
+// every request for 200ms once. In open loop, the requests that should have
+// gone out during the stall wait for a connection, and their latency counts
+// from their intended send time: about 20% of the requests see between 0 and
+// 200ms. A closed-loop measurement would only see the few requests in flight.
+func TestOpenLoopShowsStall(t *testing.T) {
+	var n atomic.Int64
+	var mu sync.Mutex
+	var stallUntil time.Time
+	addr := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 300 {
+			mu.Lock()
+			stallUntil = time.Now().Add(200 * time.Millisecond)
+			mu.Unlock()
+		}
+		mu.Lock()
+		d := time.Until(stallUntil)
+		mu.Unlock()
+		if d > 0 {
+			time.Sleep(d)
+		}
+		w.WriteHeader(410)
+	})
+	e := newEngine(t, addr, 4)
+	res, err := e.Run(context.Background(), &Plan{Users: 1, Items: 1, Stages: []Stage{{Rate: 1000, For: 1500 * time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res.Recorder
+	if got := r.Status[Purchase][410]; got != 1500 {
+		t.Fatalf("410s = %d, want 1500", got)
+	}
+	p50, p90, p99 := ms(r.Hist.ValueAtQuantile(50)), ms(r.Hist.ValueAtQuantile(90)), ms(r.Hist.ValueAtQuantile(99))
+	t.Logf("p50 %v p90 %v p99 %v max %v late %d", p50, p90, p99, ms(r.Hist.Max()), r.Late)
+	if p50 > 5*time.Millisecond {
+		t.Errorf("p50 = %v, want a few ms at most", p50)
+	}
+	// 200 of 1500 requests fall in the stall, latencies spread over 0..200ms:
+	// the top 1% sees more than 170ms, the top 10% more than 40ms.
+	if p99 < 170*time.Millisecond || p99 > 260*time.Millisecond {
+		t.Errorf("p99 = %v, want about 185ms", p99)
+	}
+	if p90 < 40*time.Millisecond {
+		t.Errorf("p90 = %v, want the stall spread over the queued requests", p90)
+	}
+	if r.Late < 150 {
+		t.Errorf("late sends = %d, want about 200", r.Late)
+	}
+}
+
+func TestConnectFailureCounts(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	e := newEngine(t, addr, 2)
+	res, err := e.Run(context.Background(), &Plan{Users: 1, Items: 1, Count: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Recorder.Errs[Purchase][ErrConnect]; got != 10 {
+		t.Fatalf("connect errors = %d, want 10", got)
+	}
+}

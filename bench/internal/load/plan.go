@@ -1,0 +1,121 @@
+package load
+
+import (
+	"time"
+)
+
+// Action is one request to send. Actions of a Plan are sorted by At.
+type Action struct {
+	// At is the intended send time in ns after the run's start. In closed
+	// loop it is ignored and the send time stands in for it.
+	At    int64
+	User  uint32 // index into the run's users (and tokens)
+	Item  uint16 // index into the run's items
+	Kind  Kind
+	Try   uint8 // 0 for the first attempt, n for the n-th retry
+	Click uint8 // which click of the user this is; names the idempotency key
+	// Order is the order a Pay, Cancel or GetOrder names.
+	Order [16]byte
+}
+
+// Stage is one step of an open-loop rate schedule.
+type Stage struct {
+	Rate float64       // requests per second
+	For  time.Duration // how long the rate holds
+}
+
+// Plan says what a run sends. Either Actions is set (a scenario's schedule),
+// or requests are generated: request i is a purchase by user i%Users of item
+// i%Items, at the times Stages give (open loop), or as fast as connections
+// allow when Stages is empty (closed loop).
+type Plan struct {
+	Actions []Action
+	Users   int
+	Items   int
+	Stages  []Stage
+	// Count stops generated requests after this many (0: no limit).
+	Count int64
+	// Duration stops generated closed-loop requests after this long (0: no
+	// limit; then Count must be set).
+	Duration time.Duration
+	// Closed sends Actions as fast as connections allow, ignoring At.
+	Closed bool
+	Follow FollowUps
+}
+
+// FollowUps says what a simulated user does after a response.
+type FollowUps struct {
+	// RetryFraction of users retry a purchase refused with 429 or 503 (and,
+	// with RetryRefusals, with 410 or a transport failure), at most Retries
+	// times, after Backoff doubled per try with ±50% jitter (or after the
+	// Retry-After header, when longer). Backoff 0 retries at once.
+	RetryFraction float64
+	Retries       int
+	Backoff       time.Duration
+	RetryRefusals bool
+	// A winner (202) pays with probability Pay, cancels with probability
+	// Cancel and otherwise walks away, after Think plus up to Think of jitter.
+	Pay, Cancel float64
+	Think       time.Duration
+}
+
+// closed reports whether generated requests are sent in closed loop.
+func (p *Plan) closed() bool {
+	return p.Closed || (p.Actions == nil && len(p.Stages) == 0)
+}
+
+// total returns the number of scheduled requests, or -1 when unbounded.
+func (p *Plan) total() int64 {
+	if p.Actions != nil {
+		return int64(len(p.Actions))
+	}
+	if len(p.Stages) > 0 {
+		var n float64
+		for _, s := range p.Stages {
+			n += s.Rate * s.For.Seconds()
+		}
+		if p.Count > 0 && p.Count < int64(n) {
+			return p.Count
+		}
+		return int64(n)
+	}
+	if p.Count > 0 {
+		return p.Count
+	}
+	return -1
+}
+
+// at returns the intended send time of generated request i under Stages.
+func (p *Plan) at(i int64) int64 {
+	var base int64
+	var done float64
+	for _, s := range p.Stages {
+		n := s.Rate * s.For.Seconds()
+		if float64(i) < done+n {
+			return base + int64((float64(i)-done)/s.Rate*1e9)
+		}
+		done += n
+		base += int64(s.For)
+	}
+	return base
+}
+
+// action fills a with request i of total (Plan.total). It reports false
+// when there is none.
+func (p *Plan) action(i, total int64, a *Action) bool {
+	if p.Actions != nil {
+		if i >= int64(len(p.Actions)) {
+			return false
+		}
+		*a = p.Actions[i]
+		return true
+	}
+	if total >= 0 && i >= total {
+		return false
+	}
+	*a = Action{User: uint32(i % int64(max(p.Users, 1))), Item: uint16(i % int64(max(p.Items, 1)))}
+	if len(p.Stages) > 0 {
+		a.At = p.at(i)
+	}
+	return true
+}
