@@ -248,4 +248,3 @@ func runAudit(ctx context.Context, cfg *config.Config, items []int64, acc []load
 	}
 	return rep, nil
 }
-

@@ -109,7 +109,7 @@ func (r *Recorder) second(sec int) *Second {
 
 // recordSend counts a write at elapsed ns, lateNs after its intended time.
 func (r *Recorder) recordSend(elapsed, lateNs, lateBy int64) {
-	r.second(int(elapsed / 1e9)).Sent++
+	r.second(int(elapsed/1e9)).Sent++
 	if lateNs > lateBy {
 		r.Late++
 	}
