@@ -1,0 +1,141 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// DefaultShards is the shard count of a preload when neither the command line,
+// Redis nor PostgreSQL names one.
+const DefaultShards = 8
+
+// ErrLive means preload refused to overwrite a sale that Redis already holds.
+var ErrLive = errors.New("refusing to overwrite a live sale without --force")
+
+// PreloadReport says what preload wrote.
+type PreloadReport struct {
+	Sale      int64            `json:"sale"`
+	Name      string           `json:"name"`
+	State     string           `json:"state"`
+	Shards    int              `json:"shards"`
+	ShardFrom string           `json:"shardCountFrom"` // flag, redis, postgresql or default
+	Forced    bool             `json:"forced"`
+	Placement []Placement      `json:"placement"`
+	Units     map[int64]int64  `json:"units"` // item -> quantity written over all shards
+	Reconcile *ReconcileReport `json:"reconcile,omitempty"`
+}
+
+// Preload copies sale id's items from PostgreSQL into Redis: its description
+// (with the shard tags placed over the live masters) and each item's quantity
+// split over the shards. shards 0 keeps the sale's current count (Redis, then
+// PostgreSQL sales.shards, then DefaultShards).
+//
+// A sale Redis already holds is refused with ErrLive unless force is set. A
+// forced preload keeps the sale's tags (a different shard count is a reshard,
+// not a preload), rewrites every shard's stock to the full quantity and then
+// reconciles with PostgreSQL at once, so units held by active orders are taken
+// back out by compare-and-set and buyer records stay consistent.
+func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*PreloadReport, error) {
+	if err := t.needDB(); err != nil {
+		return nil, err
+	}
+	sale, pgShards, found, err := t.pgSale(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("unknown sale %d: PostgreSQL has no such sale (create it with the writer first)", id)
+	}
+	if len(sale.Items) == 0 {
+		return nil, fmt.Errorf("sale %d has no items in PostgreSQL", id)
+	}
+	rep := &PreloadReport{Sale: id, Name: sale.Name, State: saleState(sale, t.now()), Forced: force, Units: map[int64]int64{}}
+	cur, err := t.Store.LoadSale(ctx, id)
+	switch {
+	case errors.Is(err, stock.ErrNoSale):
+		cur = nil
+	case err != nil:
+		return nil, err
+	}
+	from := "flag"
+	switch {
+	case shards > 0:
+	case cur != nil:
+		shards, from = len(cur.Shards), "redis"
+	case pgShards > 0:
+		shards, from = pgShards, "postgresql"
+	default:
+		shards, from = DefaultShards, "default"
+	}
+	if shards < 1 || shards > sharding.MaxShards {
+		return nil, fmt.Errorf("shard count %d: want 1..%d", shards, sharding.MaxShards)
+	}
+	rep.ShardFrom = from
+	if cur != nil && !force {
+		return nil, fmt.Errorf("sale %d (%s, %s) is already in Redis with %d shards, version %d: %w",
+			id, sale.Name, rep.State, len(cur.Shards), cur.Version, ErrLive)
+	}
+	top, err := stock.Topology(ctx, t.Redis)
+	if err != nil {
+		return nil, err
+	}
+	if cur != nil {
+		if len(cur.Shards) != shards {
+			return nil, fmt.Errorf("sale %d has %d shards in Redis; change the count with `flashctl reshard --sale %d --shards %d`, not with preload", id, len(cur.Shards), id, shards)
+		}
+		sale.Shards, sale.Version = cur.Shards, cur.Version
+	} else if sale.Shards, err = sharding.PlaceTags(id, shards, top); err != nil {
+		return nil, err
+	}
+	if err := t.Store.Preload(ctx, sale, force); err != nil {
+		if errors.Is(err, stock.ErrLive) {
+			return nil, fmt.Errorf("sale %d already has stock keys in Redis: %w", id, ErrLive)
+		}
+		return nil, err
+	}
+	rep.Shards = len(sale.Shards)
+	for i, tag := range sale.Shards {
+		rep.Placement = append(rep.Placement, Placement{Shard: i, Tag: tag, Slot: sharding.Slot([]byte("{" + tag + "}")), Master: top.MasterOfTag(tag)})
+	}
+	for _, it := range sale.Items {
+		rep.Units[it.ID] = it.Quantity
+	}
+	if force {
+		// The full quantity is now in Redis; take back what PostgreSQL says is
+		// held and reconcile buyer records.
+		if rep.Reconcile, err = t.Reconcile(ctx, id, ReconcileOptions{Repair: true, Grace: 30 * time.Second}); err != nil {
+			return rep, fmt.Errorf("reconciling after a forced preload: %w", err)
+		}
+	}
+	return rep, nil
+}
+
+// Text renders the preload.
+func (r *PreloadReport) Text(w io.Writer) error {
+	fmt.Fprintf(w, "preloaded sale %d %q (%s): %d shards (count from %s)%s\n", r.Sale, r.Name, r.State, r.Shards, r.ShardFrom,
+		map[bool]string{true: ", forced", false: ""}[r.Forced])
+	var items []string
+	for id, q := range r.Units {
+		items = append(items, fmt.Sprintf("item %d: %d units", id, q))
+	}
+	fmt.Fprintln(w, strings.Join(items, ", "))
+	tb := newTable(w, "shard", "tag", "slot", "master")
+	for _, p := range r.Placement {
+		tb.row(itoa(int64(p.Shard)), p.Tag, itoa(int64(p.Slot)), p.Master)
+	}
+	if err := tb.flush(); err != nil {
+		return err
+	}
+	if r.Reconcile != nil {
+		fmt.Fprintln(w, "\nreconcile after the forced preload:")
+		return r.Reconcile.Text(w)
+	}
+	return nil
+}

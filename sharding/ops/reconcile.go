@@ -1,0 +1,493 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// ReconcileOptions tune Reconcile.
+type ReconcileOptions struct {
+	// Repair changes Redis; without it Reconcile only reports.
+	Repair bool
+	// Grace is how old a reservation must be before its absence from
+	// PostgreSQL counts as lost (default 30 s): a younger one may still be on
+	// its way through Kafka to the writer.
+	Grace time.Duration
+}
+
+// Kinds of findings.
+const (
+	// KindLostBuyer: an active order in PostgreSQL whose user has no buyer
+	// record on the home shard (a failover lost the reservation): the user
+	// could buy a second time. Repair: RestoreBuyer, and recreate the order
+	// record for GET.
+	KindLostBuyer = "lost-buyer"
+	// KindOrphan: a buyer record whose order PostgreSQL does not know and
+	// whose reservation is older than the grace period: the hand-off to the
+	// writer was lost. Repair: Release with FAILED, which returns the unit.
+	KindOrphan = "orphan-reservation"
+	// KindOrphanNoItem: like KindOrphan, but the order record is gone too, so
+	// the item is unknown. Repair: drop the buyer record (guarded); the unit
+	// comes back through the item's drift.
+	KindOrphanNoItem = "orphan-reservation-no-record"
+	// KindEnded: a buyer record whose order PostgreSQL has ended (EXPIRED,
+	// CANCELLED, FAILED) but whose unit Redis still holds. Repair: Release with
+	// that status.
+	KindEnded = "ended-order-still-held"
+	// KindConflict: PostgreSQL and Redis name different active orders of one
+	// user. Not repaired directly: the Redis side is an orphan or ended order
+	// once its grace has passed, and the lost buyer is restored after that.
+	KindConflict = "buyer-conflict"
+	// KindMisplaced: a buyer record on a shard that is not the user's home.
+	// Reported only.
+	KindMisplaced = "buyer-off-home-shard"
+	// KindDrift: Q - (S + P + M + H) is not zero for an item after the buyer
+	// findings are explained. Repair: compare-and-set on one shard.
+	KindDrift = "unit-drift"
+	// KindUnknownItem: an item of the Redis description that PostgreSQL does
+	// not have. Reported only.
+	KindUnknownItem = "item-not-in-postgresql"
+)
+
+// Finding is one thing reconcile noticed, and, in a repair, what it did.
+type Finding struct {
+	Kind   string `json:"kind"`
+	Item   int64  `json:"item,omitempty"`
+	User   uint64 `json:"user,omitempty"`
+	Order  string `json:"order,omitempty"`
+	Shard  int    `json:"shard"`
+	Status string `json:"status,omitempty"` // the order's status in PostgreSQL
+	Units  int64  `json:"units,omitempty"`  // drift, or the units a repair set
+	Detail string `json:"detail"`
+	// Repair is what a repair did about it ("" when reporting only).
+	Repair string `json:"repair,omitempty"`
+
+	tag              string
+	oid              sharding.OrderID
+	created, expires time.Time
+}
+
+// ItemCheck is one item's accounting at one moment.
+type ItemCheck struct {
+	Item     int64   `json:"item"`
+	Q        int64   `json:"q"`
+	S        int64   `json:"s"`
+	P        int64   `json:"p"`
+	Sold     int64   `json:"sold"`
+	InFlight int64   `json:"inFlight"` // units in journaled moves: M
+	HandOff  int64   `json:"handOff"`  // reservations younger than the grace, not yet in PostgreSQL: H
+	Drift    int64   `json:"drift"`    // Q - (S + P + M + H)
+	Shards   []int64 `json:"shards"`   // S per shard
+}
+
+// Check is one comparison of Redis with PostgreSQL.
+type Check struct {
+	At           time.Time   `json:"at"`
+	Items        []ItemCheck `json:"items"`
+	Buyers       int         `json:"buyers"`       // buyer records in Redis
+	ActiveOrders int         `json:"activeOrders"` // PENDING + PAID in PostgreSQL
+	Findings     []Finding   `json:"findings"`
+}
+
+// Clean reports whether the check found nothing.
+func (c *Check) Clean() bool { return len(c.Findings) == 0 }
+
+func (c *Check) item(id int64) *ItemCheck {
+	for i := range c.Items {
+		if c.Items[i].Item == id {
+			return &c.Items[i]
+		}
+	}
+	return nil
+}
+
+// ReconcileReport is the outcome of reconcile.
+type ReconcileReport struct {
+	Sale          int64     `json:"sale"`
+	Repair        bool      `json:"repair"`
+	Grace         string    `json:"grace"`
+	MovesFinished int       `json:"movesFinished"`
+	Before        *Check    `json:"before"`
+	Repairs       []Finding `json:"repairs,omitempty"`
+	After         *Check    `json:"after,omitempty"`
+	// Clean is true when the last check found nothing.
+	Clean bool `json:"clean"`
+}
+
+// Reconcile compares sale id in Redis with PostgreSQL and, with opt.Repair,
+// repairs what it found (see the package doc and the Kind constants), then
+// checks again. Every write is guarded: releases by the buyer record, buyer
+// restores by HSETNX, unit repairs by compare-and-set after two checks agree.
+func (t *Tool) Reconcile(ctx context.Context, id int64, opt ReconcileOptions) (*ReconcileReport, error) {
+	if err := t.needDB(); err != nil {
+		return nil, err
+	}
+	if opt.Grace < 0 {
+		return nil, usagef("reconcile: --grace must not be negative")
+	}
+	if opt.Grace == 0 {
+		opt.Grace = 30 * time.Second
+	}
+	sale, err := t.loadSale(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	rep := &ReconcileReport{Sale: id, Repair: opt.Repair, Grace: opt.Grace.String()}
+	if rep.Before, err = t.check(ctx, sale, opt.Grace); err != nil {
+		return nil, err
+	}
+	if !opt.Repair {
+		rep.Clean = rep.Before.Clean()
+		return rep, nil
+	}
+	// Moves stuck after a crash would count as in flight for ever; finishing
+	// them is safe while moves run (each step is idempotent by move id).
+	if rep.MovesFinished, err = t.Store.RecoverMoves(ctx, sale); err != nil {
+		return nil, err
+	}
+	cur := rep.Before
+	for pass := 0; pass < 4 && !cur.Clean(); pass++ {
+		fixed, err := t.repairBuyers(ctx, sale, cur)
+		if err != nil {
+			return rep, err
+		}
+		rep.Repairs = append(rep.Repairs, fixed...)
+		if len(fixed) == 0 {
+			for _, f := range cur.Findings {
+				if f.Kind != KindDrift {
+					continue
+				}
+				done, err := t.repairDrift(ctx, sale, f.Item, f.Units, opt.Grace)
+				if err != nil {
+					return rep, err
+				}
+				rep.Repairs = append(rep.Repairs, done...)
+			}
+		}
+		if cur, err = t.check(ctx, sale, opt.Grace); err != nil {
+			return rep, err
+		}
+		if len(fixed) == 0 {
+			break
+		}
+	}
+	rep.After = cur
+	rep.Clean = cur.Clean()
+	return rep, nil
+}
+
+type buyerRec struct {
+	shard int
+	oid   sharding.OrderID
+}
+
+// check reads PostgreSQL, then Redis, and explains what it sees.
+func (t *Tool) check(ctx context.Context, sale *sharding.Sale, grace time.Duration) (*Check, error) {
+	now := t.now()
+	c := &Check{At: now.UTC()}
+	totals, err := t.pgTotals(ctx, sale.ID)
+	if err != nil {
+		return nil, err
+	}
+	active, err := t.pgActiveOrders(ctx, sale.ID)
+	if err != nil {
+		return nil, err
+	}
+	c.ActiveOrders = len(active)
+	buyers := map[uint64]buyerRec{}
+	for i, tag := range sale.Shards {
+		m, err := t.Store.Buyers(ctx, tag)
+		if err != nil {
+			return nil, err
+		}
+		for u, oid := range m {
+			if home := sharding.HomeShard(u, sale.ID, len(sale.Shards)); home != i {
+				c.Findings = append(c.Findings, Finding{Kind: KindMisplaced, User: u, Order: oid.String(), Shard: i,
+					Detail: fmt.Sprintf("buyer record on shard %d, home is shard %d", i, home)})
+				continue
+			}
+			buyers[u] = buyerRec{shard: i, oid: oid}
+		}
+	}
+	c.Buyers = len(buyers)
+	handOff := map[int64]int64{}
+	byID := make(map[sharding.OrderID]pgOrder, len(active))
+	for _, o := range active {
+		byID[o.ID] = o
+	}
+	var unmatched []uint64
+	var ids []sharding.OrderID
+	for u, b := range buyers {
+		if o, ok := byID[b.oid]; ok && o.UserID == u {
+			continue
+		}
+		unmatched = append(unmatched, u)
+		ids = append(ids, b.oid)
+	}
+	known, err := t.pgOrdersByID(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(unmatched, func(i, j int) bool { return unmatched[i] < unmatched[j] })
+	for _, u := range unmatched {
+		b := buyers[u]
+		tag := sale.Shards[b.shard]
+		f := Finding{User: u, Order: b.oid.String(), Shard: b.shard, tag: tag, oid: b.oid}
+		if o, ok := known[b.oid]; ok {
+			f.Item, f.Status = o.ItemID, o.Status
+			switch {
+			case o.UserID != u:
+				f.Kind, f.Detail = KindConflict, fmt.Sprintf("PostgreSQL has this order for user %d", o.UserID)
+			case o.Status == stock.StatusPending || o.Status == stock.StatusPaid:
+				handOff[o.ItemID]++ // reached PostgreSQL while this check ran
+				continue
+			default:
+				f.Kind, f.Detail = KindEnded, "PostgreSQL ended the order but Redis still holds its unit"
+			}
+			c.Findings = append(c.Findings, f)
+			continue
+		}
+		rec, found, err := t.Store.Order(ctx, tag, b.oid)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case found && now.Sub(rec.Created) < grace:
+			handOff[rec.ItemID]++
+			continue
+		case found:
+			f.Kind, f.Item = KindOrphan, rec.ItemID
+			f.Detail = fmt.Sprintf("reserved %s ago, never reached PostgreSQL", now.Sub(rec.Created).Round(time.Second))
+		default:
+			f.Kind, f.Detail = KindOrphanNoItem, "neither PostgreSQL nor an order record knows this order"
+		}
+		c.Findings = append(c.Findings, f)
+	}
+	for _, o := range active {
+		b, ok := buyers[o.UserID]
+		if ok && b.oid == o.ID {
+			continue
+		}
+		home := sharding.HomeShard(o.UserID, sale.ID, len(sale.Shards))
+		f := Finding{Item: o.ItemID, User: o.UserID, Order: o.ID.String(), Shard: home, Status: o.Status,
+			tag: sale.Shards[home], oid: o.ID, created: o.Created, expires: o.Expires}
+		if ok {
+			f.Kind, f.Detail = KindConflict, fmt.Sprintf("Redis holds order %s for this user", b.oid)
+		} else {
+			f.Kind, f.Detail = KindLostBuyer, "active in PostgreSQL, no buyer record in Redis: the user could buy twice"
+		}
+		c.Findings = append(c.Findings, f)
+	}
+	moves, err := t.Store.PendingMoves(ctx, sale)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range sale.Items {
+		rem, err := t.Store.Remaining(ctx, sale, it.ID)
+		if err != nil {
+			return nil, err
+		}
+		ic := ItemCheck{Item: it.ID, S: sum(rem), Shards: rem, HandOff: handOff[it.ID]}
+		for _, m := range moves {
+			if m.ItemID == it.ID {
+				ic.InFlight += m.Units
+			}
+		}
+		tot, ok := totals[it.ID]
+		if !ok {
+			c.Findings = append(c.Findings, Finding{Kind: KindUnknownItem, Item: it.ID, Detail: "the Redis description names an item PostgreSQL does not have"})
+			c.Items = append(c.Items, ic)
+			continue
+		}
+		ic.Q, ic.P, ic.Sold = tot.Quantity, tot.Active, tot.Sold
+		ic.Drift = ic.Q - (ic.S + ic.P + ic.InFlight + ic.HandOff)
+		if ic.Drift != 0 {
+			c.Findings = append(c.Findings, Finding{Kind: KindDrift, Item: it.ID, Units: ic.Drift,
+				Detail: fmt.Sprintf("Q %d - (S %d + P %d + moves %d + hand-offs %d) = %d", ic.Q, ic.S, ic.P, ic.InFlight, ic.HandOff, ic.Drift)})
+		}
+		c.Items = append(c.Items, ic)
+	}
+	return c, nil
+}
+
+// dropBuyer removes a buyer record only while it still names the order, and
+// respects a reshard's fence.
+var dropBuyer = rueidis.NewLuaScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+return redis.call('HDEL', KEYS[1], ARGV[1])`)
+
+// repairBuyers repairs the buyer findings of c and returns them with what was
+// done.
+func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) ([]Finding, error) {
+	var out []Finding
+	for _, f := range c.Findings {
+		switch f.Kind {
+		case KindOrphan, KindEnded:
+			status := stock.StatusFailed
+			if f.Kind == KindEnded {
+				status = f.Status
+			}
+			ok, err := t.Store.Release(ctx, f.tag, f.Item, f.User, f.oid, status)
+			if err != nil {
+				return out, err
+			}
+			f.Repair = "released with " + status + ": unit returned"
+			if !ok {
+				f.Repair = "already released meanwhile"
+			}
+		case KindOrphanNoItem:
+			n, err := dropBuyer.Exec(ctx, t.Redis,
+				[]string{string(sharding.AppendBuyersKey(nil, f.tag)), string(sharding.AppendFenceKey(nil, f.tag))},
+				[]string{strconv.FormatUint(f.User, 10), f.Order}).AsInt64()
+			if err != nil {
+				return out, fmt.Errorf("dropping buyer %d: %w", f.User, err)
+			}
+			if n < 0 {
+				return out, fmt.Errorf("dropping buyer %d: %w", f.User, stock.ErrFrozen)
+			}
+			f.Repair = "buyer record dropped; its unit returns through the item's drift"
+			if n == 0 {
+				f.Repair = "buyer record changed meanwhile; left alone"
+			}
+		case KindLostBuyer:
+			ok, err := t.Store.RestoreBuyer(ctx, f.tag, f.User, f.oid)
+			if err != nil {
+				return out, err
+			}
+			if !ok {
+				f.Repair = "the user holds another buyer record now; left alone"
+				break
+			}
+			f.Repair = "buyer record restored"
+			ttl := f.expires.Sub(t.now()) + time.Hour
+			err = t.Store.SetStatus(ctx, f.tag, f.oid, stock.OrderRecord{UserID: f.User, ItemID: f.Item, Status: f.Status,
+				Created: f.created, Expires: f.expires}, max(ttl, time.Hour))
+			if err != nil {
+				return out, err
+			}
+			f.Repair += " with its order record"
+		default:
+			continue
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// errRace means the units moved under a repair too often for it to finish.
+var errRace = errors.New("stock kept changing under the repair; run reconcile again when the sale is quieter")
+
+// repairDrift sets item's drift to zero by compare-and-set on one shard at a
+// time. It writes only when two consecutive checks agree on the drift, and
+// never sets a shard below zero (a deficit larger than a shard takes more
+// than one shard).
+func (t *Tool) repairDrift(ctx context.Context, sale *sharding.Sale, item, seen int64, grace time.Duration) ([]Finding, error) {
+	var out []Finding
+	for attempt := 0; attempt < 10+len(sale.Shards); attempt++ {
+		c, err := t.check(ctx, sale, grace)
+		if err != nil {
+			return out, err
+		}
+		for _, f := range c.Findings {
+			if f.Kind != KindDrift && f.Item == item {
+				return out, nil // buyer findings first: the caller's next pass
+			}
+		}
+		ic := c.item(item)
+		if ic == nil || ic.Drift == 0 {
+			return out, nil
+		}
+		if ic.Drift != seen {
+			seen = ic.Drift // moved under us: confirm with the next check
+			continue
+		}
+		shard := 0
+		for i, r := range ic.Shards {
+			if r > ic.Shards[shard] {
+				shard = i
+			}
+		}
+		cur := ic.Shards[shard]
+		next := max(cur+ic.Drift, 0)
+		ok, err := t.Store.CompareAndSetStock(ctx, sale.Shards[shard], item, cur, next)
+		if err != nil {
+			return out, err
+		}
+		if !ok {
+			continue // a purchase won the race: re-read
+		}
+		out = append(out, Finding{Kind: KindDrift, Item: item, Shard: shard, Units: next - cur,
+			Detail: fmt.Sprintf("drift %d", ic.Drift),
+			Repair: fmt.Sprintf("compare-and-set shard %d from %d to %d", shard, cur, next)})
+		seen = ic.Drift - (next - cur)
+	}
+	return out, fmt.Errorf("repairing drift of item %d: %w", item, errRace)
+}
+
+// Text renders the reconcile.
+func (r *ReconcileReport) Text(w io.Writer) error {
+	fmt.Fprintf(w, "reconcile sale %d (grace %s)\n", r.Sale, r.Grace)
+	label := "state"
+	if r.Repair {
+		label = "before"
+	}
+	if err := r.Before.text(w, label); err != nil {
+		return err
+	}
+	if r.Repair {
+		if r.MovesFinished > 0 {
+			fmt.Fprintf(w, "\nfinished %d journaled moves\n", r.MovesFinished)
+		}
+		fmt.Fprintln(w, "\nrepairs:")
+		if len(r.Repairs) == 0 {
+			fmt.Fprintln(w, "  none")
+		}
+		for _, f := range r.Repairs {
+			fmt.Fprintf(w, "  %-28s item %d user %d shard %d %s: %s\n", f.Kind, f.Item, f.User, f.Shard, f.Order, f.Repair)
+		}
+		if r.After != nil {
+			fmt.Fprintln(w)
+			if err := r.After.text(w, "after"); err != nil {
+				return err
+			}
+		}
+	}
+	if r.Clean {
+		fmt.Fprintln(w, "\nclean: Redis agrees with PostgreSQL")
+	} else {
+		fmt.Fprintln(w, "\nNOT CLEAN: see the findings above")
+	}
+	return nil
+}
+
+func (c *Check) text(w io.Writer, label string) error {
+	fmt.Fprintf(w, "\n%s: %d buyer records in Redis, %d active orders in PostgreSQL\n", label, c.Buyers, c.ActiveOrders)
+	tb := newTable(w, "item", "Q", "S (redis)", "P (pg)", "sold", "in moves", "hand-offs", "drift")
+	for _, it := range c.Items {
+		tb.row(itoa(it.Item), itoa(it.Q), itoa(it.S), itoa(it.P), itoa(it.Sold), itoa(it.InFlight), itoa(it.HandOff), itoa(it.Drift))
+	}
+	if err := tb.flush(); err != nil {
+		return err
+	}
+	if len(c.Findings) == 0 {
+		fmt.Fprintln(w, "findings: none")
+		return nil
+	}
+	fmt.Fprintf(w, "findings (%d):\n", len(c.Findings))
+	tb = newTable(w, "kind", "item", "user", "shard", "order", "pg status", "detail")
+	for _, f := range c.Findings {
+		tb.row(f.Kind, itoa(f.Item), strconv.FormatUint(f.User, 10), itoa(int64(f.Shard)), f.Order, f.Status, f.Detail)
+	}
+	return tb.flush()
+}
