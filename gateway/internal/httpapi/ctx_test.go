@@ -76,6 +76,13 @@ func cheapPaths() []pathCase {
 			it.Flags.MarkShard(home, nil)
 			return e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(user))
 		}},
+		{"winner-repeat-after-sold-out", 409, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1, shards: 1})
+			ctx := newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1))
+			run(e.h, ctx) // 202
+			run(e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(2))) // 410 sets the flag
+			return e.h, ctx
+		}},
 		{"sale-not-started", 403, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			e := newEnv(tb, envOpt{stockPerShard: 1, start: farFuture, end: farFuture.AddDate(0, 0, 1)})
 			return e.h, newCtx("POST", purchasePath, "10.0.0.1")

@@ -357,3 +357,21 @@ func mint(t *testing.T, user uint64, exp time.Time, secret []byte) (string, erro
 	t.Helper()
 	return mintWith(secret, user, exp, nil)
 }
+
+func TestWinnerRepeatAfterSoldOut(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
+	c := e.serve("10.0.0.1")
+	tok := e.token(1)
+	r := do(t, c, "POST", purchasePath, tok)
+	want(t, r, 202, "")
+	id := orderIDOf(t, r.body)
+	want(t, do(t, c, "POST", purchasePath, e.token(2)), 410, `{"error":"SOLD_OUT"}`)
+	if !e.cat.Snapshot().Item(7).Flags.SoldOut() {
+		t.Fatal("not flagged")
+	}
+	n, _ := e.st.counts()
+	want(t, do(t, c, "POST", purchasePath, tok), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id.String()+`"}`)
+	if n2, _ := e.st.counts(); n2 != n {
+		t.Fatal("the repeat reached Redis")
+	}
+}

@@ -118,6 +118,7 @@ type Handler struct {
 	Deps
 	seedHi, seedLo uint64
 	counter        atomic.Uint64
+	winners        *winners
 }
 
 // New returns a handler.
@@ -146,7 +147,7 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Bearer == nil {
 		d.Bearer = bearer
 	}
-	h := &Handler{cfg: cfg, Deps: d}
+	h := &Handler{cfg: cfg, Deps: d, winners: newWinners()}
 	var seed [16]byte
 	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails on supported platforms
 	h.seedHi, h.seedLo = binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])
@@ -260,7 +261,7 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 		return
 	}
 	if it.Flags.SoldOut() {
-		h.answer(ctx, route, aSoldOut)
+		h.soldOut(ctx, sale.ID)
 		return
 	}
 	user, ok := h.user(ctx, now, route)
@@ -272,10 +273,22 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 		// The poller clears the flag as soon as it reads stock on this shard;
 		// until then the Rebalancer (told when the flag was set) may move
 		// units here.
-		h.answer(ctx, route, aSoldOut)
+		h.soldOut(ctx, sale.ID)
 		return
 	}
 	h.reserve(ctx, now, it, user, shard)
+}
+
+// soldOut answers 410 SOLD_OUT, or 409 with the order id to a bearer this
+// gateway already answered with that order (see winners).
+func (h *Handler) soldOut(ctx *fasthttp.RequestCtx, saleID int64) {
+	if tok, ok := h.Bearer(peek(ctx, hdrAuth, hdrAuthLower)); ok {
+		if id, ok := h.winners.lookup(tok, saleID); ok {
+			h.answerOrder(ctx, obs.RoutePurchase, aAlreadyPurchased, id, "")
+			return
+		}
+	}
+	h.answer(ctx, obs.RoutePurchase, aSoldOut)
 }
 
 // reserve runs the Redis and Kafka part of a purchase.
@@ -305,6 +318,9 @@ func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.I
 		h.answer(ctx, route, aSoldOut)
 		return
 	case stock.AlreadyPurchased, stock.IDUsed:
+		if res.Outcome == stock.AlreadyPurchased {
+			h.remember(ctx, sale.ID, res.OrderID)
+		}
 		h.answerOrder(ctx, route, aAlreadyPurchased, res.OrderID, "")
 		return
 	case stock.Reserved:
@@ -326,6 +342,7 @@ func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.I
 	wait := max(time.Until(deadline), h.cfg.MinHandOff)
 	switch err := h.Producer.Hand(&ev, wait, !res.Replay); {
 	case err == nil:
+		h.remember(ctx, sale.ID, res.OrderID)
 		h.answerOrder(ctx, route, aAccepted, res.OrderID, "PENDING")
 	case errors.Is(err, orders.ErrRefused):
 		h.Metrics.KafkaError()
@@ -338,6 +355,12 @@ func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.I
 	default:
 		h.Metrics.KafkaError()
 		h.answer(ctx, route, aUnavailable)
+	}
+}
+
+func (h *Handler) remember(ctx *fasthttp.RequestCtx, saleID int64, id sharding.OrderID) {
+	if tok, ok := h.Bearer(peek(ctx, hdrAuth, hdrAuthLower)); ok {
+		h.winners.add(tok, saleID, id)
 	}
 }
 
