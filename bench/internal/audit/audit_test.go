@@ -65,7 +65,7 @@ func newFixture(t *testing.T, quantity int64) *fixture {
 	f.item = id*16 + 1
 	now := time.Now().UTC().Truncate(time.Second)
 	f.sale = &sharding.Sale{ID: id, Name: "audit test", StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour),
-		Items: []sharding.Item{{ID: f.item, Name: "thing", Price: 100, Currency: "EUR", Quantity: quantity}},
+		Items:  []sharding.Item{{ID: f.item, Name: "thing", Price: 100, Currency: "EUR", Quantity: quantity}},
 		Shards: sharding.UniformTags(id, 4)}
 	if _, err := f.pool.Exec(f.ctx, `INSERT INTO sales (id, name, starts_at, ends_at, shards) VALUES ($1, $2, $3, $4, 4)`,
 		id, f.sale.Name, f.sale.StartsAt, f.sale.EndsAt); err != nil {

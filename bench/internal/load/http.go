@@ -1,6 +1,7 @@
 package load
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 
@@ -208,10 +209,16 @@ func parseResponse(b []byte, r *response) (int, error) {
 }
 
 func indexCRLF(b []byte, from int) int {
-	for i := from; i+1 < len(b); i++ {
-		if b[i] == '\r' && b[i+1] == '\n' {
-			return i
+	for from < len(b) {
+		i := bytes.IndexByte(b[from:], '\n')
+		if i < 0 {
+			return -1
 		}
+		i += from
+		if i > 0 && b[i-1] == '\r' {
+			return i - 1
+		}
+		from = i + 1
 	}
 	return -1
 }

@@ -1,0 +1,149 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"flashsale/bench/internal/report"
+	"flashsale/sharding"
+)
+
+// fakeGateway sells units of item 7 to the first users that ask, refuses one
+// request in five with 429, and accepts pays and cancels.
+type fakeGateway struct {
+	mu      sync.Mutex
+	units   int
+	holders map[string]string // authorization -> order id
+	n       atomic.Int64
+	pays    atomic.Int64
+	cancels atomic.Int64
+}
+
+func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	switch {
+	case r.Method == "GET" && r.URL.Path == "/api/flash-sales/sales/42":
+		fmt.Fprint(w, `{"id":42,"items":[{"id":7,"quantity":10}]}`)
+	case strings.HasSuffix(r.URL.Path, "/pay"):
+		g.pays.Add(1)
+		w.WriteHeader(202)
+	case strings.HasSuffix(r.URL.Path, "/cancel"):
+		g.cancels.Add(1)
+		w.WriteHeader(202)
+	case r.URL.Path == "/api/flash-sales/items/7/purchase":
+		if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ey") {
+			w.WriteHeader(401)
+			fmt.Fprint(w, `{"error":"UNAUTHORIZED"}`)
+			return
+		}
+		if g.n.Add(1)%5 == 0 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(429)
+			fmt.Fprint(w, `{"error":"RATE_LIMITED"}`)
+			return
+		}
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		auth := r.Header.Get("Authorization")
+		if id, ok := g.holders[auth]; ok {
+			w.WriteHeader(409)
+			fmt.Fprintf(w, `{"error":"ALREADY_PURCHASED","orderId":%q}`, id)
+			return
+		}
+		if g.units == 0 {
+			w.WriteHeader(410)
+			fmt.Fprint(w, `{"error":"SOLD_OUT"}`)
+			return
+		}
+		g.units--
+		id := sharding.NewOrderID(42, uint64(g.units), uint32(len(g.holders))).String()
+		g.holders[auth] = id
+		w.WriteHeader(202)
+		fmt.Fprintf(w, `{"orderId":%q,"status":"PENDING"}`, id)
+	default:
+		w.WriteHeader(404)
+		fmt.Fprint(w, `{"error":"ITEM_NOT_FOUND"}`)
+	}
+}
+
+func TestFlashCrowdAgainstFakeGateway(t *testing.T) {
+	g := &fakeGateway{units: 10, holders: map[string]string{}}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"-url", srv.URL, "-sale", "42", "-scenario", "flash-crowd", "-users", "300",
+		"-ramp", "300ms", "-think", "50ms", "-backoff", "10ms", "-retry-fraction", "1", "-c", "16", "-out", dir, "-quiet", "-seed", "1"},
+		func(k string) string { return map[string]string{"FLASHSALE_JWT_SECRET": "s"}[k] }, &stdout, &stderr)
+	t.Log(stdout.String(), stderr.String())
+	if code != ExitOK {
+		t.Fatalf("exit code %d", code)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res report.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Winners != 10 {
+		t.Errorf("winners = %d, want 10", res.Winners)
+	}
+	if res.Retries == 0 {
+		t.Error("no retries after 429s")
+	}
+	if got := g.pays.Load() + g.cancels.Load(); got == 0 || got > 10 {
+		t.Errorf("pays+cancels = %d, want 1..10 (60%%+10%% of 10 winners)", got)
+	}
+	count := func(kind, what string) int64 {
+		for _, c := range append(res.Status, res.Codes...) {
+			if c.Kind == kind && c.What == what {
+				return c.Count
+			}
+		}
+		return 0
+	}
+	if count("purchase", "SOLD_OUT") == 0 || count("purchase", "429") == 0 || count("purchase", "202") < 10 {
+		t.Errorf("status mix = %+v %+v", res.Status, res.Codes)
+	}
+	if count("purchase", "401") != 0 {
+		t.Error("tokens were refused")
+	}
+	if html, err := os.ReadFile(filepath.Join(dir, "report.html")); err != nil || !bytes.Contains(html, []byte("<svg")) {
+		t.Errorf("report.html: %v", err)
+	}
+	if !strings.Contains(stdout.String(), "report: "+filepath.Join(dir, "report.html")) {
+		t.Error("report path not printed")
+	}
+}
+
+func TestBadFlagsExitWithUsageCode(t *testing.T) {
+	var stderr bytes.Buffer
+	code := Main(context.Background(), []string{"-scenario", "nope", "-dev", "-items", "1"}, func(string) string { return "" }, &bytes.Buffer{}, &stderr)
+	if code != ExitUsage || !strings.Contains(stderr.String(), `bench: -scenario "nope"`) {
+		t.Fatalf("code %d, stderr %q", code, stderr.String())
+	}
+}
+
+func TestUnreachableTargetFails(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	var stderr bytes.Buffer
+	code := Main(context.Background(), []string{"-url", url, "-dev", "-items", "1", "-n", "5", "-quiet", "-out", t.TempDir()},
+		func(string) string { return "" }, &bytes.Buffer{}, &stderr)
+	if code != ExitError || !strings.Contains(stderr.String(), "no response from") {
+		t.Fatalf("code %d, stderr %q", code, stderr.String())
+	}
+}

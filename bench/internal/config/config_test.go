@@ -1,0 +1,68 @@
+package config
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestBadFlagsGiveClearErrors(t *testing.T) {
+	base := []string{"-dev", "-items", "1"}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-scenario", "stampede"}, `-scenario "stampede": want one of steady, flash-crowd, bots, retry-storm`},
+		{[]string{"-url", "https://x:1"}, "want http://host:port"},
+		{[]string{"-c", "0"}, "-c 0: want at least 1 connection"},
+		{[]string{"-rate", "fast"}, `"fast" is not a positive rate`},
+		{[]string{"-rate", "100:5s,200"}, "every stage of a schedule needs RATE:DURATION"},
+		{[]string{"-clicks", "3-1"}, "-clicks \"3-1\""},
+		{[]string{"-pay", "0.8", "-cancel", "0.3"}, "add up to at most 1"},
+		{[]string{"-retry-fraction", "2"}, "-retry-fraction 2: want 0..1"},
+		{[]string{"-items", "1,x"}, `-items: "x" is not a positive item id`},
+		{[]string{"-audit"}, "-audit needs -sale ID"},
+		{[]string{"-source-ips", "4", "-url", "http://10.0.0.1:80"}, "only for an IPv4 loopback target"},
+		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	}
+	for _, c := range cases {
+		_, err := Load(append(append([]string{}, base...), c.args...), env(nil), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err = %v, want it to contain %q", c.args, err, c.want)
+		}
+	}
+	if _, err := Load([]string{"-items", "1"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "no token signer") {
+		t.Errorf("no secret: err = %v", err)
+	}
+	if _, err := Load([]string{"-dev"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "no items") {
+		t.Errorf("no items: err = %v", err)
+	}
+}
+
+func TestDefaultsAndEnvironment(t *testing.T) {
+	c, err := Load([]string{"-scenario", "flash-crowd", "-items", "7,8", "-rate", "100:1s,200:2s"},
+		env(map[string]string{"FLASHSALE_JWT_SECRET": "s3", "FLASHSALE_REDIS": "a:1, b:2", "DATABASE_URL": "postgres://x"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Users != 500_000 || c.JWTSecret != "s3" || c.Addr != "127.0.0.1:8080" || len(c.Items) != 2 || c.Ramp != 2*time.Second {
+		t.Fatalf("config = %+v", c)
+	}
+	if len(c.Redis) != 2 || c.Redis[1] != "b:2" || c.DatabaseURL != "postgres://x" {
+		t.Fatalf("env not read: %+v", c)
+	}
+	if len(c.Rate) != 2 || c.Rate[1] != (Stage{Rate: 200, For: 2 * time.Second}) {
+		t.Fatalf("rate = %+v", c.Rate)
+	}
+	c, err = Load([]string{"-scenario", "bots", "-dev", "-sale", "5"}, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Users != 4 || c.SourceIPs != 4 || c.JWTSecret != DevSecret || len(c.SourceAddrs()) != 4 || c.SourceAddrs()[3].String() != "127.0.0.4" {
+		t.Fatalf("bots config = %+v", c)
+	}
+}
