@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flashsale/deploy/testenv"
+	"flashsale/sharding"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/store"
 	"flashsale/writer/orderevent"
@@ -83,8 +84,10 @@ func TestPayExpiryRace(t *testing.T) {
 	item := s.Items[0].ID
 	topic := testenv.NewTopic(t, "writer-race")
 	cl := newProducer(t, topic)
-	// Reserved in Redis as a gateway would, due 1.5 s from now.
-	events := reserveInRedis(t, rs, s, item, n, 1500*time.Millisecond)
+	// Reserved in Redis as a gateway would; the due time is set below, once
+	// the orders are in PostgreSQL, so that a slow machine cannot let them
+	// all expire before the payments start.
+	events := reserveInRedis(t, rs, s, item, n, 10*time.Minute)
 	before := redisLeft(t, rs, s, item)
 	produce(t, cl, events)
 
@@ -93,17 +96,32 @@ func TestPayExpiryRace(t *testing.T) {
 	a := startApp(t, cfg)
 	waitFor(t, 60*time.Second, "orders persisted", func() bool { return obs.Value(a.Metrics.Persisted) >= n })
 
-	// Pay every order around its expiry: some payments land before, some
-	// after, many in the same few milliseconds as the expiry pass.
-	due := events[0].Expires
-	time.Sleep(time.Until(due.Add(-150 * time.Millisecond)))
-	for i := 0; i < n; i += 50 {
-		batch := make([]orderevent.Event, 0, 50)
-		for _, e := range events[i:min(i+50, n)] {
-			batch = append(batch, follow(e, orderevent.Pay))
+	// Spread the due times over 400 ms and pay the orders in random order
+	// over the same 400 ms: about half the payments land before their order
+	// is due, the rest after, many within milliseconds of an expiry pass
+	// (every 5 ms).
+	const spread = 400 * time.Millisecond
+	start := time.Now().Add(200 * time.Millisecond)
+	ids := make([][16]byte, n)
+	dues := make([]time.Time, n)
+	for k, e := range events {
+		ids[k], dues[k] = e.OrderID, start.Add(time.Duration(k)*spread/n)
+	}
+	if _, err := st.Pool().Exec(context.Background(), `
+		UPDATE orders SET expires_at = u.due FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, due)
+		WHERE orders.id = u.id`, ids, dues); err != nil {
+		t.Fatal(err)
+	}
+	order := rand.Perm(n)
+	time.Sleep(time.Until(start))
+	const chunk = 25
+	for i := 0; i < n; i += chunk {
+		batch := make([]orderevent.Event, 0, chunk)
+		for _, k := range order[i:min(i+chunk, n)] {
+			batch = append(batch, follow(events[k], orderevent.Pay))
 		}
 		produce(t, cl, batch)
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(time.Until(start.Add(time.Duration(i+chunk) * spread / n)))
 	}
 	var byStatus map[string]int64
 	waitFor(t, 30*time.Second, "every order settled", func() bool {
@@ -132,6 +150,31 @@ func TestPayExpiryRace(t *testing.T) {
 	if q, left := s.Items[0].Quantity, redisLeft(t, rs, s, item); left+sold != q {
 		t.Errorf("Q = S + P broken: quantity %d, redis %d, sold %d", q, left, sold)
 	}
+	// The gateway's GET reads the status from Redis: every order shows its
+	// final status within a second of the commit.
+	want := map[sharding.OrderID]string{}
+	rows, err := st.Pool().Query(context.Background(), `SELECT id, status FROM orders WHERE sale_id = $1`, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id [16]byte
+		var status string
+		if err := rows.Scan(&id, &status); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = status
+	}
+	waitFor(t, time.Second, "final statuses in redis", func() bool {
+		for _, e := range events {
+			tag := s.Shards[sharding.HomeShard(e.UserID, s.ID, len(s.Shards))]
+			rec, found, err := rs.Order(context.Background(), tag, e.OrderID)
+			if err != nil || !found || rec.Status != want[e.OrderID] {
+				return false
+			}
+		}
+		return true
+	})
 	var paidAndExpired int64
 	if err := st.Pool().QueryRow(context.Background(),
 		`SELECT count(*) FROM orders WHERE sale_id = $1 AND status = 'EXPIRED' AND paid_at IS NOT NULL`, s.ID).Scan(&paidAndExpired); err != nil {
