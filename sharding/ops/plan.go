@@ -136,7 +136,9 @@ func (t *Tool) Plan(ctx context.Context, in PlanInput) (*PlanReport, error) {
 			return nil, errors.New("plan: measuring gave no capacity (every call failed?)")
 		}
 	}
-	a := func(format string, args ...any) { rep.Arithmetic = append(rep.Arithmetic, fmt.Sprintf(format, args...)) }
+	a := func(format string, args ...any) {
+		rep.Arithmetic = append(rep.Arithmetic, fmt.Sprintf(format, args...))
+	}
 	rep.RedisRate = in.Rate * in.RedisFraction
 	a("requests reaching Redis   R·f = %s × %g = %s scripts/s", num(in.Rate), in.RedisFraction, num(rep.RedisRate))
 	if in.RedisFraction == 1 {

@@ -1,0 +1,297 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
+
+	"flashsale/deploy/testenv"
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// schema is the part of the writer's first migration
+// (writer/internal/store/migrations/00001_schema.sql) that the tool reads. The
+// writer's store package is internal to the writer, so the tests cannot call
+// its Migrate; every statement is IF NOT EXISTS, so this and the writer's
+// migration agree whichever runs first.
+const schema = `
+CREATE TABLE IF NOT EXISTS sales (
+    id             bigint PRIMARY KEY,
+    name           text NOT NULL,
+    starts_at      timestamptz NOT NULL,
+    ends_at        timestamptz NOT NULL,
+    payment_window interval NOT NULL DEFAULT '10 minutes',
+    shards         int NOT NULL,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    CHECK (ends_at > starts_at)
+);
+CREATE TABLE IF NOT EXISTS items (
+    id       bigint PRIMARY KEY,
+    sale_id  bigint NOT NULL REFERENCES sales (id),
+    name     text NOT NULL,
+    price    bigint NOT NULL CHECK (price >= 0),
+    currency text NOT NULL,
+    quantity bigint NOT NULL CHECK (quantity > 0),
+    sold     bigint NOT NULL DEFAULT 0,
+    CONSTRAINT items_sold_le_quantity CHECK (sold <= quantity),
+    CONSTRAINT items_sold_ge_zero CHECK (sold >= 0)
+);
+CREATE INDEX IF NOT EXISTS items_sale_id ON items (sale_id);
+CREATE TABLE IF NOT EXISTS orders (
+    id         uuid PRIMARY KEY,
+    sale_id    bigint NOT NULL,
+    item_id    bigint NOT NULL,
+    user_id    bigint NOT NULL,
+    status     text NOT NULL CHECK (status IN ('PENDING', 'PAID', 'EXPIRED', 'CANCELLED', 'FAILED')),
+    created_at timestamptz NOT NULL,
+    expires_at timestamptz NOT NULL,
+    paid_at    timestamptz,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    failure    text
+);
+CREATE UNIQUE INDEX IF NOT EXISTS orders_one_active_per_user
+    ON orders (sale_id, user_id) WHERE status IN ('PENDING', 'PAID');
+CREATE INDEX IF NOT EXISTS orders_pending_expiry ON orders (expires_at) WHERE status = 'PENDING';
+CREATE INDEX IF NOT EXISTS orders_sale_item_status ON orders (sale_id, item_id, status);
+`
+
+// migrationLock is the writer's goose advisory lock id: holding it while
+// creating the tables keeps this from racing a writer's migration.
+const migrationLock = 0x666c617368
+
+type env struct {
+	t    *Tool
+	c    rueidis.Client
+	pool *pgxpool.Pool
+}
+
+var schemaOnce sync.Mutex
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: needs the local stack")
+	}
+	testenv.Require(t, "redis", "postgres")
+	c := testenv.NewRedis(t)
+	pool := testenv.NewPool(t)
+	schemaOnce.Lock()
+	defer schemaOnce.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, schema)
+	_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
+	if err != nil {
+		t.Fatalf("creating tables: %v", err)
+	}
+	return &env{t: NewTool(c, pool), c: c, pool: pool}
+}
+
+func randomSaleID() int64 { return 1 + rand.Int64N(sharding.MaxSaleID-1) }
+
+// newSale creates a sale with one item per quantity in PostgreSQL, preloads it
+// with shards shards through the tool, and removes every trace of it when the
+// test ends. Item ids are random (items.id is global).
+func (e *env) newSale(t testing.TB, shards int, qty ...int64) *sharding.Sale {
+	t.Helper()
+	ctx := context.Background()
+	id := randomSaleID()
+	now := time.Now().UTC().Truncate(time.Second)
+	if _, err := e.pool.Exec(ctx, `INSERT INTO sales (id, name, starts_at, ends_at, shards) VALUES ($1, $2, $3, $4, $5)`,
+		id, "ops test", now.Add(-time.Minute), now.Add(time.Hour), shards); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.dropSale(id) })
+	for _, q := range qty {
+		item := 1 + rand.Int64N(1<<50)
+		if _, err := e.pool.Exec(ctx, `INSERT INTO items (id, sale_id, name, price, currency, quantity) VALUES ($1, $2, 'thing', 1000, 'EUR', $3)`,
+			item, id, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.t.Preload(ctx, id, shards, false); err != nil {
+		t.Fatal(err)
+	}
+	sale, err := e.t.Store.LoadSale(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sale
+}
+
+// dropSale deletes the sale's rows and every Redis key of its tags.
+func (e *env) dropSale(id int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = e.pool.Exec(ctx, `DELETE FROM orders WHERE sale_id = $1`, id)
+	_, _ = e.pool.Exec(ctx, `DELETE FROM items WHERE sale_id = $1`, id)
+	_, _ = e.pool.Exec(ctx, `DELETE FROM sales WHERE id = $1`, id)
+	s := strconv.FormatInt(id, 10)
+	keys := map[string]bool{}
+	for _, pattern := range []string{"{s" + s + ":*", "{s" + s + "v*"} {
+		for _, node := range e.c.Nodes() {
+			var cursor uint64
+			for {
+				sc, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(10000).Build()).AsScanEntry()
+				if err != nil {
+					break
+				}
+				for _, k := range sc.Elements {
+					keys[k] = true
+				}
+				if cursor = sc.Cursor; cursor == 0 {
+					break
+				}
+			}
+		}
+	}
+	cmds := rueidis.Commands{
+		e.c.B().Del().Key(sharding.SaleKey(id)).Build(),
+		e.c.B().Del().Key(sharding.ReshardKey(id)).Build(),
+		e.c.B().Srem().Key(sharding.SalesKey).Member(s).Build(),
+	}
+	for k := range keys {
+		cmds = append(cmds, e.c.B().Del().Key(k).Build())
+	}
+	e.c.DoMulti(ctx, cmds...)
+}
+
+// shopper buys the way a gateway does: reserve on the user's home shard; on
+// SOLD_OUT while the item has units on other shards, borrow some to the home
+// shard and retry; on a frozen shard, reload the sale and retry.
+type shopper struct {
+	st       *stock.Store
+	sale     atomic.Pointer[sharding.Sale]
+	tries    int           // reservation attempts before answering SOLD_OUT (default 8)
+	timeout  time.Duration // per Redis call (default 2 s)
+	borrowed atomic.Int64
+	borrows  atomic.Int64
+	frozen   atomic.Int64
+	// soldOutWithStock counts SOLD_OUT answers given while units remained.
+	soldOutWithStock atomic.Int64
+}
+
+func newShopper(st *stock.Store, sale *sharding.Sale) *shopper {
+	sh := &shopper{st: st, tries: 8, timeout: 2 * time.Second}
+	sh.sale.Store(sale)
+	return sh
+}
+
+// buy returns the final answer to one purchase click of user for item.
+func (sh *shopper) buy(ctx context.Context, item int64, user uint64) (stock.Result, error) {
+	for try := 0; try < sh.tries; {
+		sale := sh.sale.Load()
+		home := sharding.HomeShard(user, sale.ID, len(sale.Shards))
+		now := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, sh.timeout)
+		r, err := sh.st.Reserve(cctx, stock.Reservation{Tag: sale.Shards[home], ItemID: item, UserID: user,
+			OrderID: sharding.NewOrderID(sale.ID, rand.Uint64(), rand.Uint32()),
+			Created: now, Expires: now.Add(10 * time.Minute), TTL: 15 * time.Minute})
+		cancel()
+		if errors.Is(err, stock.ErrFrozen) {
+			sh.frozen.Add(1)
+			fresh, err := sh.st.LoadSale(ctx, sale.ID)
+			if err != nil {
+				return r, err
+			}
+			if fresh.Version == sale.Version {
+				time.Sleep(time.Millisecond)
+			}
+			sh.sale.CompareAndSwap(sale, fresh)
+			continue
+		}
+		if err != nil || r.Outcome != stock.SoldOut {
+			return r, err
+		}
+		try++
+		rem, err := sh.st.Remaining(ctx, sale, item)
+		if err != nil {
+			return r, err
+		}
+		if sum(rem) == 0 {
+			return r, nil // truly sold out
+		}
+		if try == sh.tries {
+			break
+		}
+		k, err := sh.st.Borrow(ctx, sale, item, home, rem)
+		if errors.Is(err, stock.ErrFrozen) {
+			continue
+		}
+		if err != nil {
+			return r, err
+		}
+		sh.borrows.Add(1)
+		sh.borrowed.Add(k)
+	}
+	if rem, err := sh.st.Remaining(ctx, sh.sale.Load(), item); err == nil && sum(rem) > 0 {
+		sh.soldOutWithStock.Add(1)
+	}
+	return stock.Result{Outcome: stock.SoldOut}, nil
+}
+
+// users returns n distinct random user ids.
+func users(n int) []uint64 {
+	seen := map[uint64]bool{}
+	out := make([]uint64, 0, n)
+	for len(out) < n {
+		u := 1 + rand.Uint64N(1<<62)
+		if !seen[u] {
+			seen[u] = true
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// allBuyers returns user -> (shard, order id) over the sale's shards, failing
+// on a user recorded twice or off the home shard.
+func (e *env) allBuyers(t testing.TB, sale *sharding.Sale) map[uint64]sharding.OrderID {
+	t.Helper()
+	out := map[uint64]sharding.OrderID{}
+	for i, tag := range sale.Shards {
+		m, err := e.t.Store.Buyers(context.Background(), tag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for u, id := range m {
+			if _, dup := out[u]; dup {
+				t.Fatalf("user %d holds buyer records on two shards", u)
+			}
+			if h := sharding.HomeShard(u, sale.ID, len(sale.Shards)); h != i {
+				t.Fatalf("user %d recorded on shard %d, home %d", u, i, h)
+			}
+			out[u] = id
+		}
+	}
+	return out
+}
+
+func (e *env) left(t testing.TB, sale *sharding.Sale, item int64) int64 {
+	t.Helper()
+	rem, err := e.t.Store.Remaining(context.Background(), sale, item)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum(rem)
+}
+
+func fmtShards(v []int64) string { return fmt.Sprint(v) }
