@@ -77,6 +77,11 @@ type Result struct {
 // the caller retries the whole batch; a retry is harmless because every step
 // is idempotent.
 //
+// Within a batch, reservations are applied before payments and cancellations.
+// No reservation can depend on a cancellation in its own batch: the unit (and
+// the buyer record) a cancellation frees reaches Redis only after this
+// transaction commits, so a purchase using it is produced after it.
+//
 // FAILED orders never give their unit back to Redis: PostgreSQL refuses an order
 // only when Redis let through more than PostgreSQL accepts (stock or buyer
 // records lost in a failover), and returning the unit would let Redis sell it
