@@ -328,3 +328,35 @@ func TestIPKey(t *testing.T) {
 		t.Error("zero Addr key not 0")
 	}
 }
+
+// TestBoundHoldsMemoryUnderChurn: a full limiter that keeps evicting does
+// not grow (Go maps reuse deleted slots).
+func TestBoundHoldsMemoryUnderChurn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("inserts 1M keys")
+	}
+	l := New(Config{Rate: 1, Burst: 5, MaxKeys: 1 << 14})
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	now := t0
+	var first uint64
+	for round := range 4 {
+		for i := range 1 << 18 {
+			l.Allow(now, uint64(round)<<32|uint64(i))
+			now = now.Add(time.Microsecond)
+		}
+		h := heap()
+		if round == 0 {
+			first = h
+		} else if h > first+first/2+1<<20 {
+			t.Fatalf("heap grew from %d to %d bytes under churn", first, h)
+		}
+		if n := l.Len(); n > 1<<14 {
+			t.Fatalf("Len = %d", n)
+		}
+	}
+}
