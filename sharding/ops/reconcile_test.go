@@ -1,0 +1,163 @@
+package ops
+
+import (
+	"bytes"
+	"context"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// insertOrder plays the writer: it persists one order row.
+func (e *env) insertOrder(t testing.TB, sale int64, item int64, user uint64, id sharding.OrderID, status string, created time.Time) {
+	t.Helper()
+	_, err := e.pool.Exec(context.Background(), `
+		INSERT INTO orders (id, sale_id, item_id, user_id, status, created_at, expires_at)
+		VALUES ($1::uuid, $2, $3, $4, $5, $6, $7)`, id.String(), sale, item, int64(user), status, created, created.Add(10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncSold sets items.sold to the item's active orders, as the writer keeps it.
+func (e *env) syncSold(t testing.TB, sale int64) {
+	t.Helper()
+	_, err := e.pool.Exec(context.Background(), `
+		UPDATE items i SET sold = (SELECT count(*) FROM orders o
+			WHERE o.sale_id = i.sale_id AND o.item_id = i.id AND o.status IN ('PENDING', 'PAID'))
+		WHERE i.sale_id = $1`, sale)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// assertSettled checks Q = S + P for every item of sale, from Redis and
+// PostgreSQL directly.
+func (e *env) assertSettled(t testing.TB, saleID int64) {
+	t.Helper()
+	ctx := context.Background()
+	sale, err := e.t.Store.LoadSale(ctx, saleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range sale.Items {
+		var q, p int64
+		err := e.pool.QueryRow(ctx, `SELECT quantity, (SELECT count(*) FROM orders WHERE sale_id = $1 AND item_id = $2
+			AND status IN ('PENDING', 'PAID')) FROM items WHERE id = $2`, saleID, it.ID).Scan(&q, &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s := e.left(t, sale, it.ID); q != s+p {
+			t.Fatalf("item %d: Q %d != S %d + P %d", it.ID, q, s, p)
+		}
+	}
+}
+
+func kinds(c *Check) string {
+	var k []string
+	for _, f := range c.Findings {
+		k = append(k, f.Kind)
+	}
+	sort.Strings(k)
+	return strings.Join(k, ",")
+}
+
+// TestReconcileFindsAndRepairs plants one of each kind of damage and checks
+// that reconcile reports it, changes nothing without --repair, and repairs it
+// with --repair so that Q = S + P afterwards.
+func TestReconcileFindsAndRepairs(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	sale := e.newSale(t, 4, 100)
+	item := sale.Items[0].ID
+	sh := newShopper(e.t.Store, sale)
+	us := users(10)
+	ids := map[uint64]sharding.OrderID{}
+	for _, u := range us {
+		r, err := sh.buy(ctx, item, u)
+		if err != nil || r.Outcome != stock.Reserved {
+			t.Fatalf("buy: %+v %v", r, err)
+		}
+		ids[u] = r.OrderID
+	}
+	homes := make([]int, len(us))
+	for i, u := range us {
+		homes[i] = sharding.HomeShard(u, sale.ID, 4)
+	}
+	t.Logf("home shards of the 10 users: %v", homes)
+	now := time.Now()
+	// us[0..6] reached the writer; us[7], us[8] never did (orphans); us[9]
+	// reached it and then expired, but its release never ran.
+	for _, u := range us[:7] {
+		e.insertOrder(t, sale.ID, item, u, ids[u], stock.StatusPending, now)
+	}
+	e.insertOrder(t, sale.ID, item, us[9], ids[us[9]], stock.StatusExpired, now)
+	e.syncSold(t, sale.ID)
+	// A failover lost us[0]'s reservation: buyer record gone, unit back.
+	lost := sale.Shards[sharding.HomeShard(us[0], sale.ID, 4)]
+	must(t, e.c.Do(ctx, e.c.B().Hdel().Key(string(sharding.AppendBuyersKey(nil, lost))).Field(strconv.FormatUint(us[0], 10)).Build()).Error())
+	must(t, e.c.Do(ctx, e.c.B().Incr().Key(string(sharding.AppendStockKey(nil, lost, item))).Build()).Error())
+	// And 3 units vanished from another shard.
+	must(t, e.c.Do(ctx, e.c.B().Decrby().Key(string(sharding.AppendStockKey(nil, sale.Shards[(sharding.HomeShard(us[0], sale.ID, 4)+1)%4], item))).Decrement(3).Build()).Error())
+
+	// Within the grace period the two unpersisted reservations are hand-offs.
+	rep, err := e.t.Reconcile(ctx, sale.ID, ReconcileOptions{Grace: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(rep.Before); got != "ended-order-still-held,lost-buyer,unit-drift" || rep.Before.Items[0].HandOff != 2 {
+		t.Fatalf("with a long grace: findings %s, items %+v", got, rep.Before.Items)
+	}
+	// Past it, they are orphans. Q 100 = S 89 + P 6 + H 0 + drift 5:
+	// 2 orphans + 1 ended + 3 lost - 1 restored.
+	var out bytes.Buffer
+	rep, err = e.t.Reconcile(ctx, sale.ID, ReconcileOptions{Grace: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.Text(&out); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("\n%s", out.String())
+	if rep.Clean || kinds(rep.Before) != "ended-order-still-held,lost-buyer,orphan-reservation,orphan-reservation,unit-drift" {
+		t.Fatalf("findings %s", kinds(rep.Before))
+	}
+	if d := rep.Before.Items[0].Drift; d != 5 {
+		t.Fatalf("drift %d, want 5", d)
+	}
+	again, err := e.t.Reconcile(ctx, sale.ID, ReconcileOptions{Grace: time.Millisecond})
+	if err != nil || kinds(again.Before) != kinds(rep.Before) || again.Before.Items[0].S != rep.Before.Items[0].S {
+		t.Fatalf("a report-only reconcile changed something: %v %s", err, kinds(again.Before))
+	}
+
+	out.Reset()
+	rep, err = e.t.Reconcile(ctx, sale.ID, ReconcileOptions{Grace: time.Millisecond, Repair: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rep.Text(&out)
+	t.Logf("\n%s", out.String())
+	if !rep.Clean {
+		t.Fatalf("not clean after repair: %s", kinds(rep.After))
+	}
+	e.assertSettled(t, sale.ID)
+	buyers := e.allBuyers(t, sale)
+	if len(buyers) != 7 || buyers[us[0]] != ids[us[0]] {
+		t.Fatalf("buyers after repair: %d, restored %v", len(buyers), buyers[us[0]])
+	}
+	if r, err := sh.buy(ctx, item, us[0]); err != nil || r.Outcome != stock.AlreadyPurchased {
+		t.Fatalf("the restored buyer bought again: %+v %v", r, err)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
