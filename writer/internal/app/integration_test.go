@@ -361,3 +361,44 @@ func repoRoot(t *testing.T) string {
 	}
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
+
+// TestOutboxReplayAfterCrash commits expirations without applying them to
+// Redis, as a writer that died right after its commit would leave them; a
+// writer started afterwards returns every unit exactly once.
+func TestOutboxReplayAfterCrash(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	const n = 300
+	s := newSale(t, st, rs, 3, 2*n)
+	item := s.Items[0].ID
+	topic := testenv.NewTopic(t, "writer-outbox")
+	events := reserveInRedis(t, rs, s, item, n, time.Millisecond)
+	before := redisLeft(t, rs, s, item)
+	cfg := testConfig(topic, groupName(t), s)
+	loader := startApp(t, cfg)
+	produce(t, newProducer(t, topic), events)
+	waitFor(t, 60*time.Second, "orders persisted", func() bool { return obs.Value(loader.Metrics.Persisted) >= n })
+	loader.stop(t)
+
+	effects, err := st.ExpireDue(context.Background(), 1000, []int64{s.ID})
+	if err != nil || len(effects) != n {
+		t.Fatalf("expired %d (%v), want %d", len(effects), err, n)
+	}
+	if got := redisLeft(t, rs, s, item); got != before {
+		t.Fatalf("redis changed before the replay: %d, was %d", got, before)
+	}
+	a := startApp(t, cfg)
+	b := startApp(t, cfg)
+	waitFor(t, 30*time.Second, "the replay", func() bool {
+		return obs.Value(a.Metrics.Releases)+obs.Value(b.Metrics.Releases) >= n
+	})
+	time.Sleep(500 * time.Millisecond)
+	a.stop(t)
+	b.stop(t)
+	if got := obs.Value(a.Metrics.Releases) + obs.Value(b.Metrics.Releases); got != n {
+		t.Fatalf("released %v, want %d", got, n)
+	}
+	if got := redisLeft(t, rs, s, item) - before; got != n {
+		t.Fatalf("redis got %d back, want %d", got, n)
+	}
+}
