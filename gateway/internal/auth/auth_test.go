@@ -592,3 +592,23 @@ func mint(t testing.TB, sub uint64) string {
 }
 
 func maphash64(v *Verifier, b []byte) uint64 { return maphash.Bytes(v.seed, b) }
+
+// TestHealableRefusalsNotCached: a refusal that time or a key refresh can
+// heal is checked again on the next call.
+func TestHealableRefusalsNotCached(t *testing.T) {
+	v := newVerifier(t, Config{HS256Secret: testSecret})
+	tok := handmade(t, hs(), with(std("5"), "nbf", testNow.Add(40*time.Second).Unix()), testSecret)
+	if _, err := v.Verify(testNow, tok); err != ErrNotYetValid {
+		t.Fatalf("err = %v; want ErrNotYetValid", err)
+	}
+	if uid, err := v.Verify(testNow.Add(15*time.Second), tok); err != nil || uid != 5 {
+		t.Fatalf("Verify once valid = %d, %v", uid, err)
+	}
+	for c := codeOK; int(c) < len(codeErrs); c++ {
+		want := c != codeOK && c != codeMissing && c != codeTooLong &&
+			c != codeUnknownKey && c != codeKeyUnavailable && c != codeNotYetValid
+		if c.permanent() != want {
+			t.Errorf("%v: permanent = %v", c.err(), c.permanent())
+		}
+	}
+}
