@@ -116,6 +116,11 @@ func run(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) (int
 	out := report.Build(res, cfg.LateBy)
 	out.Scenario, out.URL, out.Users, out.Items, out.SaleID = cfg.Scenario, cfg.URL, cfg.Users, items, cfg.SaleID
 	out.GOMAXPROCS = runtime.GOMAXPROCS(0)
+	if plan.Actions != nil {
+		out.SetOffered(func(i int) int64 { return plan.Actions[i].At }, len(plan.Actions))
+	} else if len(plan.Stages) > 0 {
+		out.SetOffered(plan.At, int(min(plan.Total(), 1e8)))
+	}
 	code := ExitOK
 	if out.Responses == 0 {
 		code = ExitError

@@ -85,6 +85,14 @@ func (p *Plan) total() int64 {
 	return -1
 }
 
+// Total returns the number of requests the plan schedules, or -1 when it is
+// unbounded (closed loop for a duration).
+func (p *Plan) Total() int64 { return p.total() }
+
+// At returns the intended send time of generated request i under Stages, in
+// ns after the start.
+func (p *Plan) At(i int) int64 { return p.at(int64(i)) }
+
 // at returns the intended send time of generated request i under Stages.
 func (p *Plan) at(i int64) int64 {
 	var base int64

@@ -49,7 +49,8 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}h2{margin-to
 	legend(b, [][2]string{{palette.p50, "p50"}, {palette.p99, "p99"}, {palette.max, "max"}})
 	latencyChart(b, r.Timeline)
 	b.WriteString("<h2>Throughput per second</h2>\n")
-	legend(b, [][2]string{{palette.ok, "2xx"}, {palette.client, "4xx"}, {palette.limited, "429"}, {palette.server, "5xx"}, {palette.failed, "transport failure"}})
+	legend(b, [][2]string{{palette.ok, "2xx"}, {palette.client, "4xx"}, {palette.limited, "429"}, {palette.server, "5xx"},
+		{palette.failed, "transport failure"}, {"#6a1b9a", "sent (dashed)"}, {"#00838f", "offered: scheduled arrivals (long dashes, open loop)"}})
 	throughputChart(b, r.Timeline)
 	b.WriteString("<h2>Status mix</h2>\n")
 	mixChart(b, r)
@@ -176,7 +177,7 @@ func throughputChart(b *bufio.Writer, t []Second) {
 	defer b.WriteString("</svg>\n")
 	var top int64
 	for _, s := range t {
-		top = max(top, s.Done, s.Sent)
+		top = max(top, s.Done, s.Sent, s.Offered)
 	}
 	if top == 0 {
 		return
@@ -205,12 +206,18 @@ func throughputChart(b *bufio.Writer, t []Second) {
 			base += float64(part.n)
 		}
 	}
-	var pts strings.Builder
+	var sent, offered strings.Builder
+	hasOffered := false
 	for _, s := range t {
-		fmt.Fprintf(&pts, "%.1f,%.1f ", x(float64(s.T))+step/2, y(float64(s.Sent)))
+		fmt.Fprintf(&sent, "%.1f,%.1f ", x(float64(s.T))+step/2, y(float64(s.Sent)))
+		fmt.Fprintf(&offered, "%.1f,%.1f ", x(float64(s.T))+step/2, y(float64(s.Offered)))
+		hasOffered = hasOffered || s.Offered > 0
 	}
-	fmt.Fprintf(b, `<polyline fill="none" stroke="#6a1b9a" stroke-width="1.5" stroke-dasharray="3 2" points="%s"><title>sent per second</title></polyline>`, pts.String())
-	fmt.Fprintf(b, `<text x="14" y="%d" transform="rotate(-90 14 %d)" text-anchor="middle">per second (dashed: sent)</text>`, chartH/2, chartH/2)
+	fmt.Fprintf(b, `<polyline fill="none" stroke="#6a1b9a" stroke-width="1.5" stroke-dasharray="3 2" points="%s"><title>sent per second</title></polyline>`, sent.String())
+	if hasOffered {
+		fmt.Fprintf(b, `<polyline fill="none" stroke="#00838f" stroke-width="1.5" stroke-dasharray="8 3" points="%s"><title>offered (scheduled) per second</title></polyline>`, offered.String())
+	}
+	fmt.Fprintf(b, `<text x="14" y="%d" transform="rotate(-90 14 %d)" text-anchor="middle">per second</text>`, chartH/2, chartH/2)
 }
 
 func mixChart(b *bufio.Writer, r *Result) {
@@ -229,7 +236,7 @@ func mixChart(b *bufio.Writer, r *Result) {
 		return
 	}
 	total := float64(max(r.Done, 1))
-	left := 230.0
+	left := 280.0
 	pw := float64(chartW) - left - 140
 	for i, c := range rows {
 		yy := float64(padT + 22*i)

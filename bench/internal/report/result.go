@@ -41,6 +41,7 @@ type Count struct {
 // Second is one second of the run's timeline.
 type Second struct {
 	T       int     `json:"t"`
+	Offered int64   `json:"offered"` // scheduled sends whose intended time falls in this second (open loop)
 	Sent    int64   `json:"sent"`
 	Done    int64   `json:"done"`
 	OK      int64   `json:"ok"`
@@ -156,6 +157,18 @@ func Build(res *load.Result, lateBy time.Duration) *Result {
 	}
 	out.Winners = len(seen)
 	return out
+}
+
+// SetOffered records the scheduled send times (ns after the start) of an
+// open-loop run, so the report can set the offered load beside the load sent.
+func (r *Result) SetOffered(at func(i int) int64, n int) {
+	for i := 0; i < n; i++ {
+		sec := int(at(i) / 1e9)
+		for len(r.Timeline) <= sec {
+			r.Timeline = append(r.Timeline, Second{T: len(r.Timeline)})
+		}
+		r.Timeline[sec].Offered++
+	}
 }
 
 // WriteFiles writes result.json and report.html into dir (created) and
