@@ -79,7 +79,7 @@ func cheapPaths() []pathCase {
 		{"winner-repeat-after-sold-out", 409, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			e := newEnv(tb, envOpt{stockPerShard: 1, shards: 1})
 			ctx := newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1))
-			run(e.h, ctx) // 202
+			run(e.h, ctx)                                                                             // 202
 			run(e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(2))) // 410 sets the flag
 			return e.h, ctx
 		}},

@@ -1,0 +1,120 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"flashsale/sharding"
+)
+
+type source struct {
+	mu    sync.Mutex
+	sales []*sharding.Sale
+	stock map[int64][]int64 // item -> per shard
+}
+
+func (s *source) Sales(context.Context) ([]*sharding.Sale, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*sharding.Sale(nil), s.sales...), nil
+}
+
+func (s *source) Remaining(_ context.Context, _ *sharding.Sale, item int64) ([]int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int64(nil), s.stock[item]...), nil
+}
+
+func sale(id, version int64, shards int, start, end time.Time, items ...int64) *sharding.Sale {
+	s := &sharding.Sale{ID: id, Name: "s", StartsAt: start, EndsAt: end, Shards: sharding.UniformTags(id, shards), Version: version}
+	for _, it := range items {
+		s.Items = append(s.Items, sharding.Item{ID: it, Name: "i\u00e9\x01", Price: 5, Currency: "EUR", Quantity: 4})
+	}
+	return s
+}
+
+func TestRefreshKeepsFlagsUntilTheVersionChanges(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	src := &source{stock: map[int64][]int64{10: {0, 2}}}
+	src.sales = []*sharding.Sale{sale(1, 1, 2, now.Add(-time.Hour), now.Add(time.Hour), 10)}
+	c := New(src, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := c.Refresh(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	it := c.Snapshot().Item(10)
+	if it == nil || !it.Flags.ShardSoldOut(0) || it.Flags.SoldOut() || it.Flags.Remaining() != 2 {
+		t.Fatal("first reading not applied")
+	}
+	var d struct {
+		Status string
+		Items  []struct{ Name string }
+	}
+	if err := json.Unmarshal(it.Sale.Description(), &d); err != nil || d.Status != "ACTIVE" || d.Items[0].Name != "i\u00e9\x01" {
+		t.Fatalf("description %s: %v", it.Sale.Description(), err)
+	}
+	_ = c.Refresh(context.Background(), now)
+	if c.Snapshot().Item(10).Flags != it.Flags {
+		t.Fatal("same version: flags must be kept")
+	}
+	src.sales = []*sharding.Sale{sale(1, 2, 4, now.Add(-time.Hour), now.Add(time.Hour), 10)}
+	src.stock[10] = []int64{1, 1, 1, 1}
+	_ = c.Refresh(context.Background(), now)
+	if it2 := c.Snapshot().Item(10); it2.Flags == it.Flags || it2.Flags.Shards() != 4 || it2.Flags.Any() {
+		t.Fatal("a reshard must start fresh flags")
+	}
+	src.stock[10] = []int64{0, 0, 0, 0}
+	_ = c.Refresh(context.Background(), now)
+	if err := json.Unmarshal(c.Snapshot().Sale(1).Description(), &d); err != nil || d.Status != "SOLD_OUT" {
+		t.Fatalf("status %q", d.Status)
+	}
+	src.sales = nil
+	_ = c.Refresh(context.Background(), now)
+	if c.Snapshot().Item(10) != nil || c.Snapshot().Sale(1) != nil {
+		t.Fatal("a removed sale must disappear")
+	}
+}
+
+func TestItemInTwoSalesPrefersTheOpenOne(t *testing.T) {
+	now := time.Now()
+	src := &source{stock: map[int64][]int64{10: {1}}}
+	src.sales = []*sharding.Sale{
+		sale(1, 1, 1, now.Add(-3*time.Hour), now.Add(-2*time.Hour), 10),
+		sale(2, 1, 1, now.Add(-time.Hour), now.Add(time.Hour), 10),
+		sale(3, 1, 1, now.Add(time.Hour), now.Add(2*time.Hour), 10),
+	}
+	c := New(src, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	_ = c.Refresh(context.Background(), now)
+	if got := c.Snapshot().Item(10).Sale.ID; got != 2 {
+		t.Fatalf("serving sale %d, want 2", got)
+	}
+}
+
+func TestPollClearsFlags(t *testing.T) {
+	now := time.Now()
+	src := &source{stock: map[int64][]int64{10: {0}}}
+	src.sales = []*sharding.Sale{sale(1, 1, 1, now.Add(-time.Hour), now.Add(time.Hour), 10)}
+	c := New(src, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 10 * time.Millisecond, Refresh: time.Hour})
+	_ = c.Refresh(context.Background(), now)
+	it := c.Snapshot().Item(10)
+	if !it.Flags.SoldOut() {
+		t.Fatal("not flagged")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go c.Run(ctx)
+	src.mu.Lock()
+	src.stock[10] = []int64{1}
+	src.mu.Unlock()
+	deadline := time.Now().Add(2 * time.Second)
+	for it.Flags.SoldOut() {
+		if time.Now().After(deadline) {
+			t.Fatal("poll never cleared the flag")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,11 @@
+package soldout
+
+import "testing"
+
+func BenchmarkSoldOut(b *testing.B) {
+	it := NewItem(1, 2, 4)
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = it.SoldOut() || it.ShardSoldOut(2)
+	}
+}
