@@ -87,7 +87,8 @@ func TestComposeLoads(t *testing.T) {
 	if img := svc("postgres").Image; img != "postgres:15" {
 		t.Errorf("postgres image %s", img)
 	}
-	for name, target := range map[string]string{"gateway": "gateway", "writer": "writer"} {
+	for name, admin := range map[string]string{"gateway": "FLASHSALE_ADMIN", "writer": "FLASHSALE_WRITER_ADMIN"} {
+		target := name
 		s := svc(name)
 		if s.Build == nil || s.Build.Target != target || s.Build.Dockerfile != "deploy/Dockerfile" {
 			t.Errorf("%s build %+v, want deploy/Dockerfile target %s", name, s.Build, target)
@@ -96,7 +97,7 @@ func TestComposeLoads(t *testing.T) {
 		if ctx, _ := filepath.Abs(filepath.Join(repoRoot)); filepath.Clean(s.Build.Context) != ctx {
 			t.Errorf("%s build context %s, want the repository root %s", name, s.Build.Context, ctx)
 		}
-		for _, k := range []string{"FLASHSALE_REDIS", "KAFKA_BROKERS", "FLASHSALE_ADMIN"} {
+		for _, k := range []string{"FLASHSALE_REDIS", "KAFKA_BROKERS", admin} {
 			if s.Environment[k] == nil {
 				t.Errorf("%s has no %s", name, k)
 			}
