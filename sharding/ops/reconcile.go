@@ -449,13 +449,15 @@ func (r *ReconcileReport) Text(w io.Writer) error {
 		if r.MovesFinished > 0 {
 			fmt.Fprintf(w, "\nfinished %d journaled moves\n", r.MovesFinished)
 		}
-		fmt.Fprintln(w, "\nrepairs:")
-		if len(r.Repairs) == 0 {
-			fmt.Fprintln(w, "  none")
-		}
+		fmt.Fprintf(w, "\nrepairs: %s\n", countKinds(r.Repairs))
+		shown := map[string]int{}
 		for _, f := range r.Repairs {
+			if shown[f.Kind]++; shown[f.Kind] > maxRows {
+				continue
+			}
 			fmt.Fprintf(w, "  %-28s item %d user %d shard %d %s: %s\n", f.Kind, f.Item, f.User, f.Shard, f.Order, f.Repair)
 		}
+		moreRows(w, shown)
 		if r.After != nil {
 			fmt.Fprintln(w)
 			if err := r.After.text(w, "after"); err != nil {
@@ -484,10 +486,51 @@ func (c *Check) text(w io.Writer, label string) error {
 		fmt.Fprintln(w, "findings: none")
 		return nil
 	}
-	fmt.Fprintf(w, "findings (%d):\n", len(c.Findings))
+	fmt.Fprintf(w, "findings: %s\n", countKinds(c.Findings))
 	tb = newTable(w, "kind", "item", "user", "shard", "order", "pg status", "detail")
+	shown := map[string]int{}
 	for _, f := range c.Findings {
+		if shown[f.Kind]++; shown[f.Kind] > maxRows {
+			continue
+		}
 		tb.row(f.Kind, itoa(f.Item), strconv.FormatUint(f.User, 10), itoa(int64(f.Shard)), f.Order, f.Status, f.Detail)
 	}
-	return tb.flush()
+	if err := tb.flush(); err != nil {
+		return err
+	}
+	moreRows(w, shown)
+	return nil
+}
+
+// maxRows is how many findings of one kind the text shows; --json shows all.
+const maxRows = 10
+
+func countKinds(fs []Finding) string {
+	if len(fs) == 0 {
+		return "none"
+	}
+	n := map[string]int{}
+	var order []string
+	for _, f := range fs {
+		if n[f.Kind] == 0 {
+			order = append(order, f.Kind)
+		}
+		n[f.Kind]++
+	}
+	out := ""
+	for i, k := range order {
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprintf("%d %s", n[k], k)
+	}
+	return out
+}
+
+func moreRows(w io.Writer, shown map[string]int) {
+	for k, n := range shown {
+		if n > maxRows {
+			fmt.Fprintf(w, "  ... and %d more %s (all of them with --json)\n", n-maxRows, k)
+		}
+	}
 }

@@ -87,7 +87,7 @@ func Write(w io.Writer, r Report, asJSON bool) error {
 type table struct{ tw *tabwriter.Writer }
 
 func newTable(w io.Writer, header ...string) *table {
-	t := &table{tw: tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)}
+	t := &table{tw: tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)}
 	t.row(header...)
 	return t
 }
