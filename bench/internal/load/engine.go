@@ -150,6 +150,18 @@ func New(o Options) (*Engine, error) {
 	return e, nil
 }
 
+// cloneSockaddr copies sa: the syscall package encodes into a Sockaddr's
+// hidden buffer on every call, so each worker needs its own.
+func cloneSockaddr(sa syscall.Sockaddr) syscall.Sockaddr {
+	switch v := sa.(type) {
+	case *syscall.SockaddrInet4:
+		return &syscall.SockaddrInet4{Port: v.Port, Addr: v.Addr}
+	case *syscall.SockaddrInet6:
+		return &syscall.SockaddrInet6{Port: v.Port, ZoneId: v.ZoneId, Addr: v.Addr}
+	}
+	return sa
+}
+
 func sockaddr(a netip.Addr, port uint16) (syscall.Sockaddr, int) {
 	a = a.Unmap()
 	if a.Is4() {
@@ -288,6 +300,7 @@ type worker struct {
 	sh     *shared
 	start  time.Time
 	ep     int
+	dst    syscall.Sockaddr // the worker's own copy of Engine.dst
 	conns  []conn
 	idle   []int32
 	events []syscall.EpollEvent
@@ -316,9 +329,13 @@ func (e *Engine) newWorker(id int, sh *shared) (*worker, error) {
 	if id < e.o.Conns%e.o.Workers {
 		n++
 	}
-	w := &worker{e: e, sh: sh, ep: ep, rec: NewRecorder(), rng: e.o.Seed*0x9e3779b97f4a7c15 + uint64(id) + 1,
+	w := &worker{e: e, sh: sh, ep: ep, dst: cloneSockaddr(e.dst), rec: NewRecorder(), rng: e.o.Seed*0x9e3779b97f4a7c15 + uint64(id) + 1,
 		conns: make([]conn, n), idle: make([]int32, 0, n), events: make([]syscall.EpollEvent, min(n, 512)),
 		follow: make([]Action, 0, 1024)}
+	srcs := make([]syscall.Sockaddr, len(e.srcs))
+	for i, sa := range e.srcs {
+		srcs[i] = cloneSockaddr(sa)
+	}
 	for i := range w.conns {
 		c := &w.conns[i]
 		c.fd = -1
@@ -326,7 +343,7 @@ func (e *Engine) newWorker(id int, sh *shared) (*worker, error) {
 		c.wbuf = make([]byte, 0, 1024)
 		if len(e.srcs) > 0 {
 			// Spread every worker's connections over all source addresses.
-			c.src = e.srcs[(i*e.o.Workers+id)%len(e.srcs)]
+			c.src = srcs[(i*e.o.Workers+id)%len(srcs)]
 		}
 		w.idle = append(w.idle, int32(n-1-i))
 	}
@@ -703,7 +720,7 @@ func (w *worker) connect(c *conn, ci int32) error {
 	tv := syscall.NsecToTimeval(int64(w.e.o.Timeout))
 	_ = syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
 	for {
-		err = syscall.Connect(fd, w.e.dst)
+		err = syscall.Connect(fd, w.dst)
 		if err != syscall.EINTR {
 			break
 		}

@@ -65,12 +65,3 @@ func TestES256KeyFile(t *testing.T) {
 		t.Fatalf("sub = %q", tok.Subject())
 	}
 }
-
-func BenchmarkMintHS256(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := MintHS256([]byte("s"), Claims{Users: 10000, Expires: time.Now().Add(time.Hour), IssuedAt: time.Now()}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
