@@ -197,6 +197,10 @@ func run(ctx context.Context, cfg Config, args []string, stdout io.Writer) (int,
 			return 0, usagef("plan: --master-capacity must be positive")
 		case in.Rate <= 0:
 			return 0, usagef("plan: --rate must be a positive number of requests/s")
+		case !(in.RedisFraction > 0 && in.RedisFraction <= 1):
+			return 0, usagef("plan: --redis-fraction must be in (0, 1]")
+		case !(in.Headroom > 0 && in.Headroom <= 1):
+			return 0, usagef("plan: --headroom must be in (0, 1]")
 		}
 		var c rueidis.Client
 		if measure || in.Masters == 0 || in.SaleID != 0 {

@@ -159,7 +159,7 @@ func (r *StatusReport) Text(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(w)
-	tb = newTable(w, "item", "Q", "S (redis)", "P (pg)", "sold", "in moves", "Q-(S+P)", "state")
+	tb = newTable(w, "item", "Q", "S (redis)", "P (pg)", "sold", "in moves", "Q-(S+P+M)", "state")
 	for _, it := range r.Items {
 		state := "selling"
 		if it.SoldOut {

@@ -1,0 +1,198 @@
+package ops
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"flashsale/deploy/testenv"
+	"flashsale/sharding/stock"
+)
+
+func runMain(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	env := map[string]string{
+		"FLASHSALE_REDIS": strings.Join(testenv.RedisAddrs(), ","),
+		"DATABASE_URL":    testenv.DatabaseURL(),
+	}
+	code = Main(context.Background(), args, func(k string) string { return env[k] }, &out, &errb, false)
+	return code, out.String(), errb.String()
+}
+
+// TestUsageErrors: a bad command line exits 2 with a clear message and the
+// usage, before connecting to anything.
+func TestUsageErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command given"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"status"}, "status: --sale is required"},
+		{[]string{"preload"}, "preload: --sale is required"},
+		{[]string{"reconcile", "--repair"}, "reconcile: --sale is required"},
+		{[]string{"reshard", "--sale", "5"}, "reshard: --shards 0: want 1..256"},
+		{[]string{"reshard", "--sale", "5", "--shards", "257"}, "reshard: --shards 257: want 1..256"},
+		{[]string{"reshard", "--sale", "5", "--shards", "-3"}, "want 1..256"},
+		{[]string{"reshard", "--sale", "5", "--shards", "many"}, `invalid value "many" for flag -shards`},
+		{[]string{"preload", "--sale", "5", "--shards", "300"}, "preload: --shards 300: want 1..256"},
+		{[]string{"status", "--sale", "abc"}, `invalid value "abc" for flag -sale: want a sale id in 1..4294967295`},
+		{[]string{"status", "--sale", "0"}, "want a sale id"},
+		{[]string{"status", "--sale", "4294967296"}, "want a sale id"},
+		{[]string{"status", "--sale", "5", "--watch", "soon"}, `invalid value "soon" for flag -watch`},
+		{[]string{"status", "--sale", "5", "extra"}, `unexpected argument "extra"`},
+		{[]string{"reconcile", "--sale", "5", "--grace", "-1s"}, "--grace must be positive"},
+		{[]string{"plan"}, "give --master-capacity C"},
+		{[]string{"plan", "--master-capacity", "100000"}, "--rate must be a positive number"},
+		{[]string{"plan", "--rate", "fast", "--master-capacity", "1"}, `invalid value "fast" for flag -rate`},
+		{[]string{"plan", "--rate", "1000", "--master-capacity", "-5"}, "--master-capacity must be positive"},
+		{[]string{"plan", "--rate", "1000", "--measure", "--master-capacity", "5"}, "not both"},
+		{[]string{"plan", "--rate", "1000", "--master-capacity", "5", "--masters", "3", "--headroom", "2"}, "--headroom must be in (0, 1]"},
+		{[]string{"plan", "--rate", "1000", "--master-capacity", "5", "--masters", "3", "--redis-fraction", "0"}, "--redis-fraction must be in (0, 1]"},
+	}
+	for _, tc := range cases {
+		code, out, errOut := runMain(tc.args...)
+		if code != ExitUsage || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "usage: flashctl") || out != "" {
+			t.Errorf("flashctl %v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errOut, tc.want)
+		}
+	}
+	if code, _, errOut := runMain("--help"); code != ExitOK || !strings.Contains(errOut, "usage: flashctl") {
+		t.Errorf("--help: exit %d, %q", code, errOut)
+	}
+}
+
+// TestPlanArithmetic needs no Redis when the masters and capacity are given.
+func TestPlanArithmetic(t *testing.T) {
+	cases := []struct {
+		rate, frac, capacity float64
+		masters, want        int
+	}{
+		{300000, 0.1, 100000, 3, 3}, // 30k/s needs 1 master's headroom: one shard a master
+		{300000, 1, 100000, 3, 6},   // 300k/s needs 6 masters' headroom: 6 shards, 2 a master
+		{500000, 1, 100000, 3, 12},  // 10 rounded up to a multiple of 3
+		{1e9, 1, 1000, 3, 255},      // capped at 256, a multiple of 3
+		{1000, 1, 100000, 1, 1},     // single master
+		{150000, 1, 100000, 4, 4},   // 3 -> at least M
+		{250000, 0.5, 50000, 2, 6},  // 125k / 25k = 5 -> 6
+	}
+	for _, tc := range cases {
+		rep, err := (&Tool{}).Plan(context.Background(), PlanInput{Rate: tc.rate, RedisFraction: tc.frac, Capacity: tc.capacity, Masters: tc.masters})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Shards != tc.want || rep.Shards%tc.masters != 0 {
+			t.Errorf("rate %g f %g C %g M %d: S = %d, want %d\n%s", tc.rate, tc.frac, tc.capacity, tc.masters, rep.Shards, tc.want, strings.Join(rep.Arithmetic, "\n"))
+		}
+	}
+	code, out, errOut := runMain("plan", "--rate", "300000", "--master-capacity", "100000", "--masters", "3")
+	if code != ExitOK || !strings.Contains(out, "ceil(R·f / C·h) = ceil(300000 / 50000) = 6") || !strings.Contains(out, "shard count S = 6") {
+		t.Fatalf("plan: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "the cluster is too small") {
+		t.Fatalf("plan for 6 masters' load on 3 masters does not warn:\n%s", out)
+	}
+}
+
+// TestCommandsOnTheStack runs each subcommand through Main against the real
+// services: runtime failures exit 1 with a message, successes 0.
+func TestCommandsOnTheStack(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	unknown := strconv.FormatInt(randomSaleID(), 10)
+	for _, args := range [][]string{
+		{"status", "--sale", unknown},
+		{"reconcile", "--sale", unknown},
+		{"reshard", "--sale", unknown, "--shards", "4"},
+		{"preload", "--sale", unknown},
+	} {
+		code, out, errOut := runMain(args...)
+		if code != ExitFail || !strings.Contains(errOut, "unknown sale "+unknown) || out != "" {
+			t.Errorf("flashctl %v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	if code, _, errOut := runMain("--redis", "127.0.0.1:1", "status", "--sale", "5"); code != ExitFail || !strings.Contains(errOut, "connecting to redis") {
+		t.Errorf("unreachable redis: exit %d, %q", code, errOut)
+	}
+
+	sale := e.newSale(t, 4, 50, 30)
+	id := strconv.FormatInt(sale.ID, 10)
+	// The sale is live (started a minute ago) and preloaded: refused.
+	code, _, errOut := runMain("preload", "--sale", id)
+	if code != ExitFail || !strings.Contains(errOut, "refusing to overwrite a live sale without --force") || !strings.Contains(errOut, "running") {
+		t.Fatalf("preload of a live sale: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := runMain("preload", "--sale", id, "--shards", "8", "--force"); code != ExitFail || !strings.Contains(errOut, "reshard") {
+		t.Fatalf("forced preload with another shard count: exit %d, %q", code, errOut)
+	}
+	// Sell three units (one persisted by the "writer"), then force a preload:
+	// the stock is rewritten and reconciled against PostgreSQL.
+	sh := newShopper(e.t.Store, sale)
+	us := users(3)
+	for i, u := range us {
+		r, err := sh.buy(ctx, sale.Items[0].ID, u)
+		if err != nil || r.Outcome != stock.Reserved {
+			t.Fatal(r, err)
+		}
+		if i == 0 {
+			e.insertOrder(t, sale.ID, sale.Items[0].ID, u, r.OrderID, stock.StatusPending, time.Now())
+		}
+	}
+	code, out, errOut := runMain("preload", "--sale", id, "--force")
+	t.Logf("forced preload:\n%s%s", out, errOut)
+	if code != ExitOK {
+		t.Fatalf("forced preload: exit %d", code)
+	}
+	// The two unpersisted reservations are younger than the 30 s grace, so
+	// they stay held: Q - 1 persisted - 2 in hand-off.
+	if left, q := e.left(t, sale, sale.Items[0].ID), sale.Items[0].Quantity; left != q-3 {
+		t.Fatalf("after a forced preload item has %d units, want %d", left, q-3)
+	}
+
+	code, out, errOut = runMain("status", "--sale", id)
+	if code != ExitOK || !strings.Contains(out, "pending moves: none") || !strings.Contains(out, "Q-(S+P+M)") {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("status:\n%s", out)
+	code, out, _ = runMain("--json", "status", "--sale", id, "--watch", "10ms", "--count", "3")
+	dec := json.NewDecoder(strings.NewReader(out))
+	frames := 0
+	for dec.More() {
+		var r StatusReport
+		if err := dec.Decode(&r); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		if len(r.Shards) != 4 || len(r.Items) != 2 || !r.PostgreSQL {
+			t.Fatalf("status --json frame: %+v", r)
+		}
+		frames++
+	}
+	if code != ExitOK || frames != 3 {
+		t.Fatalf("status --watch --count 3: exit %d, %d frames", code, frames)
+	}
+
+	code, out, errOut = runMain("reshard", "--sale", id, "--shards", "8")
+	if code != ExitOK || !strings.Contains(out, "4 -> 8 shards") {
+		t.Fatalf("reshard: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("reshard:\n%s", out)
+	code, out, errOut = runMain("--json", "reconcile", "--sale", id, "--grace", "1ms")
+	var rep ReconcileReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("reconcile --json: %v\n%s%s", err, out, errOut)
+	}
+	if code != ExitFail || rep.Clean || len(rep.Before.Findings) != 3 { // 2 orphans and their drift
+		t.Fatalf("reconcile: exit %d, %+v", code, rep.Before)
+	}
+	if code, out, _ = runMain("reconcile", "--sale", id, "--grace", "1ms", "--repair"); code != ExitOK {
+		t.Fatalf("reconcile --repair: exit %d\n%s", code, out)
+	}
+	if code, _, _ = runMain("reconcile", "--sale", id); code != ExitOK {
+		t.Fatalf("reconcile after repair: exit %d", code)
+	}
+	e.assertSettled(t, sale.ID)
+}
