@@ -138,6 +138,12 @@ func TestRaceShards(t *testing.T) {
 // at most 1% of users (10) saw one.
 func TestSkewedCrowd(t *testing.T) {
 	e := newEnv(t)
+	for _, tries := range []int{8, 2} {
+		t.Run(fmt.Sprintf("tries=%d", tries), func(t *testing.T) { skewedCrowd(t, e, tries) })
+	}
+}
+
+func skewedCrowd(t *testing.T, e *env, tries int) {
 	ctx := context.Background()
 	sale := e.newSale(t, 8, 400)
 	item := sale.Items[0].ID
@@ -155,6 +161,7 @@ func TestSkewedCrowd(t *testing.T) {
 		}
 	}
 	sh := newShopper(e.t.Store, sale)
+	sh.tries = tries
 	var reserved, soldOut atomic.Int64
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -181,9 +188,14 @@ func TestSkewedCrowd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("skewed crowd (900 users on 2 of 8 shards, 100 on the rest, 400 units): reserved %d, SOLD_OUT %d, "+
-		"SOLD_OUT while units remained %d, %d borrows moved %d units, stranded %v",
-		reserved.Load(), soldOut.Load(), sh.soldOutWithStock.Load(), sh.borrows.Load(), sh.borrowed.Load(), rem)
+	t.Logf("skewed crowd (900 users on 2 of 8 shards, 100 on the rest, 400 units, %d attempts a user): reserved %d, SOLD_OUT %d, "+
+		"SOLD_OUT while units remained %d, %d borrow calls moved %d units, stranded %v",
+		tries, reserved.Load(), soldOut.Load(), sh.soldOutWithStock.Load(), sh.borrows.Load(), sh.borrowed.Load(), rem)
+	if tries < 8 {
+		// Fewer attempts than the race needs: logged, not asserted; the units
+		// a user gave up on are sold to the next click.
+		return
+	}
 	if reserved.Load() != 400 || sum(rem) != 0 {
 		t.Fatalf("reserved %d of 400, stranded units %v", reserved.Load(), rem)
 	}
