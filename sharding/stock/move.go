@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -151,21 +152,33 @@ func (s *Store) recoverMoves(ctx context.Context, tags []string, force bool) (in
 	return len(pending), nil
 }
 
-// Borrow refills the empty shard home of an item from the richest other shard
-// of sale, taking half of the donor's units (at least one), and reports how many
-// units arrived. remaining is the caller's latest view of each shard's units
-// (len == shard count); it picks the donor, and a stale view only costs a
-// move of 0 units. It is the answer to stranded stock: a user whose home shard
-// ran dry is served from the rest of the item's stock.
+// Borrow refills the empty shard home of an item from another shard of sale,
+// taking half of the donor's units (at least one), and reports how many units
+// arrived. remaining is the caller's latest view of each shard's units (len ==
+// shard count). The donor is drawn at random with odds proportional to its
+// units, so a rush of borrowers spreads over the rich shards instead of all
+// draining the richest one; a stale view only costs a move of 0 units. It is
+// the answer to stranded stock: a user whose home shard ran dry is served from
+// the rest of the item's stock.
 func (s *Store) Borrow(ctx context.Context, sale *sharding.Sale, itemID int64, home int, remaining []int64) (int64, error) {
-	donor, best := -1, int64(0)
+	var sum int64
 	for i, r := range remaining {
-		if i != home && r > best {
-			donor, best = i, r
+		if i != home && r > 0 {
+			sum += r
 		}
 	}
-	if donor < 0 {
+	if sum == 0 {
 		return 0, nil
 	}
-	return s.Move(ctx, itemID, sale.Shards[donor], sale.Shards[home], (best+1)/2)
+	pick := mrand.Int64N(sum)
+	for i, r := range remaining {
+		if i == home || r <= 0 {
+			continue
+		}
+		if pick < r {
+			return s.Move(ctx, itemID, sale.Shards[i], sale.Shards[home], (r+1)/2)
+		}
+		pick -= r
+	}
+	return 0, nil
 }
