@@ -54,7 +54,7 @@ func (c *countingStore) Order(ctx context.Context, tag string, id sharding.Order
 }
 
 type stack struct {
-	t       *testing.T
+	t       testing.TB
 	app     *app.App
 	store   *stock.Store
 	counter *countingStore
@@ -66,7 +66,7 @@ type stack struct {
 
 // newSale preloads a sale of one item with qty units over shards shards,
 // placed on the cluster's masters, with random ids.
-func newSale(t *testing.T, st *stock.Store, qty int64, shards int) *sharding.Sale {
+func newSale(t testing.TB, st *stock.Store, qty int64, shards int) *sharding.Sale {
 	t.Helper()
 	ctx := context.Background()
 	id := rand.Int64N(sharding.MaxSaleID-1) + 1
@@ -92,7 +92,7 @@ func newSale(t *testing.T, st *stock.Store, qty int64, shards int) *sharding.Sal
 	return sale
 }
 
-func start(t *testing.T, qty int64, shards int, brokers []string, topic string, kopts ...kgo.Opt) *stack {
+func start(t testing.TB, qty int64, shards int, brokers []string, topic string, kopts ...kgo.Opt) *stack {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: skipped with -short")
@@ -113,6 +113,9 @@ func start(t *testing.T, qty int64, shards int, brokers []string, topic string, 
 	cfg.JWTSecret = string(secret)
 	cfg.IPRate, cfg.IPBurst = 1e6, 1e6
 	cfg.MaxConnsPerIP = 0
+	if _, bench := t.(*testing.B); bench {
+		cfg.UserRate, cfg.UserBurst = 1e6, 1e6 // measure the path, not the bucket
+	}
 	cfg.Budget = 2 * time.Second // a loaded shared machine; the logic does not depend on it
 	s := &stack{t: t, store: st, sale: sale, item: sale.Items[0].ID, topic: topic}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -402,5 +405,33 @@ func TestKafkaRefusalReturnsTheUnit(t *testing.T) {
 	}
 	if n := s.remaining(); n != 4 {
 		t.Fatalf("%d units in Redis, want 4", n)
+	}
+}
+
+func TestAdminEndpoints(t *testing.T) {
+	s := start(t, 1, 1, nil, "")
+	s.do("POST", s.purchasePath(), "")
+	get := func(path string) (int, string) {
+		code, body, err := fasthttp.GetTimeout(nil, "http://"+s.app.AdminAddr()+path, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(body)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Fatalf("healthz %d", code)
+	}
+	if code, body := get("/readyz"); code != 200 {
+		t.Fatalf("readyz %d %s", code, body)
+	}
+	code, body := get("/metrics")
+	for _, m := range []string{`flashsale_gateway_requests_total{code="401",route="purchase"} 1`, "flashsale_gateway_redis_errors_total 0",
+		`flashsale_gateway_ratelimited_total{kind="user"} 0`, "flashsale_gateway_soldout{item=", "go_goroutines"} {
+		if code != 200 || !strings.Contains(body, m) {
+			t.Fatalf("metrics %d lacks %s", code, m)
+		}
+	}
+	if code, _ := get("/debug/pprof/"); code != 200 {
+		t.Fatalf("pprof %d", code)
 	}
 }
