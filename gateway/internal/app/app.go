@@ -89,7 +89,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up token verification: %w", err)
 	}
-	a.Catalog = catalog.New(a.store, catalog.Config{
+	a.Catalog = catalog.New(newSalesSource(a.store, log), catalog.Config{
 		Refresh: cfg.RefreshEvery, Poll: cfg.PollInterval, SoldOutGauge: a.Metrics.SoldOut, Log: log,
 	})
 	var h *httpapi.Handler
