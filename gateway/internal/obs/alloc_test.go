@@ -1,0 +1,19 @@
+//go:build !race
+
+package obs
+
+import "testing"
+
+func TestCountingDoesNotAllocate(t *testing.T) {
+	m := New()
+	n := testing.AllocsPerRun(1000, func() {
+		m.Request(RoutePurchase, 410)
+		m.Request(RouteOther, 418)
+		m.RateLimited(true)
+		m.Observe(RoutePurchase, 0.001)
+		m.Released(ReasonAmbiguous)
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
