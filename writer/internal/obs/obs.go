@@ -102,6 +102,11 @@ func NewMetrics() *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
 	}
+	// Every labelled child exists from the start, so dashboards and alerts see
+	// zeros rather than absent series before the first event.
+	for _, t := range []string{"reserved", "pay", "cancel", "malformed"} {
+		m.Consumed.WithLabelValues(t)
+	}
 	r.MustRegister(m.Consumed, m.Lag, m.Retries, m.ReserveToCommit, m.BatchSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
