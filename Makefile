@@ -10,8 +10,13 @@ TEST_TIMEOUT ?= 14m
 demo: build up
 	bash deploy/demo.sh
 
+# test runs every test against the real stack: first all packages in parallel,
+# then, one package at a time, the fault tests (named TestFault...: they kill a
+# Redis master or restart PostgreSQL, which would disturb tests running beside
+# them), then the race detector over the unit tests.
 test: up
-	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '^TestFault' ./...
+	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -run '^TestFault' ./...
 	$(MAKE) test-race
 
 # test-race runs the packages with concurrency of their own under the race detector.

@@ -75,11 +75,11 @@ func healCluster(t testing.TB, port string) {
 	t.Errorf("the cluster did not become healthy again within a minute (node %s role %q)", port, role(port))
 }
 
-// TestMasterKilledThenReconciled kills the master holding shard 0 while users
+// TestFaultMasterKilledThenReconciled kills the master holding shard 0 while users
 // buy, keeps buying through the failover, brings the node back, plays the
 // writer (a PostgreSQL row for every reservation answered Reserved), and then
 // checks that reconcile reports the damage and its repair leaves Q = S + P.
-func TestMasterKilledThenReconciled(t *testing.T) {
+func TestFaultMasterKilledThenReconciled(t *testing.T) {
 	e := newEnv(t)
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("needs redis-cli")

@@ -182,3 +182,58 @@ func (s *Store) Borrow(ctx context.Context, sale *sharding.Sale, itemID int64, h
 	}
 	return 0, nil
 }
+
+// Available returns, per shard of sale, the units of item on the shard plus
+// the units of item journaled on it by moves in flight (taken from it, not yet
+// credited elsewhere). Their sum is every unit not held by an order, even in
+// the middle of a move, so a sum of zero means the item is truly sold out: the
+// gateway's sold-out decision reads this, never Remaining alone. One pipelined
+// round trip of 2*S commands.
+//
+// The shards are read at slightly different instants, so a move finishing
+// between the reading of its receiver and of its donor hides its units from
+// that reading. A total of zero is therefore confirmed by a second reading
+// (one more round trip, only when the item looks sold out).
+func (s *Store) Available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+	out, err := s.available(ctx, sale, itemID)
+	if err != nil || len(sale.Shards) < 2 {
+		return out, err
+	}
+	for _, n := range out {
+		if n > 0 {
+			return out, nil
+		}
+	}
+	return s.available(ctx, sale, itemID)
+}
+
+func (s *Store) available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+	n := len(sale.Shards)
+	cmds := make(rueidis.Commands, 0, 2*n)
+	for _, tag := range sale.Shards {
+		cmds = append(cmds, s.c.B().Get().Key(string(sharding.AppendStockKey(nil, tag, itemID))).Build(),
+			s.c.B().Hvals().Key(string(sharding.AppendJournalKey(nil, tag))).Build())
+	}
+	res := s.c.DoMulti(ctx, cmds...)
+	out := make([]int64, n)
+	suffix := "|" + strconv.FormatInt(itemID, 10)
+	for i := 0; i < n; i++ {
+		v, err := res[2*i].AsInt64()
+		if err != nil && !rueidis.IsRedisNil(err) {
+			return nil, fmt.Errorf("reading stock of item %d on shard %d: %w", itemID, i, err)
+		}
+		out[i] = v
+		moves, err := res[2*i+1].AsStrSlice()
+		if err != nil {
+			return nil, fmt.Errorf("reading move journal of shard %d: %w", i, err)
+		}
+		for _, m := range moves {
+			if strings.HasSuffix(m, suffix) {
+				if k, err := strconv.ParseInt(m[:strings.IndexByte(m, '|')], 10, 64); err == nil {
+					out[i] += k
+				}
+			}
+		}
+	}
+	return out, nil
+}

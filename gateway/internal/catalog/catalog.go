@@ -27,7 +27,7 @@ import (
 // Source is where sales and stock readings come from; *stock.Store is one.
 type Source interface {
 	Sales(ctx context.Context) ([]*sharding.Sale, error)
-	Remaining(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
+	Available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
 }
 
 // Sale is one loaded sale with its precomputed fields. Everything but the
@@ -87,6 +87,7 @@ type Catalog struct {
 	src  Source
 	cfg  Config
 	snap atomic.Pointer[Snapshot]
+	kick chan struct{} // RefreshSoon's request, capacity 1
 }
 
 // New returns an empty catalog over src.
@@ -106,9 +107,19 @@ func New(src Source, cfg Config) *Catalog {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	c := &Catalog{src: src, cfg: cfg}
+	c := &Catalog{src: src, cfg: cfg, kick: make(chan struct{}, 1)}
 	c.snap.Store(&Snapshot{items: map[int64]*Item{}, sales: map[int64]*Sale{}})
 	return c
+}
+
+// RefreshSoon asks Run to reload the sales now rather than at the next tick,
+// for example after a shard answered that a reshard froze it. It never blocks;
+// requests made while one is pending coalesce.
+func (c *Catalog) RefreshSoon() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // Snapshot returns the current snapshot.
@@ -163,7 +174,7 @@ func (c *Catalog) Poll(ctx context.Context) error {
 }
 
 func (c *Catalog) read(ctx context.Context, it *Item) error {
-	rem, err := c.src.Remaining(ctx, it.Sale.Sale, it.Item.ID)
+	rem, err := c.src.Available(ctx, it.Sale.Sale, it.Item.ID)
 	if err != nil {
 		return err
 	}
@@ -184,6 +195,10 @@ func (c *Catalog) Run(ctx context.Context) {
 			return
 		case now := <-refresh.C:
 			if err := c.Refresh(ctx, now); err != nil && ctx.Err() == nil {
+				c.cfg.Log.Warn("catalog refresh failed", "err", err)
+			}
+		case <-c.kick:
+			if err := c.Refresh(ctx, time.Now()); err != nil && ctx.Err() == nil {
 				c.cfg.Log.Warn("catalog refresh failed", "err", err)
 			}
 		case <-poll.C:

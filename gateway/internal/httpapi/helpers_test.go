@@ -33,7 +33,7 @@ type fakeSource struct {
 
 func (f *fakeSource) Sales(context.Context) ([]*sharding.Sale, error) { return f.sales, nil }
 
-func (f *fakeSource) Remaining(_ context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+func (f *fakeSource) Available(_ context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
 	out := make([]int64, len(sale.Shards))

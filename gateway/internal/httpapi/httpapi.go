@@ -62,6 +62,14 @@ type Store interface {
 	OrderReader
 }
 
+// Borrower moves units of an item to a user's home shard that ran dry from
+// the item's other shards (stock.Store.Borrow), and reports how many arrived;
+// Available reads each shard's units, moves in flight included (stock.Store.Available).
+type Borrower interface {
+	Borrow(ctx context.Context, sale *sharding.Sale, itemID int64, home int, remaining []int64) (int64, error)
+	Available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
+}
+
 // Producer hands an order event to Kafka and waits at most wait (see package
 // orders for the meaning of its errors). settleLate asks the producer to
 // report a late outcome to Handler.Settle.
@@ -106,8 +114,12 @@ type Deps struct {
 	UserLimit  Limiter
 	Metrics    *obs.Metrics
 	Rebalancer soldout.Rebalancer
-	Log        *slog.Logger
-	Now        func() time.Time // default time.Now
+	// Borrower, when set, serves users whose home shard ran dry from the
+	// item's other shards; without it they are told SOLD_OUT until the shard
+	// is refilled.
+	Borrower Borrower
+	Log      *slog.Logger
+	Now      func() time.Time // default time.Now
 	// Bearer extracts the token from an Authorization value (auth.Bearer).
 	Bearer func(header []byte) ([]byte, bool)
 }
@@ -270,13 +282,47 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 	}
 	shard := sharding.HomeShard(user, sale.ID, len(sale.Shards))
 	if it.Flags.ShardSoldOut(shard) {
-		// The poller clears the flag as soon as it reads stock on this shard;
-		// until then the Rebalancer (told when the flag was set) may move
-		// units here.
-		h.soldOut(ctx, sale.ID)
+		// The home shard ran dry. With units left on other shards, move some
+		// here first (see reserve); else the item is as good as sold out for
+		// this user until the poller reads stock on the shard again.
+		if h.Borrower == nil || !it.Flags.ElsewhereThan(shard) {
+			h.soldOut(ctx, sale.ID)
+			return
+		}
+		h.reserve(ctx, now, it, user, shard, true)
 		return
 	}
-	h.reserve(ctx, now, it, user, shard)
+	h.reserve(ctx, now, it, user, shard, false)
+}
+
+// maxBorrows bounds the borrow-and-retry rounds of one purchase.
+const maxBorrows = 4
+
+// borrow moves units of it to shard from the item's other shards and reports
+// whether any arrived. It reads every shard's stock first (one pipelined
+// round trip): the poller's reading is up to one interval old, and during a
+// rush the shards it saw full may be empty already. The reading also updates
+// the flags, so a true sell-out is known at once.
+func (h *Handler) borrow(ctx context.Context, it *catalog.Item, shard int) (moved, elsewhere bool) {
+	rem, err := h.Borrower.Available(ctx, it.Sale.Sale, it.Item.ID)
+	if err != nil {
+		h.Metrics.RedisError()
+		return false, false
+	}
+	it.Flags.Observe(rem, h.Rebalancer)
+	for i, n := range rem {
+		elsewhere = elsewhere || (i != shard && n > 0)
+	}
+	if !elsewhere {
+		return false, false
+	}
+	n, err := h.Borrower.Borrow(ctx, it.Sale.Sale, it.Item.ID, shard, rem)
+	if err != nil {
+		h.Metrics.RedisError()
+		return false, false
+	}
+	it.Flags.Refilled(shard, n)
+	return n > 0, true
 }
 
 // soldOut answers 410 SOLD_OUT, or 409 with the order id to a bearer this
@@ -291,8 +337,12 @@ func (h *Handler) soldOut(ctx *fasthttp.RequestCtx, saleID int64) {
 	h.answer(ctx, obs.RoutePurchase, aSoldOut)
 }
 
-// reserve runs the Redis and Kafka part of a purchase.
-func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.Item, user uint64, shard int) {
+// reserve runs the Redis and Kafka part of a purchase. When the user's home
+// shard is (or turns out) empty while the item has units on other shards, it
+// borrows units to the home shard and tries once more, so no user is told
+// SOLD_OUT while units remain, beyond the staleness of the last stock reading
+// (one poll interval).
+func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.Item, user uint64, shard int, borrowFirst bool) {
 	const route = obs.RoutePurchase
 	sale := it.Sale
 	tag := sale.Shards[shard]
@@ -303,9 +353,32 @@ func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.I
 	}
 	deadline := now.Add(h.cfg.Budget)
 	rctx, cancel := context.WithDeadline(context.Background(), deadline)
+	if borrowFirst {
+		_, _ = h.borrow(rctx, it, shard)
+	}
 	res, err := h.Store.Reserve(rctx, r)
+	// Concurrent buyers on the same dry shard race for the borrowed units, so
+	// borrow and try again a few times while a fresh reading still shows units
+	// on other shards.
+	for try := 0; try < maxBorrows && err == nil && res.Outcome == stock.SoldOut && h.Borrower != nil &&
+		len(sale.Shards) > 1 && rctx.Err() == nil; try++ {
+		moved, elsewhere := h.borrow(rctx, it, shard)
+		if !moved && !elsewhere {
+			break
+		}
+		if moved {
+			res, err = h.Store.Reserve(rctx, r)
+		}
+	}
 	cancel()
 	defer h.observe(route, now)
+	if errors.Is(err, stock.ErrFrozen) {
+		// A reshard froze the shard before the script ran: nothing was
+		// reserved. Load the new layout now; the client's retry uses it.
+		h.Catalog.RefreshSoon()
+		h.answer(ctx, route, aUnavailable)
+		return
+	}
 	if err != nil {
 		h.Metrics.RedisError()
 		h.settleAmbiguous(r)

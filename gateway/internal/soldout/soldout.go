@@ -78,13 +78,38 @@ func (it *Item) Any() bool { return it.flagged.Load() > 0 }
 // first one.
 func (it *Item) Remaining() int64 { return it.remaining.Load() }
 
+// Stock appends the last per-shard stock reading to dst (-1 for a shard not
+// read yet) and returns it.
+func (it *Item) Stock(dst []int64) []int64 {
+	for i := range it.stock {
+		dst = append(dst, it.stock[i].Load())
+	}
+	return dst
+}
+
+// ElsewhereThan reports whether the last reading saw stock on a shard other
+// than home: borrowing from it may serve a user whose home shard ran dry.
+func (it *Item) ElsewhereThan(home int) bool {
+	for i := range it.stock {
+		if i != home && it.stock[i].Load() != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // MarkShard flags shard i after a SOLD_OUT reply. It reports whether the whole
 // item is now sold out, and calls r.ShardEmpty when this call flagged the
 // shard while another shard may still hold stock.
+//
+// With one shard the reply settles the item. With more, a reply never sets
+// the item flag by itself: units move between shards (borrowing), so the other
+// shards' flags may be stale, and only a full reading (Observe) may declare
+// the item sold out.
 func (it *Item) MarkShard(i int, r Rebalancer) (itemSoldOut bool) {
 	it.stock[i].Store(0)
 	if it.shard[i].CompareAndSwap(false, true) {
-		if int(it.flagged.Add(1)) == len(it.shard) {
+		if int(it.flagged.Add(1)) == len(it.shard) && len(it.shard) == 1 {
 			it.all.Store(true)
 		} else if r != nil {
 			r.ShardEmpty(it.SaleID, it.ItemID, i)
@@ -93,8 +118,20 @@ func (it *Item) MarkShard(i int, r Rebalancer) (itemSoldOut bool) {
 	return it.all.Load()
 }
 
+// Refilled records that n units were moved to shard i (a borrow this gateway
+// made): the shard is no longer flagged, so its buyers go straight to Redis.
+func (it *Item) Refilled(i int, n int64) {
+	if n <= 0 {
+		return
+	}
+	it.stock[i].Add(n)
+	if it.shard[i].CompareAndSwap(true, false) {
+		it.flagged.Add(-1)
+	}
+}
+
 // Observe applies one reading of the item's stock per shard (from
-// stock.Store.Remaining): a shard with stock is cleared, a shard at zero is
+// stock.Store.Available): a shard with stock is cleared, a shard at zero is
 // flagged, and the item flag follows. It returns how many shards were cleared.
 // Observe is called by the poller only; a concurrent MarkShard is harmless
 // because both agree on what a zero means.

@@ -27,11 +27,11 @@ func TestMarkAndObserve(t *testing.T) {
 		t.Fatalf("rebalancer calls %v", r.calls)
 	}
 	it.MarkShard(1, r)
-	if !it.MarkShard(2, r) || !it.SoldOut() {
-		t.Fatal("all shards flagged: item sold out")
+	if it.MarkShard(2, r) || it.SoldOut() {
+		t.Fatal("replies alone must not sell out a sharded item (units move between shards)")
 	}
-	if len(r.calls) != 2 {
-		t.Fatalf("rebalancer called for the last shard: %v", r.calls)
+	if len(r.calls) != 3 {
+		t.Fatalf("rebalancer calls %v", r.calls)
 	}
 	// Stock comes back on shard 1.
 	if n := it.Observe([]int64{0, 3, 0}, r); n != 1 {
@@ -64,11 +64,33 @@ func TestConcurrentFlags(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if !it.SoldOut() || it.flagged.Load() != 8 {
-		t.Fatalf("flagged %d", it.flagged.Load())
+	// Replies alone never declare a sharded item sold out (units may have
+	// moved); a full reading does.
+	if it.SoldOut() || it.flagged.Load() != 8 {
+		t.Fatalf("flagged %d, sold out %v", it.flagged.Load(), it.SoldOut())
+	}
+	it.Observe(make([]int64, 8), nil)
+	if !it.SoldOut() {
+		t.Fatal("a reading of zero everywhere did not set the item flag")
 	}
 	it.Observe([]int64{1, 1, 1, 1, 1, 1, 1, 1}, nil)
 	if it.Any() || it.flagged.Load() != 0 {
 		t.Fatal("not all cleared")
+	}
+}
+
+func TestRefilledClearsTheShardFlag(t *testing.T) {
+	it := NewItem(1, 2, 4)
+	it.Observe([]int64{0, 0, 3, 0}, nil)
+	if !it.ShardSoldOut(0) || !it.ElsewhereThan(0) || it.ElsewhereThan(2) {
+		t.Fatal("reading not applied")
+	}
+	it.Refilled(0, 2)
+	if it.ShardSoldOut(0) || it.Stock(nil)[0] != 2 || it.flagged.Load() != 2 {
+		t.Fatalf("after refill: flagged %d stock %v", it.flagged.Load(), it.Stock(nil))
+	}
+	one := NewItem(1, 3, 1)
+	if !one.MarkShard(0, nil) {
+		t.Fatal("a SOLD_OUT reply of the only shard must set the item flag")
 	}
 }

@@ -252,11 +252,11 @@ func TestThreeWritersExpire(t *testing.T) {
 	}
 }
 
-// TestDeadLetterAndPostgresRestart sends an undecodable record, which lands in
+// TestFaultDeadLetterAndPostgresRestart sends an undecodable record, which lands in
 // the dead-letter topic with its reason while the events after it persist,
 // then restarts PostgreSQL while events flow: nothing is lost and nothing else
 // is dead-lettered.
-func TestDeadLetterAndPostgresRestart(t *testing.T) {
+func TestFaultDeadLetterAndPostgresRestart(t *testing.T) {
 	stack(t)
 	st, rs := newStores(t)
 	const n = 4000
