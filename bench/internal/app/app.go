@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -54,6 +55,9 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 }
 
 func run(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) (int, error) {
+	if cfg.TokensOut != "" {
+		return writeTokens(cfg)
+	}
 	items := cfg.Items
 	if len(items) == 0 {
 		var err error
@@ -252,4 +256,23 @@ func runAudit(ctx context.Context, cfg *config.Config, items []int64, acc []load
 		rep.Failures = append(rep.Failures, fmt.Sprintf("the sale did not settle within %v", cfg.SettleMax))
 	}
 	return rep, nil
+}
+
+// writeTokens mints the users' tokens and writes them to cfg.TokensOut, one a
+// line, for load tools that cannot sign (bench/peers.sh feeds them to wrk).
+func writeTokens(cfg *config.Config) (int, error) {
+	now := time.Now()
+	toks, err := tokens.MintHS256([]byte(cfg.JWTSecret), tokens.Claims{UserBase: cfg.UserBase, Users: cfg.Users,
+		IssuedAt: now, Expires: now.Add(cfg.TokenTTL), Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, KeyID: cfg.JWTKeyID})
+	if err != nil {
+		return ExitError, err
+	}
+	var b []byte
+	for i := 0; i < toks.Len(); i++ {
+		b = append(append(b, toks.Token(i)...), '\n')
+	}
+	if err := os.WriteFile(cfg.TokensOut, b, 0o600); err != nil {
+		return ExitError, fmt.Errorf("writing tokens: %w", err)
+	}
+	return ExitOK, nil
 }

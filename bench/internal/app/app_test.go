@@ -147,3 +147,26 @@ func TestUnreachableTargetFails(t *testing.T) {
 		t.Fatalf("code %d, stderr %q", code, stderr.String())
 	}
 }
+
+func TestTokensOutWritesOneTokenPerUser(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens.txt")
+	var stderr bytes.Buffer
+	code := Main(context.Background(), []string{"-tokens-out", file, "-users", "5", "-jwt-secret", "0123456789abcdef0123"},
+		func(string) string { return "" }, &bytes.Buffer{}, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("%d lines, want 5", len(lines))
+	}
+	for i, l := range lines {
+		if strings.Count(l, ".") != 2 {
+			t.Fatalf("line %d is not a JWT: %q", i, l)
+		}
+	}
+}

@@ -53,6 +53,7 @@ type Config struct {
 	Rate     []Stage       // steady: open-loop rate schedule; empty: closed loop
 
 	Users     int    // distinct users, 0: the scenario's default
+	TokensOut string // write the users' tokens here, one a line, and exit
 	UserBase  uint64 // the first user id
 	ClicksMin int    // flash-crowd: clicks per user, uniform in [ClicksMin, ClicksMax]
 	ClicksMax int
@@ -180,6 +181,7 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	fs.DurationVar(&c.Drain, "drain", c.Drain, "open loop: queued requests may go out this long after the schedule ends; the rest count as unsent")
 	fs.StringVar(&c.OutDir, "out", "", "result directory (default bench/out/<timestamp>)")
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line")
+	fs.StringVar(&c.TokensOut, "tokens-out", "", "write the users' tokens to this file, one a line, and exit (for wrk scripts)")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: from the clock)")
 	fs.BoolVar(&c.Audit, "audit", false, "after the run, check the sale's invariants in PostgreSQL and Redis (needs -sale)")
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL for the audit (env DATABASE_URL)")
@@ -257,7 +259,7 @@ func (c *Config) resolve() error {
 		return fmt.Errorf("-timeout %v: want a positive duration", c.Timeout)
 	case c.TokenTTL <= 0:
 		return fmt.Errorf("-token-ttl %v: want a positive duration", c.TokenTTL)
-	case len(c.Items) == 0 && c.SaleID == 0:
+	case len(c.Items) == 0 && c.SaleID == 0 && c.TokensOut == "":
 		return errors.New("no items: give -items 1,2,... or -sale ID")
 	case c.SaleID < 0 || c.SaleID > 1<<32-1:
 		return fmt.Errorf("-sale %d: want 1..%d", c.SaleID, int64(1<<32-1))
