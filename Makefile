@@ -47,5 +47,9 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./...
 
+# bench-peers measures the gateway against ../shared/peers in one run (ratios).
+bench-peers: build up
+	bash bench/peers.sh
+
 clean:
 	rm -rf bin .run

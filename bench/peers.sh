@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# peers.sh (make bench-peers): the gateway against the peers in ../shared/peers,
+# side by side in one run on this machine, A/B alternated, medians and ratios.
+#
+#   sold-out path:          gateway vs the bare fasthttp "limit" server and vs
+#                           the OpenResty peer's shared-dict sold-out flag
+#   already-purchased path: gateway (token cache hit + one Redis script call)
+#                           vs the OpenResty peer (one EVALSHA, no JWT at all)
+#
+# Every target gets the same wrk (-t1 -c64, same duration) on the same two
+# cores. The gateway runs with its rate limits lifted (the peer's limit_req
+# allows 1,000,000 r/s) against the local Redis Cluster; the peer against a
+# standalone redis-server of its own on 16379.
+#
+# Usage: bench/peers.sh [ROUNDS] [SECONDS]   (defaults: 3 rounds of 5s)
+set -euo pipefail
+ROUNDS=${1:-3}
+DUR=${2:-5}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+PEERS=${PEERS:-$(cd "$ROOT/../shared/peers" 2>/dev/null && pwd || echo /work/shared/peers)}
+RUN=$ROOT/.run/peers
+USERS=20000
+rm -rf "$RUN" && mkdir -p "$RUN"
+source .run/env
+for t in wrk nginx redis-server; do command -v $t >/dev/null || { echo "peers: $t is missing (apt-get install -y wrk nginx-light libnginx-mod-http-lua lua-nginx-redis redis-server)" >&2; exit 1; }; done
+[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || { echo "peers: apt-get install -y libnginx-mod-http-lua lua-nginx-redis" >&2; exit 1; }
+
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -f "$RUN/openresty/nginx.pid" ] && kill "$(cat "$RUN/openresty/nginx.pid")" 2>/dev/null || true
+  redis-cli -p 16379 shutdown nosave >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+# The limit peer has its own go.mod: build it in a copy, the shared tree stays read-only.
+cp -r "$PEERS/limit" "$RUN/limit-src"
+(cd "$RUN/limit-src" && { go build -o "$RUN/limit" . 2>/dev/null || { go mod tidy >/dev/null 2>&1 && go build -o "$RUN/limit" .; }; })
+"$RUN/limit" -addr 127.0.0.1:18070 >"$RUN/limit.log" 2>&1 &
+pids+=($!)
+
+redis-server --port 16379 --bind 127.0.0.1 --save "" --appendonly no --daemonize yes --dir "$RUN" --logfile "$RUN/redis.log" >/dev/null
+PEERDIR=$RUN/openresty PEER_REDIS_PORT=16379 sh "$PEERS/openresty/run.sh"
+# The peer's buyers: users 1..USERS hold an order, and there is stock to spare,
+# so every repeat click runs the script and answers -2 (409).
+redis-cli -p 16379 set '{item:1}:stock' 1000000 >/dev/null
+seq 1 $USERS | awk '{print "SADD {item:1}:buyers " $1}' | redis-cli -p 16379 >/dev/null
+
+# The gateway: two sales, one sold out (1 unit, bought), one with plenty left.
+secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+base=$(( ( $(date +%s) % 1000000 ) * 1000 + RANDOM % 1000 ))
+starts=$(date -u -d '-1 second' +%Y-%m-%dT%H:%M:%SZ); ends=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
+for s in 1 2; do
+  q=1; [ $s = 2 ] && q=1000000
+  echo "{\"id\": $((base + s)), \"name\": \"peers $s\", \"startsAt\": \"$starts\", \"endsAt\": \"$ends\",
+    \"items\": [{\"id\": $(( (base + s) * 10 + 1 )), \"name\": \"x\", \"price\": 1, \"currency\": \"JPY\", \"quantity\": $q}]}" >"$RUN/sale$s.json"
+  bin/writer sale create --file "$RUN/sale$s.json" --shards 8 >/dev/null
+done
+soldItem=$(( (base + 1) * 10 + 1 )); repeatItem=$(( (base + 2) * 10 + 1 ))
+bin/bench -tokens-out "$RUN/tokens.txt" -users $USERS -jwt-secret "$secret" 2>/dev/null
+bin/gateway -listen 127.0.0.1:18090 -admin 127.0.0.1:18092 -jwt-secret "$secret" -ip-rate 1e9 -ip-burst 1000000000 \
+  -user-rate 1e9 -user-burst 1000000000 -max-conns-per-ip 0 >"$RUN/gateway.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do curl -fsS -o /dev/null http://127.0.0.1:18092/readyz 2>/dev/null && break; sleep 0.2; done
+for _ in $(seq 50); do curl -fsS -o /dev/null "http://127.0.0.1:18090/api/flash-sales/sales/$((base + 2))" 2>/dev/null && break; sleep 0.2; done
+tok1=$(sed -n 1p "$RUN/tokens.txt"); tok2=$(sed -n 2p "$RUN/tokens.txt")
+buy() { curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $1" "http://127.0.0.1:18090/api/flash-sales/items/$2/purchase"; }
+echo "setup: sold-out item: $(buy "$tok1" $soldItem) then $(buy "$tok2" $soldItem) $(buy "$tok2" $soldItem)"
+TOKENS=$RUN/tokens.txt WARMUP=1 wrk -t1 -c64 -d3s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- $repeatItem >/dev/null
+echo "setup: repeat item: a click now answers $(buy "$tok1" $repeatItem) (want 409)"
+curl -s -o /dev/null -X POST -H 'X-User-Id: 1' http://127.0.0.1:18081/api/flash-sales/items/2/purchase # sets the peer's sold-out flag for item 2
+
+rate() { awk '/Requests\/sec/ {print $2}'; }
+codes() { awk '/Non-2xx/ {print $NF}'; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+run() { # name, then the wrk arguments
+  local name=$1; shift
+  local out; out=$(wrk -t1 -c64 -d${DUR}s --latency "$@")
+  echo "$out" | rate >>"$RUN/$name.txt"
+  printf '  %-22s %10.0f req/s  p99 %s\n' "$name" "$(echo "$out" | rate)" "$(echo "$out" | awk '/ 99%/ {print $2}')"
+}
+for r in $(seq "$ROUNDS"); do
+  echo "round $r"
+  run gateway-soldout -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18090 -- $soldItem
+  run limit -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18070 -- 1
+  run openresty-soldout -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18081 -- 2
+  TOKENS=$RUN/tokens.txt run gateway-repeat -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- $repeatItem
+  USERS=$USERS run openresty-repeat -s bench/peers/repeat-peer.lua http://127.0.0.1:18081 -- 1
+done
+# Check that each target answered what it was meant to.
+printf 'answers: gateway sold-out %s, limit %s, openresty sold-out %s, gateway repeat %s, openresty repeat %s\n' \
+  "$(curl -s -X POST "http://127.0.0.1:18090/api/flash-sales/items/$soldItem/purchase")" \
+  "$(curl -s -X POST http://127.0.0.1:18070/api/flash-sales/items/1/purchase)" \
+  "$(curl -s -X POST -H 'X-User-Id: 5' http://127.0.0.1:18081/api/flash-sales/items/2/purchase | tr -d '\n')" \
+  "$(curl -s -X POST -H "Authorization: Bearer $tok2" "http://127.0.0.1:18090/api/flash-sales/items/$repeatItem/purchase" | cut -c1-40)" \
+  "$(curl -s -X POST -H 'X-User-Id: 5' http://127.0.0.1:18081/api/flash-sales/items/1/purchase | tr -d '\n')"
+
+m() { median <"$RUN/$1.txt"; }
+echo
+printf 'medians of %d rounds (req/s): gateway sold-out %.0f, limit %.0f, openresty sold-out %.0f, gateway repeat %.0f, openresty repeat %.0f\n' \
+  "$ROUNDS" "$(m gateway-soldout)" "$(m limit)" "$(m openresty-soldout)" "$(m gateway-repeat)" "$(m openresty-repeat)"
+printf 'ratio sold-out path, gateway / limit:              %.3f  (target >= 0.95)\n' "$(echo "$(m gateway-soldout) / $(m limit)" | bc -l)"
+printf 'ratio sold-out path, gateway / openresty:          %.3f\n' "$(echo "$(m gateway-soldout) / $(m openresty-soldout)" | bc -l)"
+printf 'ratio already-purchased path, gateway / openresty: %.3f  (target >= 2.5)\n' "$(echo "$(m gateway-repeat) / $(m openresty-repeat)" | bc -l)"
