@@ -76,7 +76,8 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		}
 	}()
 	var err error
-	a.redis, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: cfg.Redis, ShuffleInit: true, DisableCache: true})
+	a.redis, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: cfg.Redis, ShuffleInit: true, DisableCache: true,
+		MaxFlushDelay: cfg.RedisFlushDelay, PipelineMultiplex: cfg.RedisMultiplex})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to redis %v: %w", cfg.Redis, err)
 	}

@@ -50,6 +50,15 @@ type Config struct {
 
 	TrustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed
 
+	// RedisFlushDelay lets rueidis wait up to this long before a pipeline
+	// write so that more concurrent commands share one write (fewer syscalls
+	// on both ends); RedisMultiplex is the connections per Redis node
+	// (rueidis PipelineMultiplex: 2^n). The default delay, 200µs, cut Redis CPU
+	// per purchase from about 25µs to 20µs on the already-purchased path on a
+	// 2-core machine, for at most 0.2ms of added latency.
+	RedisFlushDelay time.Duration
+	RedisMultiplex  int
+
 	Budget        time.Duration // per-purchase budget for Redis + Kafka
 	ReleaseBudget time.Duration // budget of the settling Release after a failure
 	OrderTTL      time.Duration // lifetime of order records written by reserve
@@ -70,32 +79,33 @@ type Config struct {
 // are written down.
 func Default() Config {
 	return Config{
-		Listen:        "127.0.0.1:8080",
-		Admin:         "127.0.0.1:9102",
-		Redis:         []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004", "127.0.0.1:7005", "127.0.0.1:7006"},
-		Kafka:         []string{"127.0.0.1:9092"},
-		Topic:         "flash-sale-orders",
-		Linger:        time.Millisecond,
-		JWKSRefresh:   15 * time.Minute,
-		Skew:          30 * time.Second,
-		TokenCache:    1 << 20,
-		MaxTokenLen:   4096,
-		IPRate:        50,
-		IPBurst:       100,
-		UserRate:      5,
-		UserBurst:     10,
-		LimitKeys:     1 << 20,
-		Budget:        250 * time.Millisecond,
-		ReleaseBudget: 500 * time.Millisecond,
-		OrderTTL:      24 * time.Hour,
-		PollInterval:  200 * time.Millisecond,
-		RefreshEvery:  time.Second,
-		MaxConnsPerIP: 1000,
-		Concurrency:   256 * 1024,
-		ReadTimeout:   5 * time.Second,
-		WriteTimeout:  5 * time.Second,
-		IdleTimeout:   60 * time.Second,
-		ShutdownGrace: 10 * time.Second,
+		Listen:          "127.0.0.1:8080",
+		Admin:           "127.0.0.1:9102",
+		Redis:           []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004", "127.0.0.1:7005", "127.0.0.1:7006"},
+		Kafka:           []string{"127.0.0.1:9092"},
+		Topic:           "flash-sale-orders",
+		Linger:          time.Millisecond,
+		JWKSRefresh:     15 * time.Minute,
+		Skew:            30 * time.Second,
+		TokenCache:      1 << 20,
+		MaxTokenLen:     4096,
+		IPRate:          50,
+		IPBurst:         100,
+		UserRate:        5,
+		UserBurst:       10,
+		LimitKeys:       1 << 20,
+		Budget:          250 * time.Millisecond,
+		ReleaseBudget:   500 * time.Millisecond,
+		RedisFlushDelay: 200 * time.Microsecond,
+		OrderTTL:        24 * time.Hour,
+		PollInterval:    200 * time.Millisecond,
+		RefreshEvery:    time.Second,
+		MaxConnsPerIP:   1000,
+		Concurrency:     256 * 1024,
+		ReadTimeout:     5 * time.Second,
+		WriteTimeout:    5 * time.Second,
+		IdleTimeout:     60 * time.Second,
+		ShutdownGrace:   10 * time.Second,
 	}
 }
 
@@ -113,6 +123,8 @@ func (c *Config) settings() []setting {
 		{"kafka", "KAFKA_BROKERS", "Kafka seed brokers, comma separated", (*listVal)(&c.Kafka)},
 		{"topic", "FLASHSALE_TOPIC", "order-event topic", (*strVal)(&c.Topic)},
 		{"linger", "FLASHSALE_LINGER", "producer linger", (*durVal)(&c.Linger)},
+		{"redis-flush-delay", "FLASHSALE_REDIS_FLUSH_DELAY", "longest wait before a Redis pipeline write, to batch more commands", (*durVal)(&c.RedisFlushDelay)},
+		{"redis-multiplex", "FLASHSALE_REDIS_MULTIPLEX", "connections per Redis node as a power of two (0: rueidis default)", (*intVal)(&c.RedisMultiplex)},
 		{"jwt-secret", "FLASHSALE_JWT_SECRET", "HS256 secret (the dev secret only with -dev)", (*strVal)(&c.JWTSecret)},
 		{"jwks", "FLASHSALE_JWKS", "JWKS file path or URL for RS256/ES256/EdDSA", (*strVal)(&c.JWKS)},
 		{"jwks-refresh", "FLASHSALE_JWKS_REFRESH", "minimum refresh interval of a JWKS URL", (*durVal)(&c.JWKSRefresh)},
@@ -216,6 +228,12 @@ func (c *Config) Validate() error {
 	}
 	if c.IPRate <= 0 || c.IPBurst < 1 || c.UserRate <= 0 || c.UserBurst < 1 {
 		bad("rates must be > 0 and bursts >= 1 (ip %v/%d, user %v/%d)", c.IPRate, c.IPBurst, c.UserRate, c.UserBurst)
+	}
+	if c.RedisFlushDelay < 0 || c.RedisFlushDelay > time.Millisecond {
+		bad("-redis-flush-delay %v: want 0..1ms", c.RedisFlushDelay)
+	}
+	if c.RedisMultiplex < 0 || c.RedisMultiplex > 8 {
+		bad("-redis-multiplex %d: want 0..8", c.RedisMultiplex)
 	}
 	if c.LimitKeys < 1024 {
 		bad("-limit-keys %d: want at least 1024", c.LimitKeys)
