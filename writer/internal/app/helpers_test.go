@@ -230,32 +230,48 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-// counts returns the sale's orders by status and its items' total sold.
+// counts returns the sale's orders by status and its items' total sold. It
+// tries a few times: after a PostgreSQL restart the pool may hand out a
+// connection the server already closed, which fails once and is discarded.
 func counts(t *testing.T, pool *pgxpool.Pool, saleID int64) (map[string]int64, int64) {
 	t.Helper()
+	var err error
+	for try := 0; try < 5; try++ {
+		var out map[string]int64
+		var sold int64
+		if out, sold, err = countOnce(pool, saleID); err == nil {
+			return out, sold
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("counting orders: %v", err)
+	return nil, 0
+}
+
+func countOnce(pool *pgxpool.Pool, saleID int64) (map[string]int64, int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	rows, err := pool.Query(ctx, `SELECT status, count(*) FROM orders WHERE sale_id = $1 GROUP BY status`, saleID)
 	if err != nil {
-		t.Fatalf("counting orders: %v", err)
+		return nil, 0, err
 	}
 	out := map[string]int64{}
 	for rows.Next() {
 		var st string
 		var n int64
 		if err := rows.Scan(&st, &n); err != nil {
-			t.Fatalf("counting orders: %v", err)
+			return nil, 0, err
 		}
 		out[st] = n
 	}
 	if err := rows.Err(); err != nil {
-		t.Fatalf("counting orders: %v", err)
+		return nil, 0, err
 	}
 	var sold int64
 	if err := pool.QueryRow(ctx, `SELECT coalesce(sum(sold), 0)::bigint FROM items WHERE sale_id = $1`, saleID).Scan(&sold); err != nil {
-		t.Fatalf("summing sold: %v", err)
+		return nil, 0, err
 	}
-	return out, sold
+	return out, sold, nil
 }
 
 func total(m map[string]int64) int64 {

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# sizing.sh: the per-path figures behind the runbook's sizing (deploy/README.md),
+# measured on this machine against the local stack: for each gateway path, the
+# gateway's CPU time per request (so requests per core = 1e6 / µs), and for the
+# Redis paths the Redis CPU per script call (so calls per master core).
+#
+# CPU is read from /proc (gateway) and INFO cpu (all six Redis nodes) around a
+# wrk run of each path, so the figures do not depend on how the two cores are
+# shared with wrk. Needs `make build` and `make up`.
+#
+# Usage: deploy/sizing.sh [SECONDS]   (default 5 per path)
+set -euo pipefail
+DUR=${1:-5}
+cd "$(dirname "$0")/.."
+source .run/env
+RUN=.run/sizing
+rm -rf "$RUN" && mkdir -p "$RUN"
+PEERS=${PEERS:-$(cd ../shared/peers 2>/dev/null && pwd || echo /work/shared/peers)}
+USERS=200000
+secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
+base=$(( ( $(date +%s) % 1000000 ) * 1000 + RANDOM % 1000 ))
+starts=$(date -u -d '-1 second' +%Y-%m-%dT%H:%M:%SZ); ends=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
+for s in 1 2 3; do # 1: sold out, 2: repeat clicks, 3: fresh reservations
+  q=1; [ $s != 1 ] && q=10000000
+  echo "{\"id\": $((base + s)), \"name\": \"sizing $s\", \"startsAt\": \"$starts\", \"endsAt\": \"$ends\",
+    \"items\": [{\"id\": $(( (base + s) * 10 + 1 )), \"name\": \"x\", \"price\": 1, \"currency\": \"JPY\", \"quantity\": $q}]}" >"$RUN/sale$s.json"
+  bin/writer sale create --file "$RUN/sale$s.json" --shards 8 >/dev/null
+done
+sold=$(( (base + 1) * 10 + 1 )); repeat=$(( (base + 2) * 10 + 1 )); fresh=$(( (base + 3) * 10 + 1 ))
+bin/bench -tokens-out "$RUN/tokens.txt" -users 20000 -jwt-secret "$secret" 2>/dev/null
+bin/bench -tokens-out "$RUN/fresh.txt" -users $USERS -user-base 5000000 -jwt-secret "$secret" 2>/dev/null
+
+gw=""
+start_gateway() {
+  [ -n "$gw" ] && { kill "$gw"; wait "$gw" 2>/dev/null || true; }
+  bin/gateway -listen 127.0.0.1:18190 -admin 127.0.0.1:18192 -jwt-secret "$secret" -user-rate 1e9 -user-burst 1000000000 \
+    -max-conns-per-ip 0 "$@" >>"$RUN/gateway.log" 2>&1 &
+  gw=$!
+  for _ in $(seq 100); do curl -fsS -o /dev/null http://127.0.0.1:18192/readyz 2>/dev/null && break; sleep 0.1; done
+  sleep 1.2 # the catalog loads sales every second
+}
+trap '[ -n "$gw" ] && kill "$gw" 2>/dev/null || true' EXIT
+ticks() { awk '{print $14 + $15}' "/proc/$gw/stat"; }
+redis_cpu() { for p in 7001 7002 7003 7004 7005 7006; do redis-cli -p $p info cpu; done | awk -F: '/used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'; }
+hz=$(getconf CLK_TCK)
+measure() { # name, redis? (1/0), wrk args...
+  local name=$1 redis=$2; shift 2
+  local t0 r0 out n t1 r1
+  t0=$(ticks); r0=$(redis_cpu)
+  out=$(wrk -t1 -c64 -d${DUR}s "$@")
+  t1=$(ticks); r1=$(redis_cpu)
+  n=$(echo "$out" | awk '/requests in/ {print $1}')
+  local us; us=$(echo "($t1 - $t0) * 1000000 / $hz / $n" | bc -l)
+  local rus; rus=$(echo "($r1 - $r0) * 1000000 / $n" | bc -l)
+  printf '%-24s %9.0f req/s  gateway %6.1f µs/req = %7.0f req/s per core' "$name" "$(echo "$out" | awk '/Requests\/sec/ {print $2}')" "$us" "$(echo "1000000 / $us" | bc -l)"
+  if [ "$redis" = 1 ]; then printf '   Redis %5.1f µs/call = %7.0f calls/s per master core' "$rus" "$(echo "1000000 / $rus" | bc -l)"; fi
+  echo
+  echo "$name $us $rus" >>"$RUN/figures.txt"
+}
+
+start_gateway -ip-rate 1e9 -ip-burst 1000000000
+tok=$(head -1 "$RUN/tokens.txt")
+curl -s -o /dev/null -X POST -H "Authorization: Bearer $tok" "http://127.0.0.1:18190/api/flash-sales/items/$sold/purchase"
+curl -s -o /dev/null -X POST -H "Authorization: Bearer $(sed -n 2p "$RUN/tokens.txt")" "http://127.0.0.1:18190/api/flash-sales/items/$sold/purchase"
+TOKENS=$RUN/tokens.txt WARMUP=1 wrk -t1 -c64 -d3s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18190 -- $repeat >/dev/null
+TOKENS=$RUN/tokens.txt wrk -t1 -c64 -d1s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18190 -- $repeat >/dev/null
+echo "path                         rate        gateway CPU per request               Redis CPU per script call"
+measure "sold-out (410)" 0 -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18190 -- $sold
+measure "unauthorized (401)" 0 -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18190 -- $repeat
+TOKENS=$RUN/tokens.txt measure "already purchased (409)" 1 -s bench/peers/repeat-gateway.lua http://127.0.0.1:18190 -- $repeat
+TOKENS=$RUN/fresh.txt WARMUP=1 measure "reservation (202)" 1 -s bench/peers/repeat-gateway.lua http://127.0.0.1:18190 -- $fresh
+start_gateway -ip-rate 1 -ip-burst 1
+measure "rate-limited (429)" 0 -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18190 -- $repeat
+echo "figures in $RUN/figures.txt (name, gateway µs/req, Redis µs/call)"
