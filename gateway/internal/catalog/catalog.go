@@ -13,10 +13,12 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -139,19 +141,25 @@ func (c *Catalog) Refresh(ctx context.Context, now time.Time) error {
 	}
 	c.install(sales, now)
 	snap := c.snap.Load()
-	var firstErr error
+	var items []*Item
 	for _, s := range snap.sales {
 		for _, it := range s.Items {
-			if err := c.read(ctx, it); err != nil && firstErr == nil {
-				firstErr = err
+			// An ended sale's stock no longer changes what the gateway answers.
+			if now.UnixNano() < s.End || it.Flags.Remaining() < 0 {
+				items = append(items, it)
 			}
+		}
+	}
+	err = c.readAll(ctx, items)
+	for _, s := range snap.sales {
+		for _, it := range s.Items {
 			if c.cfg.SoldOutGauge != nil {
 				c.cfg.SoldOutGauge(it.Item.ID, it.Flags.SoldOut())
 			}
 		}
 		s.describe(now)
 	}
-	return firstErr
+	return err
 }
 
 // Poll reads the stock of every item with a flag set, clearing the flags of
@@ -159,19 +167,49 @@ func (c *Catalog) Refresh(ctx context.Context, now time.Time) error {
 func (c *Catalog) Poll(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	var firstErr error
+	now := time.Now().UnixNano()
+	var items []*Item
 	for _, s := range c.snap.Load().sales {
+		if now >= s.End {
+			continue
+		}
 		for _, it := range s.Items {
-			if !it.Flags.Any() {
-				continue
-			}
-			if err := c.read(ctx, it); err != nil && firstErr == nil {
-				firstErr = err
+			if it.Flags.Any() {
+				items = append(items, it)
 			}
 		}
 	}
+	return c.readAll(ctx, items)
+}
+
+// readAll reads items concurrently (at most pollParallel at once, pipelined by
+// rueidis), so a reading of many items costs about one round trip, and
+// returns the first error.
+func (c *Catalog) readAll(ctx context.Context, items []*Item) error {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		sem      = make(chan struct{}, pollParallel)
+	)
+	for _, it := range items {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := c.read(ctx, it); err != nil {
+				mu.Lock()
+				firstErr = cmp.Or(firstErr, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
 	return firstErr
 }
+
+// pollParallel bounds the concurrent stock readings of one poll.
+const pollParallel = 32
 
 func (c *Catalog) read(ctx context.Context, it *Item) error {
 	rem, err := c.src.Available(ctx, it.Sale.Sale, it.Item.ID)
@@ -183,12 +221,29 @@ func (c *Catalog) read(ctx context.Context, it *Item) error {
 }
 
 // Run refreshes and polls until ctx is done. Failures are logged and retried
-// at the next tick; the last good snapshot stays in use.
+// at the next tick; the last good snapshot stays in use. Polling runs in its
+// own goroutine so that a slow refresh (many sales) never delays the clearing
+// of sold-out flags.
 func (c *Catalog) Run(ctx context.Context) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		poll := time.NewTicker(c.cfg.Poll)
+		defer poll.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-poll.C:
+				if err := c.Poll(ctx); err != nil && ctx.Err() == nil {
+					c.cfg.Log.Warn("sold-out poll failed", "err", err)
+				}
+			}
+		}
+	}()
+	defer func() { <-done }()
 	refresh := time.NewTicker(c.cfg.Refresh)
 	defer refresh.Stop()
-	poll := time.NewTicker(c.cfg.Poll)
-	defer poll.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -200,10 +255,6 @@ func (c *Catalog) Run(ctx context.Context) {
 		case <-c.kick:
 			if err := c.Refresh(ctx, time.Now()); err != nil && ctx.Err() == nil {
 				c.cfg.Log.Warn("catalog refresh failed", "err", err)
-			}
-		case <-poll.C:
-			if err := c.Poll(ctx); err != nil && ctx.Err() == nil {
-				c.cfg.Log.Warn("sold-out poll failed", "err", err)
 			}
 		}
 	}

@@ -282,10 +282,12 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 	}
 	shard := sharding.HomeShard(user, sale.ID, len(sale.Shards))
 	if it.Flags.ShardSoldOut(shard) {
-		// The home shard ran dry. With units left on other shards, move some
-		// here first (see reserve); else the item is as good as sold out for
-		// this user until the poller reads stock on the shard again.
-		if h.Borrower == nil || !it.Flags.ElsewhereThan(shard) {
+		// The home shard ran dry. Unless a full reading confirmed the whole
+		// item sold out (the item flag above), move units here from the other
+		// shards first (see reserve). The local per-shard view is not trusted
+		// for a refusal: borrows by this and other gateways change it faster
+		// than it is read.
+		if h.Borrower == nil || len(sale.Shards) == 1 {
 			h.soldOut(ctx, sale.ID)
 			return
 		}
