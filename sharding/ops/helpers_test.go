@@ -3,7 +3,6 @@ package ops
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -307,5 +306,3 @@ func (e *env) left(t testing.TB, sale *sharding.Sale, item int64) int64 {
 	}
 	return sum(rem)
 }
-
-func fmtShards(v []int64) string { return fmt.Sprint(v) }
