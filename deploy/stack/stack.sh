@@ -149,6 +149,12 @@ redis_cli() { redis-cli -h 127.0.0.1 "$@"; }
 
 redis_node_alive() { pid_alive "$RUN/redis/$1/redis.pid" && [[ "$(redis_cli -p "$1" ping 2>/dev/null)" == PONG ]]; }
 
+redis_synced() { # PORT: a master, or a replica whose link to its master is up
+	local info
+	info=$(redis_cli -p "$1" info replication 2>/dev/null | tr -d '\r') || return 1
+	grep -q '^role:master' <<<"$info" || grep -q '^master_link_status:up' <<<"$info"
+}
+
 redis_info_field() { # PORT FIELD: one field of CLUSTER INFO
 	{ redis_cli -p "$1" cluster info 2>/dev/null || true; } | tr -d '\r' | awk -F: -v f="$2" '$1 == f { print $2 }'
 }
@@ -193,14 +199,15 @@ redis_start_node() {
 	die "redis $port does not answer PING"
 }
 
-# redis_wait_ok [PORT...]: wait until every given node reports cluster_state:ok and
-# knows all nodes.
+# redis_wait_ok [PORT...]: wait until every given node answers PING, reports
+# cluster_state:ok, knows all nodes, and, for a replica, has finished its sync
+# with its master (after a restart a replica resyncs and answers LOADING a while).
 redis_wait_ok() {
 	local deadline=$((SECONDS + READY_TIMEOUT)) p bad
 	while :; do
 		bad=
 		for p in "$@"; do
-			if [[ "$(redis_info_field "$p" cluster_state)" != ok ||
+			if ! redis_node_alive "$p" || ! redis_synced "$p" || [[ "$(redis_info_field "$p" cluster_state)" != ok ||
 				"$(redis_info_field "$p" cluster_known_nodes)" != "$REDIS_NODES" ]]; then
 				bad=$p
 				break
