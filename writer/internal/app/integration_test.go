@@ -17,6 +17,7 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/stock"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/store"
 	"flashsale/writer/orderevent"
@@ -400,5 +401,64 @@ func TestOutboxReplayAfterCrash(t *testing.T) {
 	}
 	if got := redisLeft(t, rs, s, item) - before; got != n {
 		t.Fatalf("redis got %d back, want %d", got, n)
+	}
+}
+
+// TestDuplicateAfterLostBuyerRecord plants what a Redis failover can leave: a
+// user's buyer record lost after their order reached PostgreSQL, so Redis sells
+// the user a second unit. The writer stores the second order FAILED, returns
+// its unit and restores the buyer record of the real order: afterwards
+// quantity = Redis stock + sold, and the user cannot buy again.
+func TestDuplicateAfterLostBuyerRecord(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	const q = 10
+	s := newSale(t, st, rs, 2, q)
+	item := s.Items[0].ID
+	topic := testenv.NewTopic(t, "writer-dup")
+	cl := newProducer(t, topic)
+	first := reserveInRedis(t, rs, s, item, 1, 10*time.Minute)[0]
+	produce(t, cl, []orderevent.Event{first})
+	a := startApp(t, testConfig(topic, groupName(t), s))
+	waitFor(t, 30*time.Second, "the first order persisted", func() bool { return obs.Value(a.Metrics.Persisted) >= 1 })
+
+	ctx := context.Background()
+	tag := s.Shards[sharding.HomeShard(first.UserID, s.ID, len(s.Shards))]
+	c := rs.Client()
+	if err := c.Do(ctx, c.B().Hdel().Key(string(sharding.AppendBuyersKey(nil, tag))).Field(fmt.Sprint(first.UserID)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	second := reserved(s, item, first.UserID, 10*time.Minute)
+	res, err := rs.Reserve(ctx, stock.Reservation{Tag: tag, ItemID: item, UserID: second.UserID, OrderID: second.OrderID,
+		Created: second.Created, Expires: second.Expires, TTL: time.Hour})
+	if err != nil || res.Outcome != stock.Reserved {
+		t.Fatalf("second reservation after the lost record: %+v %v", res, err)
+	}
+	if left := redisLeft(t, rs, s, item); left != q-2 {
+		t.Fatalf("redis stock %d, want %d", left, q-2)
+	}
+	produce(t, cl, []orderevent.Event{second})
+	waitFor(t, 30*time.Second, "the duplicate's unit returned", func() bool { return redisLeft(t, rs, s, item) == q-1 })
+	a.stop(t)
+
+	byStatus, sold := counts(t, st.Pool(), s.ID)
+	if byStatus[store.StatusPending] != 1 || byStatus[store.StatusFailed] != 1 || sold != 1 {
+		t.Fatalf("orders %v, sold %d: want one PENDING, one FAILED, sold 1", byStatus, sold)
+	}
+	if left := redisLeft(t, rs, s, item); left+sold != q {
+		t.Fatalf("quantity %d != redis %d + sold %d", q, left, sold)
+	}
+	held, err := rs.Buyers(ctx, tag)
+	if err != nil || held[first.UserID] != first.OrderID {
+		t.Fatalf("buyer record %v (%v), want the real order %s restored", held[first.UserID], err, first.OrderID)
+	}
+	rec, found, err := rs.Order(ctx, tag, second.OrderID)
+	if err != nil || !found || rec.Status != stock.StatusFailed {
+		t.Fatalf("duplicate's record %+v found=%v err=%v: want FAILED", rec, found, err)
+	}
+	again, err := rs.Reserve(ctx, stock.Reservation{Tag: tag, ItemID: item, UserID: first.UserID, OrderID: sharding.NewOrderID(s.ID, 9, 9),
+		Created: time.Now(), Expires: time.Now().Add(time.Minute), TTL: time.Hour})
+	if err != nil || again.Outcome != stock.AlreadyPurchased || again.OrderID != first.OrderID {
+		t.Fatalf("a third purchase: %+v %v, want already purchased with %s", again, err, first.OrderID)
 	}
 }

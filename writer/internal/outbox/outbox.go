@@ -175,6 +175,27 @@ func (a *Applier) applyOne(ctx context.Context, e *store.Effect) error {
 		return nil
 	}
 	tag := sale.Shards[sharding.HomeShard(e.UserID, e.SaleID, len(sale.Shards))]
+	if e.Status == store.StatusFailed {
+		// A second active order of the user (its buyer record was lost in
+		// Redis): return its unit and restore the real order's buyer record.
+		active, dup, err := a.st.DuplicateOf(ctx, e.OrderID)
+		if err != nil {
+			return err
+		}
+		if dup {
+			released, err := a.redis.Release(ctx, tag, e.ItemID, e.UserID, e.OrderID, e.Status)
+			if err != nil {
+				return err
+			}
+			if _, err := a.redis.RestoreBuyer(ctx, tag, e.UserID, active); err != nil {
+				return err
+			}
+			if released {
+				a.m.Releases.Inc()
+				return nil
+			}
+		}
+	}
 	if e.Releases() {
 		released, err := a.redis.Release(ctx, tag, e.ItemID, e.UserID, e.OrderID, e.Status)
 		if err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,10 +83,13 @@ type Result struct {
 // the buyer record) a cancellation frees reaches Redis only after this
 // transaction commits, so a purchase using it is produced after it.
 //
-// FAILED orders never give their unit back to Redis: PostgreSQL refuses an order
-// only when Redis let through more than PostgreSQL accepts (stock or buyer
-// records lost in a failover), and returning the unit would let Redis sell it
-// again, to be refused again, in a loop.
+// An order refused as sold out (or for an unknown item) never gives its unit
+// back to Redis: PostgreSQL refuses it only when Redis let through more than
+// PostgreSQL accepts (stock lost in a failover), and returning the unit would
+// let Redis sell it again, to be refused again, in a loop. An order refused as
+// the user's second active order does give its unit back, together with the
+// buyer record of the user's real order (see DuplicateOf): that ends the loop
+// instead of starting one.
 func (s *Store) Persist(ctx context.Context, b *Batch) (Result, error) {
 	var res Result
 	tx, err := s.pool.Begin(ctx)
@@ -484,4 +488,29 @@ func applyActions(ctx context.Context, tx pgx.Tx, actions []action, res *Result)
 	res.Parked += int(tag.RowsAffected())
 	res.Late += len(rest) - int(tag.RowsAffected())
 	return nil
+}
+
+// DuplicateOf reports, for an order stored FAILED because its user already
+// held an active order in the sale (FailActiveOrder), that active order. ok is
+// false for any other order, including orders FAILED for another reason.
+//
+// Such a FAILED order is the trace of a buyer record Redis lost (a failover):
+// Redis took a unit for it that PostgreSQL will never count. The outbox gives
+// that unit back and restores the buyer record of the real order, so the
+// user cannot buy a third time; that cannot loop, unlike returning the unit of
+// an order PostgreSQL refused as sold out.
+func (s *Store) DuplicateOf(ctx context.Context, id sharding.OrderID) (active sharding.OrderID, ok bool, err error) {
+	var a [16]byte
+	err = s.pool.QueryRow(ctx, `
+		SELECT a.id FROM orders f
+		JOIN orders a ON a.sale_id = f.sale_id AND a.user_id = f.user_id AND a.id <> f.id
+		     AND a.status IN ('PENDING', 'PAID')
+		WHERE f.id = $1 AND f.status = 'FAILED' AND f.failure = $2`, [16]byte(id), FailActiveOrder).Scan(&a)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return active, false, nil
+	}
+	if err != nil {
+		return active, false, fmt.Errorf("looking up the active order of %s: %w", id, err)
+	}
+	return sharding.OrderID(a), true, nil
 }
