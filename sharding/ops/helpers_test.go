@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,65 +15,14 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
 )
-
-// schema is the part of the writer's first migration
-// (writer/internal/store/migrations/00001_schema.sql) that the tool reads. The
-// writer's store package is internal to the writer, so the tests cannot call
-// its Migrate; every statement is IF NOT EXISTS, so this and the writer's
-// migration agree whichever runs first.
-const schema = `
-CREATE TABLE IF NOT EXISTS sales (
-    id             bigint PRIMARY KEY,
-    name           text NOT NULL,
-    starts_at      timestamptz NOT NULL,
-    ends_at        timestamptz NOT NULL,
-    payment_window interval NOT NULL DEFAULT '10 minutes',
-    shards         int NOT NULL,
-    created_at     timestamptz NOT NULL DEFAULT now(),
-    CHECK (ends_at > starts_at)
-);
-CREATE TABLE IF NOT EXISTS items (
-    id       bigint PRIMARY KEY,
-    sale_id  bigint NOT NULL REFERENCES sales (id),
-    name     text NOT NULL,
-    price    bigint NOT NULL CHECK (price >= 0),
-    currency text NOT NULL,
-    quantity bigint NOT NULL CHECK (quantity > 0),
-    sold     bigint NOT NULL DEFAULT 0,
-    CONSTRAINT items_sold_le_quantity CHECK (sold <= quantity),
-    CONSTRAINT items_sold_ge_zero CHECK (sold >= 0)
-);
-CREATE INDEX IF NOT EXISTS items_sale_id ON items (sale_id);
-CREATE TABLE IF NOT EXISTS orders (
-    id         uuid PRIMARY KEY,
-    sale_id    bigint NOT NULL,
-    item_id    bigint NOT NULL,
-    user_id    bigint NOT NULL,
-    status     text NOT NULL CHECK (status IN ('PENDING', 'PAID', 'EXPIRED', 'CANCELLED', 'FAILED')),
-    created_at timestamptz NOT NULL,
-    expires_at timestamptz NOT NULL,
-    paid_at    timestamptz,
-    updated_at timestamptz NOT NULL DEFAULT now(),
-    failure    text
-);
-CREATE UNIQUE INDEX IF NOT EXISTS orders_one_active_per_user
-    ON orders (sale_id, user_id) WHERE status IN ('PENDING', 'PAID');
-CREATE INDEX IF NOT EXISTS orders_pending_expiry ON orders (expires_at) WHERE status = 'PENDING';
-CREATE INDEX IF NOT EXISTS orders_sale_item_status ON orders (sale_id, item_id, status);
-`
-
-// migrationLock is the writer's goose advisory lock id: holding it while
-// creating the tables keeps this from racing a writer's migration.
-const migrationLock = 0x666c617368
 
 type env struct {
 	t    *Tool
 	c    rueidis.Client
 	pool *pgxpool.Pool
 }
-
-var schemaOnce sync.Mutex
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
@@ -84,36 +32,10 @@ func newEnv(t testing.TB) *env {
 	testenv.Require(t, "redis", "postgres")
 	c := testenv.NewRedis(t)
 	pool := testenv.NewPool(t)
-	schemaOnce.Lock()
-	defer schemaOnce.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	for attempt := 0; ; attempt++ {
-		var ready bool
-		err := conn.QueryRow(ctx, `SELECT to_regclass('sales') IS NOT NULL AND to_regclass('items') IS NOT NULL
-			AND to_regclass('orders') IS NOT NULL`).Scan(&ready)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ready {
-			break
-		}
-		if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
-			t.Fatal(err)
-		}
-		_, err = conn.Exec(ctx, schema)
-		_, _ = conn.Exec(ctx, `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
-		if err != nil && attempt == 5 {
-			t.Fatalf("creating tables: %v", err)
-		}
-		if err != nil {
-			time.Sleep(200 * time.Millisecond) // a concurrent migration: look again
-		}
+	if err := schema.Migrate(ctx, pool, nil); err != nil {
+		t.Fatalf("migrating: %v", err)
 	}
 	return &env{t: NewTool(c, pool), c: c, pool: pool}
 }

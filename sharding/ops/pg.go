@@ -11,7 +11,7 @@ import (
 	"flashsale/sharding"
 )
 
-// The queries below read the writer's schema (writer/internal/store/migrations);
+// The queries below read the writer's schema (writer/schema/migrations);
 // the tool never writes PostgreSQL.
 
 // pgSale reads sale id and its items from PostgreSQL. shards is sales.shards

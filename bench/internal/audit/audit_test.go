@@ -15,27 +15,8 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
 )
-
-// schema is the writer's schema for the three tables the audit reads, created
-// only when the writer's migrations have not run on this database yet.
-const schema = `
-CREATE TABLE IF NOT EXISTS sales (
-    id bigint PRIMARY KEY, name text NOT NULL, starts_at timestamptz NOT NULL, ends_at timestamptz NOT NULL,
-    payment_window interval NOT NULL DEFAULT '10 minutes', shards int NOT NULL,
-    created_at timestamptz NOT NULL DEFAULT now(), CHECK (ends_at > starts_at));
-CREATE TABLE IF NOT EXISTS items (
-    id bigint PRIMARY KEY, sale_id bigint NOT NULL REFERENCES sales (id), name text NOT NULL,
-    price bigint NOT NULL CHECK (price >= 0), currency text NOT NULL, quantity bigint NOT NULL CHECK (quantity > 0),
-    sold bigint NOT NULL DEFAULT 0,
-    CONSTRAINT items_sold_le_quantity CHECK (sold <= quantity), CONSTRAINT items_sold_ge_zero CHECK (sold >= 0));
-CREATE TABLE IF NOT EXISTS orders (
-    id uuid PRIMARY KEY, sale_id bigint NOT NULL, item_id bigint NOT NULL, user_id bigint NOT NULL,
-    status text NOT NULL CHECK (status IN ('PENDING', 'PAID', 'EXPIRED', 'CANCELLED', 'FAILED')),
-    created_at timestamptz NOT NULL, expires_at timestamptz NOT NULL, paid_at timestamptz,
-    updated_at timestamptz NOT NULL DEFAULT now(), failure text);
-CREATE UNIQUE INDEX IF NOT EXISTS orders_one_active_per_user ON orders (sale_id, user_id) WHERE status IN ('PENDING', 'PAID');
-`
 
 // fixture plants one sale with one item in PostgreSQL and Redis.
 type fixture struct {
@@ -58,8 +39,8 @@ func newFixture(t *testing.T, quantity int64) *fixture {
 	testenv.Require(t, "postgres", "redis")
 	f := &fixture{t: t, ctx: context.Background(), pool: testenv.NewPool(t), rc: testenv.NewRedis(t)}
 	f.st = stock.New(f.rc)
-	if _, err := f.pool.Exec(f.ctx, schema); err != nil {
-		t.Fatalf("creating schema: %v", err)
+	if err := schema.Migrate(f.ctx, f.pool, nil); err != nil {
+		t.Fatalf("migrating: %v", err)
 	}
 	id := rand.Int64N(sharding.MaxSaleID-1) + 1
 	f.item = id*16 + 1

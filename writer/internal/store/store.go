@@ -1,5 +1,5 @@
-// Package store is the writer's PostgreSQL layer: the schema (goose migrations
-// embedded in the binary), the idempotent persistence of order-event batches,
+// Package store is the writer's PostgreSQL layer: the migrations of package
+// schema, the idempotent persistence of order-event batches,
 // the expiry of unpaid orders, the outbox of Redis effects, and the sale
 // queries of the `writer sale` commands.
 //
@@ -22,20 +22,13 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"embed"
 	"fmt"
-	"io/fs"
 	"log/slog"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
-)
 
-//go:embed migrations/*.sql
-var migrations embed.FS
+	"flashsale/writer/schema"
+)
 
 // Store runs the writer's queries over a pgx pool it does not own.
 type Store struct {
@@ -65,43 +58,10 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// migrationLockID is the advisory lock goose holds while migrating, so that
-// writers starting together apply each migration once.
-const migrationLockID = 0x666c617368 // "flash"
-
-// Migrate applies every pending migration to the database behind pool. It is
-// idempotent and safe to run from several processes at once (a session
-// advisory lock serialises them).
+// Migrate applies every pending migration (package schema) to the database
+// behind pool; see schema.Migrate.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	db := stdlib.OpenDBFromPool(pool)
-	defer db.Close()
-	return migrateDB(ctx, db, sub, log)
-}
-
-func migrateDB(ctx context.Context, db *sql.DB, fsys fs.FS, log *slog.Logger) error {
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID), lock.WithLockTimeout(1, 120))
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	res, err := p.Up(ctx)
-	if err != nil {
-		return fmt.Errorf("applying migrations: %w", err)
-	}
-	for _, r := range res {
-		if log != nil {
-			log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "took", r.Duration)
-		}
-	}
-	return nil
+	return schema.Migrate(ctx, pool, log)
 }
 
 // Ping checks that PostgreSQL answers.

@@ -1,0 +1,61 @@
+// Package schema is the PostgreSQL schema of the flash sale: goose migrations
+// embedded in every binary that needs them. The writer owns it and applies it
+// at start (`writer migrate`); the ops tool and the bench's tests apply the same
+// migrations rather than copies of them.
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// migrationLockID is the advisory lock goose holds while migrating, so that
+// writers starting together apply each migration once.
+const migrationLockID = 0x666c617368 // "flash"
+
+// Migrate applies every pending migration to the database behind pool. It is
+// idempotent and safe to run from several processes at once (a session
+// advisory lock serialises them). log may be nil.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	return migrateDB(ctx, db, sub, log)
+}
+
+func migrateDB(ctx context.Context, db *sql.DB, fsys fs.FS, log *slog.Logger) error {
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(migrationLockID), lock.WithLockTimeout(1, 120))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
+		goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("applying migrations: %w", err)
+	}
+	for _, r := range res {
+		if log != nil {
+			log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "took", r.Duration)
+		}
+	}
+	return nil
+}
