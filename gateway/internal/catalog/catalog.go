@@ -79,7 +79,6 @@ type Config struct {
 	// SoldOutGauge, when set, is told each item's sold-out state after every
 	// full reading (for the flashsale_gateway_soldout gauge).
 	SoldOutGauge func(itemID int64, soldOut bool)
-	Rebalancer   soldout.Rebalancer
 	Log          *slog.Logger
 }
 
@@ -103,9 +102,6 @@ func New(src Source, cfg Config) *Catalog {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = time.Second
 	}
-	if cfg.Rebalancer == nil {
-		cfg.Rebalancer = soldout.NopRebalancer{}
-	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
@@ -126,9 +122,6 @@ func (c *Catalog) RefreshSoon() {
 
 // Snapshot returns the current snapshot.
 func (c *Catalog) Snapshot() *Snapshot { return c.snap.Load() }
-
-// Rebalancer returns the rebalancer the catalog's flags report to.
-func (c *Catalog) Rebalancer() soldout.Rebalancer { return c.cfg.Rebalancer }
 
 // Refresh reloads the sales, reads every item's stock and rebuilds the sale
 // descriptions. Run calls it every refresh interval; tests call it directly.
@@ -216,7 +209,7 @@ func (c *Catalog) read(ctx context.Context, it *Item) error {
 	if err != nil {
 		return err
 	}
-	it.Flags.Observe(rem, c.cfg.Rebalancer)
+	it.Flags.Observe(rem)
 	return nil
 }
 

@@ -73,7 +73,7 @@ func cheapPaths() []pathCase {
 			it := e.cat.Snapshot().Item(7)
 			home := homeShard(user)
 			e.st.stock[stockKey{e.sale.Shards[home], 7}] = 0
-			it.Flags.MarkShard(home, nil)
+			it.Flags.MarkShard(home)
 			return e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(user))
 		}},
 		{"winner-repeat-after-sold-out", 409, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {

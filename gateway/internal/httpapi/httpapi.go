@@ -34,7 +34,6 @@ import (
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
 	"flashsale/gateway/internal/orders"
-	"flashsale/gateway/internal/soldout"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 	"flashsale/writer/orderevent"
@@ -103,17 +102,16 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 }
 
-// Deps are the handler's collaborators; all are required except Rebalancer,
+// Deps are the handler's collaborators; all are required except Borrower,
 // Log and Now.
 type Deps struct {
-	Catalog    *catalog.Catalog
-	Store      Store
-	Producer   Producer
-	Verifier   Verifier
-	IPLimit    Limiter
-	UserLimit  Limiter
-	Metrics    *obs.Metrics
-	Rebalancer soldout.Rebalancer
+	Catalog   *catalog.Catalog
+	Store     Store
+	Producer  Producer
+	Verifier  Verifier
+	IPLimit   Limiter
+	UserLimit Limiter
+	Metrics   *obs.Metrics
 	// Borrower, when set, serves users whose home shard ran dry from the
 	// item's other shards; without it they are told SOLD_OUT until the shard
 	// is refilled.
@@ -146,9 +144,6 @@ func New(cfg Config, d Deps) *Handler {
 	}
 	if cfg.OrderTTL <= 0 {
 		cfg.OrderTTL = 24 * time.Hour
-	}
-	if d.Rebalancer == nil {
-		d.Rebalancer = soldout.NopRebalancer{}
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
@@ -311,7 +306,7 @@ func (h *Handler) borrow(ctx context.Context, it *catalog.Item, shard int) (move
 		h.Metrics.RedisError()
 		return false, false
 	}
-	it.Flags.Observe(rem, h.Rebalancer)
+	it.Flags.Observe(rem)
 	for i, n := range rem {
 		elsewhere = elsewhere || (i != shard && n > 0)
 	}
@@ -389,7 +384,7 @@ func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.I
 	}
 	switch res.Outcome {
 	case stock.SoldOut:
-		it.Flags.MarkShard(shard, h.Rebalancer)
+		it.Flags.MarkShard(shard)
 		h.answer(ctx, route, aSoldOut)
 		return
 	case stock.AlreadyPurchased, stock.IDUsed:

@@ -23,30 +23,15 @@ import (
 	"sync/atomic"
 )
 
-// Rebalancer is told when a user's home shard of an item ran dry while other
-// shards of the item still hold stock, so that stock can be moved there.
-// Implementations must return quickly and tolerate repeated calls; the
-// default, NopRebalancer, does nothing.
-type Rebalancer interface {
-	ShardEmpty(saleID, itemID int64, shard int)
-}
-
-// NopRebalancer ignores every call.
-type NopRebalancer struct{}
-
-// ShardEmpty does nothing.
-func (NopRebalancer) ShardEmpty(int64, int64, int) {}
-
 // Item holds the flags of one item of one sale. It is safe for concurrent
 // use: readers see each flag atomically; the poller is the only writer that
 // clears.
 type Item struct {
 	SaleID, ItemID int64
-	all            atomic.Bool    // every shard flagged
-	shard          []atomic.Bool  // shard i answered SOLD_OUT or was read at 0
-	stock          []atomic.Int64 // last stock read per shard, -1 unknown
-	flagged        atomic.Int32   // number of flagged shards
-	remaining      atomic.Int64   // sum of the last reading, -1 before the first
+	all            atomic.Bool   // every shard flagged
+	shard          []atomic.Bool // shard i answered SOLD_OUT or was read at 0
+	flagged        atomic.Int32  // number of flagged shards
+	remaining      atomic.Int64  // sum of the last reading, -1 before the first
 }
 
 // NewItem returns the flags of an item with shards shards, all clear.
@@ -54,10 +39,7 @@ func NewItem(saleID, itemID int64, shards int) *Item {
 	if shards < 1 {
 		shards = 1
 	}
-	it := &Item{SaleID: saleID, ItemID: itemID, shard: make([]atomic.Bool, shards), stock: make([]atomic.Int64, shards)}
-	for i := range it.stock {
-		it.stock[i].Store(-1)
-	}
+	it := &Item{SaleID: saleID, ItemID: itemID, shard: make([]atomic.Bool, shards)}
 	it.remaining.Store(-1)
 	return it
 }
@@ -78,41 +60,17 @@ func (it *Item) Any() bool { return it.flagged.Load() > 0 }
 // first one.
 func (it *Item) Remaining() int64 { return it.remaining.Load() }
 
-// Stock appends the last per-shard stock reading to dst (-1 for a shard not
-// read yet) and returns it.
-func (it *Item) Stock(dst []int64) []int64 {
-	for i := range it.stock {
-		dst = append(dst, it.stock[i].Load())
-	}
-	return dst
-}
-
-// ElsewhereThan reports whether the last reading saw stock on a shard other
-// than home: borrowing from it may serve a user whose home shard ran dry.
-func (it *Item) ElsewhereThan(home int) bool {
-	for i := range it.stock {
-		if i != home && it.stock[i].Load() != 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// MarkShard flags shard i after a SOLD_OUT reply. It reports whether the whole
-// item is now sold out, and calls r.ShardEmpty when this call flagged the
-// shard while another shard may still hold stock.
+// MarkShard flags shard i after a SOLD_OUT reply and reports whether the
+// whole item is now sold out.
 //
 // With one shard the reply settles the item. With more, a reply never sets
 // the item flag by itself: units move between shards (borrowing), so the other
 // shards' flags may be stale, and only a full reading (Observe) may declare
 // the item sold out.
-func (it *Item) MarkShard(i int, r Rebalancer) (itemSoldOut bool) {
-	it.stock[i].Store(0)
+func (it *Item) MarkShard(i int) (itemSoldOut bool) {
 	if it.shard[i].CompareAndSwap(false, true) {
 		if int(it.flagged.Add(1)) == len(it.shard) && len(it.shard) == 1 {
 			it.all.Store(true)
-		} else if r != nil {
-			r.ShardEmpty(it.SaleID, it.ItemID, i)
 		}
 	}
 	return it.all.Load()
@@ -121,11 +79,7 @@ func (it *Item) MarkShard(i int, r Rebalancer) (itemSoldOut bool) {
 // Refilled records that n units were moved to shard i (a borrow this gateway
 // made): the shard is no longer flagged, so its buyers go straight to Redis.
 func (it *Item) Refilled(i int, n int64) {
-	if n <= 0 {
-		return
-	}
-	it.stock[i].Add(n)
-	if it.shard[i].CompareAndSwap(true, false) {
+	if n > 0 && it.shard[i].CompareAndSwap(true, false) {
 		it.flagged.Add(-1)
 	}
 }
@@ -133,16 +87,15 @@ func (it *Item) Refilled(i int, n int64) {
 // Observe applies one reading of the item's stock per shard (from
 // stock.Store.Available): a shard with stock is cleared, a shard at zero is
 // flagged, and the item flag follows. It returns how many shards were cleared.
-// Observe is called by the poller only; a concurrent MarkShard is harmless
+// The poller and the borrow path call it; a concurrent MarkShard is harmless
 // because both agree on what a zero means.
-func (it *Item) Observe(perShard []int64, r Rebalancer) (cleared int) {
+func (it *Item) Observe(perShard []int64) (cleared int) {
 	if len(perShard) != len(it.shard) {
 		return 0
 	}
 	var sum int64
 	withStock := 0
-	for i, n := range perShard {
-		it.stock[i].Store(n)
+	for _, n := range perShard {
 		if n > 0 {
 			sum += n
 			withStock++
@@ -155,9 +108,6 @@ func (it *Item) Observe(perShard []int64, r Rebalancer) (cleared int) {
 			cleared++
 		case n <= 0 && it.shard[i].CompareAndSwap(false, true):
 			it.flagged.Add(1)
-			if withStock > 0 && r != nil {
-				r.ShardEmpty(it.SaleID, it.ItemID, i)
-			}
 		}
 	}
 	it.all.Store(withStock == 0)
