@@ -2,15 +2,17 @@
 // one per item shard, read lock-free on every purchase so that a sold-out item
 // is refused without a Redis call.
 //
-// Flags are set from SOLD_OUT replies of the reserve script (Item.MarkShard)
-// and from the poller's stock readings; they are cleared only by the poller,
-// which reads the stock of every flagged item every poll interval (default
-// 200ms) with one pipelined GET per shard. Stock returned by an expiry, a
+// Shard flags are set from SOLD_OUT replies of the reserve script
+// (Item.MarkShard) and from stock readings (Item.Observe); they are cleared by
+// readings and by this gateway's borrows (Item.Refilled). The item flag is set
+// only by a reading of zero on every shard (or a reply, with one shard). The
+// poller reads every flagged item every poll interval (default 200ms), one
+// pipelined round trip of 2*S commands (stock.Store.Available). Stock returned by an expiry, a
 // cancellation, a failed hand-off or a reshard is therefore sellable on every
 // gateway within one poll interval plus one round trip, well inside the one
-// second the specification allows. The cost is S GETs per flagged item per
-// interval per gateway (S shards): for 10 items of 16 shards, 800 GETs per
-// second per gateway, nothing next to the purchase traffic. Polling was chosen
+// second the specification allows. The cost is 2*S commands per flagged item
+// per interval per gateway (S shards): for 10 items of 16 shards, 1,600
+// commands per second per gateway, nothing next to the purchase traffic. Polling was chosen
 // over pub/sub (a lost message would hide stock until the next message) and
 // over client-side caching (invalidations of hot stock keys would flood every
 // gateway during the sale): a poll is self-healing and its cost is bounded.
