@@ -1,14 +1,19 @@
 -- wrk script: purchase clicks from users 1..$USERS of the OpenResty peer, all
--- of whom already bought (bench/peers.sh preloads them): every click is one
--- EVALSHA answering "already purchased".
+-- of whom already bought (bench/peers.sh preloads them): every click runs
+-- the peer's reserve script and answers "already purchased".
+-- Requests are formatted once in init, as in repeat-gateway.lua.
 -- Usage: USERS=N wrk -t1 -c64 -d5s -s repeat-peer.lua URL -- ITEM
-local item, n = "1", 1
+local reqs, n = {}, 1
+local random = math.random
 function init(args)
-  if args[1] then item = args[1] end
+  local item = args[1] or "1"
   n = tonumber(os.getenv("USERS"))
+  for u = 1, n do
+    reqs[u] = wrk.format("POST", "/api/flash-sales/items/" .. item .. "/purchase",
+      {["X-User-Id"] = tostring(u), ["Content-Length"] = "0"}, nil)
+  end
   math.randomseed(os.time() + math.floor(os.clock() * 1e6))
 end
 function request()
-  return wrk.format("POST", "/api/flash-sales/items/" .. item .. "/purchase",
-    {["X-User-Id"] = tostring(math.random(1, n)), ["Content-Length"] = "0"}, nil)
+  return reqs[random(n)]
 end

@@ -197,6 +197,9 @@ func TestReshardWhilePurchasing(t *testing.T) {
 	winners := sync.Map{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	// The workers stop before the test returns, also on a t.Fatal.
+	stopWorkers := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopWorkers()
 	var next atomic.Uint64
 	// 8 workers at about 500 purchases/s each keep buying through both reshards.
 	for w := 0; w < 8; w++ {
@@ -256,8 +259,7 @@ func TestReshardWhilePurchasing(t *testing.T) {
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	stopWorkers()
 	final, err := s.LoadSale(ctx, sale.ID)
 	if err != nil || len(final.Shards) != 4 || final.Version != sale.Version+2 {
 		t.Fatalf("final sale %+v %v", final, err)

@@ -93,7 +93,23 @@ func TestSlotAgreesWithClusterKeyslot(t *testing.T) {
 // TestRace1000UsersFor100Units is the seed's race test against the real
 // cluster: 1,000 users at once for 100 units.
 func TestRace1000UsersFor100Units(t *testing.T) {
-	s, c := newStore(t)
+	t.Run("rueidis", func(t *testing.T) {
+		s, c := newStore(t)
+		race1000For100(t, s, c)
+	})
+	t.Run("batched", func(t *testing.T) {
+		s, c := newStore(t)
+		b := stock.NewBatcher(c, 16, time.Second)
+		t.Cleanup(b.Close)
+		s.SetBatcher(b)
+		race1000For100(t, s, c)
+		if n, batches := b.Stats(); batches == 0 || n <= batches {
+			t.Errorf("%d commands in %d batches: the race was not batched", n, batches)
+		}
+	})
+}
+
+func race1000For100(t *testing.T, s *stock.Store, c rueidis.Client) {
 	ctx := context.Background()
 	sale := randomSaleID()
 	tag, master := tagOffFirstMaster(t, c, sale)
@@ -314,5 +330,49 @@ func TestPreloadAndRemaining(t *testing.T) {
 	}
 	if _, err := s.LoadSale(ctx, randomSaleID()); !errors.Is(err, stock.ErrNoSale) {
 		t.Fatalf("unknown sale: %v", err)
+	}
+}
+
+// Holder answers what the reserve script would find in the buyers record: the
+// held order after a reservation, nothing after its release, and an error (not
+// a guess) for a record that is not an order id.
+func TestHolderReadsTheBuyerRecord(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, _ := tagOffFirstMaster(t, c, sale)
+	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 1))).Value("3").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := s.Holder(ctx, tag, 42); err != nil || found {
+		t.Fatalf("before any purchase: found %v, err %v", found, err)
+	}
+	id := sharding.NewOrderID(sale, 9, 9)
+	if res, err := s.Reserve(ctx, reservation(tag, 1, 42, id)); err != nil || res.Outcome != stock.Reserved {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
+	held, found, err := s.Holder(ctx, tag, 42)
+	if err != nil || !found || held != id {
+		t.Fatalf("after the purchase: %v %v %v, want %v", held, found, err, id)
+	}
+	// The script agrees: a second click is ALREADY_PURCHASED with the same id.
+	res, err := s.Reserve(ctx, reservation(tag, 1, 42, sharding.NewOrderID(sale, 10, 10)))
+	if err != nil || res.Outcome != stock.AlreadyPurchased || res.OrderID != held {
+		t.Fatalf("script on a repeat: %+v %v", res, err)
+	}
+	if _, found, _ := s.Holder(ctx, tag, 43); found {
+		t.Error("another user holds an order")
+	}
+	if ok, err := s.Release(ctx, tag, 1, 42, id, stock.StatusCancelled); err != nil || !ok {
+		t.Fatalf("release: %v %v", ok, err)
+	}
+	if _, found, err := s.Holder(ctx, tag, 42); err != nil || found {
+		t.Fatalf("after the release: found %v, err %v", found, err)
+	}
+	if err := c.Do(ctx, c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, tag))).FieldValue().FieldValue("44", "not-an-id").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := s.Holder(ctx, tag, 44); err == nil || found || !strings.Contains(err.Error(), "malformed order id") {
+		t.Fatalf("malformed record: found %v, err %v", found, err)
 	}
 }

@@ -37,6 +37,7 @@ type App struct {
 	cfg      config.Config
 	log      *slog.Logger
 	redis    rueidis.Client
+	batcher  *stock.Batcher
 	store    *stock.Store
 	producer *orders.Producer
 	verifier *auth.Verifier
@@ -82,6 +83,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		return nil, fmt.Errorf("connecting to redis %v: %w", cfg.Redis, err)
 	}
 	a.store = stock.New(a.redis)
+	if cfg.RedisBatchLanes > 0 {
+		a.batcher = stock.NewBatcher(a.redis, cfg.RedisBatchLanes, cfg.Budget)
+		a.store.SetBatcher(a.batcher)
+	}
 	a.verifier, err = auth.New(ctx, auth.Config{
 		HS256Secret: []byte(cfg.JWTSecret), JWKS: cfg.JWKS, JWKSRefresh: cfg.JWKSRefresh,
 		Issuer: cfg.Issuer, Audience: cfg.Audience, Skew: cfg.Skew,
@@ -184,6 +189,9 @@ func (a *App) Close() {
 	}
 	if a.verifier != nil {
 		a.verifier.Close()
+	}
+	if a.batcher != nil {
+		a.batcher.Close()
 	}
 	if a.redis != nil {
 		a.redis.Close()

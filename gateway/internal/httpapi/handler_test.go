@@ -375,3 +375,73 @@ func TestWinnerRepeatAfterSoldOut(t *testing.T) {
 		t.Fatal("the repeat reached Redis")
 	}
 }
+
+// A known buyer's repeat click reads the buyer record instead of running the
+// reserve script; Redis still decides, so a released order lets the user buy
+// again and a Redis error reserves nothing.
+func TestRepeatClickReadsTheBuyerRecord(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 5})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	r := do(t, c, "POST", purchasePath, tok)
+	want(t, r, 202, "")
+	id := orderIDOf(t, r.body)
+	if e.st.reserves != 1 || e.st.holders != 0 {
+		t.Fatalf("first click: %d reserves, %d holder reads", e.st.reserves, e.st.holders)
+	}
+	for range 3 {
+		want(t, do(t, c, "POST", purchasePath, tok), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id.String()+`"}`)
+	}
+	if e.st.reserves != 1 || e.st.holders != 3 {
+		t.Fatalf("repeats: %d reserves, %d holder reads; want 1 and 3", e.st.reserves, e.st.holders)
+	}
+	// Another token of the same user is not known here: the script answers.
+	tok2, err := mintWith(testSecret, 42, time.Now().Add(2*time.Hour), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want(t, do(t, c, "POST", purchasePath, tok2), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id.String()+`"}`)
+	if e.st.reserves != 2 || e.st.holders != 3 {
+		t.Fatalf("new token: %d reserves, %d holder reads; want 2 and 3", e.st.reserves, e.st.holders)
+	}
+	// The order is cancelled: the record is gone and the click buys again.
+	tag := e.sale.Shards[sharding.HomeShard(42, 77, 2)]
+	if ok, _ := e.st.Release(context.Background(), tag, 7, 42, id, stock.StatusCancelled); !ok {
+		t.Fatal("release failed")
+	}
+	r = do(t, c, "POST", purchasePath, tok)
+	want(t, r, 202, "")
+	id2 := orderIDOf(t, r.body)
+	if id2 == id || e.st.reserves != 3 || len(e.prod.events) != 2 || e.prod.events[1].OrderID != id2 {
+		t.Fatalf("buying again: order %v (old %v), %d reserves, events %+v", id2, id, e.st.reserves, e.prod.events)
+	}
+	// The winners entry now names the new order; a repeat shows it.
+	want(t, do(t, c, "POST", purchasePath, tok), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id2.String()+`"}`)
+	// Redis fails: 503, and no script ran.
+	e.st.mu.Lock()
+	e.st.err = errRedisDown
+	reserves := e.st.reserves
+	e.st.mu.Unlock()
+	want(t, do(t, c, "POST", purchasePath, tok), 503, "")
+	if e.st.reserves != reserves {
+		t.Fatal("the script ran after the buyer record could not be read")
+	}
+}
+
+// An Idempotency-Key retry of a known buyer still reaches the script, which
+// replays the reservation (202 with the same order, handed to Kafka again).
+func TestRepeatClickWithIdempotencyKeyReplays(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 5})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	r1 := do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-1")
+	want(t, r1, 202, "")
+	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-1"), 202, r1.body)
+	if e.st.holders != 1 || e.st.reserves != 2 || len(e.prod.events) != 2 {
+		t.Fatalf("%d holder reads, %d reserves, %d events; want 1, 2, 2", e.st.holders, e.st.reserves, len(e.prod.events))
+	}
+	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-2"), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+orderIDOf(t, r1.body).String()+`"}`)
+	if e.st.reserves != 2 {
+		t.Fatalf("a repeat with another key ran the script (%d reserves)", e.st.reserves)
+	}
+}

@@ -57,6 +57,7 @@ type fakeStore struct {
 	err      error // returned by every call when set
 	reserves int
 	releases int
+	holders  int // Holder calls
 }
 
 func newFakeStore() *fakeStore {
@@ -288,3 +289,14 @@ func mintWith(secret []byte, user uint64, exp time.Time, extra map[string]any) (
 var farFuture = time.Now().Add(24 * 365 * time.Hour)
 
 func homeShard(user uint64) int { return sharding.HomeShard(user, 77, 2) }
+
+func (f *fakeStore) Holder(_ context.Context, tag string, userID uint64) (sharding.OrderID, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.holders++
+	if f.err != nil {
+		return sharding.OrderID{}, false, f.err
+	}
+	id, ok := f.buyers[tag][userID]
+	return id, ok, nil
+}

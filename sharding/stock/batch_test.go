@@ -1,0 +1,110 @@
+package stock_test
+
+import (
+	"context"
+	"crypto/sha1"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"flashsale/lua"
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// Concurrent commands on every master come back to their own callers, in
+// fewer batches than commands.
+func TestBatcherAnswersEveryCaller(t *testing.T) {
+	_, c := newStore(t)
+	b := stock.NewBatcher(c, 16, time.Second)
+	t.Cleanup(b.Close)
+	ctx := context.Background()
+	run := randomSaleID()
+	const n = 600
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		key := fmt.Sprintf("batch-test:{%d:%d}", run, i) // spread over all slots
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.Do(ctx, c.B().Set().Key(key).Value(strconv.Itoa(i)).Ex(time.Minute).Build()).Error(); err != nil {
+				errs <- err
+				return
+			}
+			v, err := b.Do(ctx, c.B().Get().Key(key).Build()).ToString()
+			if err != nil || v != strconv.Itoa(i) {
+				errs <- fmt.Errorf("%s: got %q %v, want %d", key, v, err, i)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	sent, batches := b.Stats()
+	t.Logf("%d commands in %d batches", sent, batches)
+	if sent != 2*n || batches >= sent {
+		t.Fatalf("%d commands in %d batches, want %d commands in fewer batches", sent, batches, 2*n)
+	}
+}
+
+// A caller whose context has ended gets its error and the command is not
+// sent; after Close every call is refused.
+func TestBatcherContextAndClose(t *testing.T) {
+	_, c := newStore(t)
+	b := stock.NewBatcher(c, 4, time.Second)
+	key := fmt.Sprintf("batch-test:{%d}", randomSaleID())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Do(ctx, c.B().Set().Key(key).Value("x").Ex(time.Minute).Build()).Error(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	if n, _ := c.Do(context.Background(), c.B().Exists().Key(key).Build()).AsInt64(); n != 0 {
+		t.Fatal("a cancelled call was sent")
+	}
+	b.Close()
+	b.Close() // twice is harmless
+	if err := b.Do(context.Background(), c.B().Get().Key(key).Build()).Error(); !errors.Is(err, stock.ErrBatcherClosed) {
+		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// The batched reserve sends EVALSHA; a master that lost its script cache
+// (restarted, or a replica promoted) answers NOSCRIPT and the reservation
+// goes through EVAL, once.
+func TestBatchedReserveAfterScriptFlush(t *testing.T) {
+	s, c := newStore(t)
+	b := stock.NewBatcher(c, 16, time.Second)
+	t.Cleanup(b.Close)
+	s.SetBatcher(b)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, _ := tagOffFirstMaster(t, c, sale)
+	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 1))).Value("2").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, node := range c.Nodes() {
+		// Only masters answer; a replica refuses SCRIPT FLUSH in some versions.
+		_ = node.Do(ctx, node.B().ScriptFlush().Build()).Error()
+	}
+	sha := fmt.Sprintf("%x", sha1Sum(lua.Reserve))
+	if ok, _ := c.Do(ctx, c.B().ScriptExists().Sha1(sha).Build()).AsBoolSlice(); len(ok) != 1 || ok[0] {
+		t.Skipf("script cache not flushed on the tag's master: %v", ok)
+	}
+	id := sharding.NewOrderID(sale, 1, 1)
+	res, err := s.Reserve(ctx, reservation(tag, 1, 7, id))
+	if err != nil || res.Outcome != stock.Reserved || res.OrderID != id || res.Left != 1 {
+		t.Fatalf("reserve after SCRIPT FLUSH: %+v %v", res, err)
+	}
+	res, err = s.Reserve(ctx, reservation(tag, 1, 8, sharding.NewOrderID(sale, 2, 2)))
+	if err != nil || res.Outcome != stock.Reserved || res.Left != 0 {
+		t.Fatalf("second reserve: %+v %v", res, err)
+	}
+}
+
+func sha1Sum(s string) [20]byte { return sha1.Sum([]byte(s)) }
