@@ -4,13 +4,20 @@
 #
 #   sold-out path:          gateway vs the bare fasthttp "limit" server and vs
 #                           the OpenResty peer's shared-dict sold-out flag
-#   already-purchased path: gateway (token cache hit + one Redis script call)
-#                           vs the OpenResty peer (one EVALSHA, no JWT at all)
+#   already-purchased path: gateway (token cache hit + one Redis round trip:
+#                           the buyer record of a buyer it answered before)
+#                           vs the OpenResty peer (its reserve script, no JWT);
+#                           also the gateway with -repeat-read=false, which
+#                           runs the reserve script like the peer does
 #
 # Every target gets the same wrk (-t1 -c64, same duration) on the same two
-# cores. The gateway runs with its rate limits lifted (the peer's limit_req
-# allows 1,000,000 r/s) against the local Redis Cluster; the peer against a
-# standalone redis-server of its own on 16379.
+# cores, and the wrk scripts format their requests once, in init (see
+# bench/peers/repeat-gateway.lua). The gateway runs with its rate limits
+# lifted (the peer's limit_req allows 1,000,000 r/s) against the local Redis
+# Cluster; the peer against a standalone redis-server of its own on 16379.
+# Both Go servers (gateway and limit) run with GOMAXPROCS=$GO_PROCS (default
+# 1: on two cores shared with wrk and Redis, one P measured faster for both);
+# nginx keeps the peer's own worker_processes 2.
 #
 # Usage: bench/peers.sh [ROUNDS] [SECONDS]   (defaults: 3 rounds of 5s)
 set -euo pipefail
@@ -21,6 +28,7 @@ cd "$ROOT"
 PEERS=${PEERS:-$(cd "$ROOT/../shared/peers" 2>/dev/null && pwd || echo /work/shared/peers)}
 RUN=$ROOT/.run/peers
 USERS=20000
+GO_PROCS=${GO_PROCS:-1}
 rm -rf "$RUN" && mkdir -p "$RUN"
 source .run/env
 for t in wrk nginx redis-server; do command -v $t >/dev/null || { echo "peers: $t is missing (apt-get install -y wrk nginx-light libnginx-mod-http-lua lua-nginx-redis redis-server)" >&2; exit 1; }; done
@@ -37,7 +45,7 @@ trap cleanup EXIT
 # The limit peer has its own go.mod: build it in a copy, the shared tree stays read-only.
 cp -r "$PEERS/limit" "$RUN/limit-src"
 (cd "$RUN/limit-src" && { go build -o "$RUN/limit" . 2>/dev/null || { go mod tidy >/dev/null 2>&1 && go build -o "$RUN/limit" .; }; })
-"$RUN/limit" -addr 127.0.0.1:18070 >"$RUN/limit.log" 2>&1 &
+GOMAXPROCS=$GO_PROCS "$RUN/limit" -addr 127.0.0.1:18070 >"$RUN/limit.log" 2>&1 &
 pids+=($!)
 
 redis-server --port 16379 --bind 127.0.0.1 --save "" --appendonly no --daemonize yes --dir "$RUN" --logfile "$RUN/redis.log" >/dev/null
@@ -59,16 +67,22 @@ for s in 1 2; do
 done
 soldItem=$(( (base + 1) * 10 + 1 )); repeatItem=$(( (base + 2) * 10 + 1 ))
 bin/bench -tokens-out "$RUN/tokens.txt" -users $USERS -jwt-secret "$secret" 2>/dev/null
-bin/gateway -listen 127.0.0.1:18090 -admin 127.0.0.1:18092 -jwt-secret "$secret" -ip-rate 1e9 -ip-burst 1000000000 \
-  -user-rate 1e9 -user-burst 1000000000 -max-conns-per-ip 0 >"$RUN/gateway.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do curl -fsS -o /dev/null http://127.0.0.1:18092/readyz 2>/dev/null && break; sleep 0.2; done
-for _ in $(seq 50); do curl -fsS -o /dev/null "http://127.0.0.1:18090/api/flash-sales/sales/$((base + 2))" 2>/dev/null && break; sleep 0.2; done
+gw() { # listen port, admin port, then extra flags
+  local port=$1 admin=$2; shift 2
+  GOMAXPROCS=$GO_PROCS bin/gateway -listen 127.0.0.1:$port -admin 127.0.0.1:$admin -jwt-secret "$secret" -ip-rate 1e9 -ip-burst 1000000000 \
+    -user-rate 1e9 -user-burst 1000000000 -max-conns-per-ip 0 "$@" >"$RUN/gateway-$port.log" 2>&1 &
+  pids+=($!)
+}
+gw 18090 18092
+gw 18094 18096 -repeat-read=false
+for a in 18092 18096; do for _ in $(seq 100); do curl -fsS -o /dev/null http://127.0.0.1:$a/readyz 2>/dev/null && break; sleep 0.2; done; done
+for p in 18090 18094; do for _ in $(seq 50); do curl -fsS -o /dev/null "http://127.0.0.1:$p/api/flash-sales/sales/$((base + 2))" 2>/dev/null && break; sleep 0.2; done; done
 tok1=$(sed -n 1p "$RUN/tokens.txt"); tok2=$(sed -n 2p "$RUN/tokens.txt")
 buy() { curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $1" "http://127.0.0.1:18090/api/flash-sales/items/$2/purchase"; }
 echo "setup: sold-out item: $(buy "$tok1" $soldItem) then $(buy "$tok2" $soldItem) $(buy "$tok2" $soldItem)"
 TOKENS=$RUN/tokens.txt WARMUP=1 wrk -t1 -c64 -d3s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- $repeatItem >/dev/null
-echo "setup: repeat item: a click now answers $(buy "$tok1" $repeatItem) (want 409)"
+TOKENS=$RUN/tokens.txt WARMUP=1 wrk -t1 -c64 -d2s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18094 -- $repeatItem >/dev/null
+echo "setup: repeat item: a click now answers $(buy "$tok1" $repeatItem) (want 409); gateways run with GOMAXPROCS=$GO_PROCS"
 curl -s -o /dev/null -X POST -H 'X-User-Id: 1' http://127.0.0.1:18081/api/flash-sales/items/2/purchase # sets the peer's sold-out flag for item 2
 
 rate() { awk '/Requests\/sec/ {print $2}'; }
@@ -87,6 +101,7 @@ for r in $(seq "$ROUNDS"); do
   run openresty-soldout -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18081 -- 2
   TOKENS=$RUN/tokens.txt run gateway-repeat -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- $repeatItem
   USERS=$USERS run openresty-repeat -s bench/peers/repeat-peer.lua http://127.0.0.1:18081 -- 1
+  TOKENS=$RUN/tokens.txt run gateway-repeat-script -s bench/peers/repeat-gateway.lua http://127.0.0.1:18094 -- $repeatItem
 done
 # Check that each target answered what it was meant to.
 printf 'answers: gateway sold-out %s, limit %s, openresty sold-out %s, gateway repeat %s, openresty repeat %s\n' \
@@ -98,8 +113,9 @@ printf 'answers: gateway sold-out %s, limit %s, openresty sold-out %s, gateway r
 
 m() { median <"$RUN/$1.txt"; }
 echo
-printf 'medians of %d rounds (req/s): gateway sold-out %.0f, limit %.0f, openresty sold-out %.0f, gateway repeat %.0f, openresty repeat %.0f\n' \
-  "$ROUNDS" "$(m gateway-soldout)" "$(m limit)" "$(m openresty-soldout)" "$(m gateway-repeat)" "$(m openresty-repeat)"
+printf 'medians of %d rounds (req/s): gateway sold-out %.0f, limit %.0f, openresty sold-out %.0f, gateway repeat %.0f (script %.0f), openresty repeat %.0f\n' \
+  "$ROUNDS" "$(m gateway-soldout)" "$(m limit)" "$(m openresty-soldout)" "$(m gateway-repeat)" "$(m gateway-repeat-script)" "$(m openresty-repeat)"
 printf 'ratio sold-out path, gateway / limit:              %.3f  (target >= 0.95)\n' "$(echo "$(m gateway-soldout) / $(m limit)" | bc -l)"
 printf 'ratio sold-out path, gateway / openresty:          %.3f\n' "$(echo "$(m gateway-soldout) / $(m openresty-soldout)" | bc -l)"
 printf 'ratio already-purchased path, gateway / openresty: %.3f  (target >= 2.5)\n' "$(echo "$(m gateway-repeat) / $(m openresty-repeat)" | bc -l)"
+printf '  the same with the reserve script (-repeat-read=false): %.3f\n' "$(echo "$(m gateway-repeat-script) / $(m openresty-repeat)" | bc -l)"

@@ -111,6 +111,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	}
 	h = httpapi.New(httpapi.Config{
 		Budget: cfg.Budget, ReleaseBudget: cfg.ReleaseBudget, OrderTTL: cfg.OrderTTL, TrustedProxies: cfg.TrustedProxies,
+		NoRepeatRead: !cfg.RepeatRead,
 	}, httpapi.Deps{
 		Catalog: a.Catalog, Store: st, Producer: a.producer, Verifier: a.verifier,
 		IPLimit:   limit.New(limit.Config{Rate: cfg.IPRate, Burst: cfg.IPBurst, MaxKeys: cfg.LimitKeys}),

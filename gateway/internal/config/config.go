@@ -63,6 +63,9 @@ type Config struct {
 	// calls (stock.Batcher): one per master, each with one batch in flight;
 	// 0 leaves batching to rueidis (and its flush delay).
 	RedisBatchLanes int
+	// RepeatRead answers a known buyer's repeat click by reading the buyer
+	// record (one HGET) instead of running the reserve script.
+	RepeatRead bool
 
 	Budget        time.Duration // per-purchase budget for Redis + Kafka
 	ReleaseBudget time.Duration // budget of the settling Release after a failure
@@ -103,6 +106,7 @@ func Default() Config {
 		ReleaseBudget:   500 * time.Millisecond,
 		RedisFlushDelay: 0,
 		RedisBatchLanes: 16,
+		RepeatRead:      true,
 		OrderTTL:        24 * time.Hour,
 		PollInterval:    200 * time.Millisecond,
 		RefreshEvery:    time.Second,
@@ -131,6 +135,7 @@ func (c *Config) settings() []setting {
 		{"linger", "FLASHSALE_LINGER", "producer linger", (*durVal)(&c.Linger)},
 		{"redis-flush-delay", "FLASHSALE_REDIS_FLUSH_DELAY", "longest wait before a Redis pipeline write, to batch more commands", (*durVal)(&c.RedisFlushDelay)},
 		{"redis-multiplex", "FLASHSALE_REDIS_MULTIPLEX", "connections per Redis node as a power of two (0: rueidis default)", (*intVal)(&c.RedisMultiplex)},
+		{"repeat-read", "FLASHSALE_REPEAT_READ", "answer a repeat click of a buyer this gateway answered before from the buyer record (HGET), not the reserve script", (*boolVal)(&c.RepeatRead)},
 		{"redis-batch-lanes", "FLASHSALE_REDIS_BATCH_LANES", "most batching lanes for the purchase path's Redis calls: one per master, one batch in flight each (0: rueidis batches alone)", (*intVal)(&c.RedisBatchLanes)},
 		{"jwt-secret", "FLASHSALE_JWT_SECRET", "HS256 secret (the dev secret only with -dev)", (*strVal)(&c.JWTSecret)},
 		{"jwks", "FLASHSALE_JWKS", "JWKS file path or URL for RS256/ES256/EdDSA", (*strVal)(&c.JWKS)},

@@ -445,3 +445,16 @@ func TestRepeatClickWithIdempotencyKeyReplays(t *testing.T) {
 		t.Fatalf("a repeat with another key ran the script (%d reserves)", e.st.reserves)
 	}
 }
+
+// With -repeat-read=false every repeat click runs the reserve script.
+func TestRepeatReadOff(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 5, noRepeatRead: true})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	r := do(t, c, "POST", purchasePath, tok)
+	want(t, r, 202, "")
+	want(t, do(t, c, "POST", purchasePath, tok), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+orderIDOf(t, r.body).String()+`"}`)
+	if reserves, _ := e.st.counts(); reserves != 2 || e.st.holders != 0 {
+		t.Fatalf("%d reserves, %d holder reads; want 2 and 0", reserves, e.st.holders)
+	}
+}

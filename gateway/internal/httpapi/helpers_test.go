@@ -183,6 +183,7 @@ type envOpt struct {
 	stockPerShard      int64
 	shards             int
 	ipBurst, userBurst int
+	noRepeatRead       bool
 }
 
 func newEnv(t testing.TB, o envOpt) *env {
@@ -218,7 +219,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 		t.Fatal(err)
 	}
 	prod := &fakeProducer{}
-	h := New(Config{}, Deps{
+	h := New(Config{NoRepeatRead: o.noRepeatRead}, Deps{
 		Catalog: cat, Store: st, Producer: prod, Verifier: v,
 		IPLimit:   limit.New(limit.Config{Rate: 0.001, Burst: o.ipBurst, MaxKeys: 1024}),
 		UserLimit: limit.New(limit.Config{Rate: 0.001, Burst: o.userBurst, MaxKeys: 1024}),
