@@ -127,9 +127,11 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		MaxConnsPerIP: cfg.MaxConnsPerIP, Concurrency: cfg.Concurrency,
 	})
 	a.admin = &http.Server{Handler: a.adminMux(), ReadHeaderTimeout: 5 * time.Second}
-	if a.public, err = net.Listen("tcp", cfg.Listen); err != nil {
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
 		return nil, fmt.Errorf("listening on %s: %w", cfg.Listen, err)
 	}
+	a.public = httpapi.NewDeadlineListener(ln, 0)
 	if a.adm, err = net.Listen("tcp", cfg.Admin); err != nil {
 		return nil, fmt.Errorf("listening on admin %s: %w", cfg.Admin, err)
 	}
