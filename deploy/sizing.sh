@@ -68,7 +68,7 @@ curl -s -o /dev/null -X POST -H "Authorization: Bearer $tok" "http://127.0.0.1:1
 curl -s -o /dev/null -X POST -H "Authorization: Bearer $(sed -n 2p "$RUN/tokens.txt")" "http://127.0.0.1:18190/api/flash-sales/items/$sold/purchase"
 TOKENS=$RUN/tokens.txt WARMUP=1 wrk -t1 -c64 -d3s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18190 -- $repeat >/dev/null
 TOKENS=$RUN/tokens.txt wrk -t1 -c64 -d1s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18190 -- $repeat >/dev/null
-echo "path                         rate        gateway CPU per request               Redis CPU per script call"
+echo "path                         rate        gateway CPU per request               Redis CPU per call"
 measure "sold-out (410)" 0 64 -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18190 -- $sold
 measure "unauthorized (401)" 0 64 -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18190 -- $repeat
 TOKENS=$RUN/tokens.txt measure "already purchased (409)" 1 64 -s bench/peers/repeat-gateway.lua http://127.0.0.1:18190 -- $repeat
@@ -88,4 +88,9 @@ printf '%-24s %9.0f req/s  gateway %6.1f µs/req = %7.0f req/s per core   Redis 
 echo "reservation $us $rus" >>"$RUN/figures.txt"
 start_gateway -ip-rate 1 -ip-burst 1
 measure "rate-limited (429)" 0 64 -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18190 -- $repeat
+# The 409 path again with every repeat click running the reserve script
+# (-repeat-read=false): the cost of a script call that refuses.
+start_gateway -ip-rate 1e9 -ip-burst 1000000000 -repeat-read=false
+TOKENS=$RUN/tokens.txt wrk -t1 -c64 -d2s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18190 -- $repeat >/dev/null
+TOKENS=$RUN/tokens.txt measure "409 by script" 1 64 -s bench/peers/repeat-gateway.lua http://127.0.0.1:18190 -- $repeat
 echo "figures in $RUN/figures.txt (name, gateway µs/req, Redis µs/call)"
