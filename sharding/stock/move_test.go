@@ -186,7 +186,10 @@ func TestSkewedCrowdBorrows(t *testing.T) {
 func TestReshardWhilePurchasing(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()
-	sale := newSale(t, s, c, 4, 3000, 500)
+	// Enough stock for about 9 s of purchases: the reshards must run under
+	// load, also when a loaded machine makes them slow.
+	const units = 30000 + 5000
+	sale := newSale(t, s, c, 4, 30000, 5000)
 	top, err := stock.Topology(ctx, c)
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +249,7 @@ func TestReshardWhilePurchasing(t *testing.T) {
 	}
 	for _, n := range []int{16, 4} {
 		time.Sleep(150 * time.Millisecond)
-		if reserved.Load() >= 3500 {
+		if reserved.Load() >= units {
 			t.Fatal("sold out before the reshard: the test would not show a reshard under load")
 		}
 		got, rep, err := s.Reshard(ctx, sale.ID, n, top)
@@ -292,8 +295,8 @@ func TestReshardWhilePurchasing(t *testing.T) {
 		}
 	}
 	t.Logf("reserved %d, refused by the fence %d times", reserved.Load(), frozen.Load())
-	if int64(buyers) != reserved.Load() || left+reserved.Load() != 3500 {
-		t.Fatalf("units left %d + reserved %d != 3500, buyers %d", left, reserved.Load(), buyers)
+	if int64(buyers) != reserved.Load() || left+reserved.Load() != units {
+		t.Fatalf("units left %d + reserved %d != %d, buyers %d", left, reserved.Load(), units, buyers)
 	}
 	for _, tag := range sale.Shards {
 		if n, _ := c.Do(ctx, c.B().Exists().Key(string(sharding.AppendStockKey(nil, tag, 1))).Build()).AsInt64(); n != 0 {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -159,18 +160,37 @@ func (s *Store) fence(ctx context.Context, tags []string, version int64) error {
 	return nil
 }
 
-// shardOrders lists the order record keys of the shard with tag (SCAN on the
-// master that serves its slot).
+// shardOrders lists the order record keys of the shard with tag, from the
+// master that serves its slot. Every key of a shard lives in the tag's slot,
+// so CLUSTER GETKEYSINSLOT reads only that slot's keys (a master's whole
+// keyspace can be millions of keys: a SCAN of it took seconds per shard);
+// without cluster mode it falls back to SCAN.
 func (s *Store) shardOrders(ctx context.Context, tag string, top *sharding.Topology) ([]string, error) {
 	node, ok := s.c.Nodes()[top.MasterOfTag(tag)]
 	if !ok {
 		return nil, fmt.Errorf("no connection to master %s of shard %s", top.MasterOfTag(tag), tag)
 	}
-	pattern := string(sharding.AppendOrderPattern(nil, tag))
+	pattern := sharding.AppendOrderPattern(nil, tag)
+	prefix := string(pattern[:len(pattern)-1]) // without the '*'
+	slot := int64(sharding.Slot(pattern))
+	n, err := node.Do(ctx, node.B().ClusterCountkeysinslot().Slot(slot).Build()).AsInt64()
+	if err == nil {
+		all, err := node.Do(ctx, node.B().ClusterGetkeysinslot().Slot(slot).Count(n+1).Build()).AsStrSlice()
+		if err != nil {
+			return nil, fmt.Errorf("listing orders of shard %s: %w", tag, err)
+		}
+		keys := all[:0]
+		for _, k := range all {
+			if strings.HasPrefix(k, prefix) {
+				keys = append(keys, k)
+			}
+		}
+		return keys, nil
+	}
 	var keys []string
 	var cursor uint64
 	for {
-		e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(1000).Build()).AsScanEntry()
+		e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(string(pattern)).Count(1000).Build()).AsScanEntry()
 		if err != nil {
 			return nil, fmt.Errorf("scanning orders of shard %s: %w", tag, err)
 		}
