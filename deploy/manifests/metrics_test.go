@@ -48,6 +48,8 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_gateway_ratelimited_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_ambiguous_reservations_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_releases_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_gateway_redis_batched_commands_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_gateway_redis_batches_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_writer_events_consumed_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_orders_persisted_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_duplicates_total", dto.MetricType_COUNTER, "writer"},

@@ -86,6 +86,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	if cfg.RedisBatchLanes > 0 {
 		a.batcher = stock.NewBatcher(a.redis, cfg.RedisBatchLanes, cfg.Budget)
 		a.store.SetBatcher(a.batcher)
+		a.Metrics.Batches(a.batcher.Stats)
 	}
 	a.verifier, err = auth.New(ctx, auth.Config{
 		HS256Secret: []byte(cfg.JWTSecret), JWKS: cfg.JWKS, JWKSRefresh: cfg.JWKSRefresh,

@@ -94,6 +94,18 @@ func New() *Metrics {
 	return m
 }
 
+// Batches exports the purchase path's Redis batching (stock.Batcher.Stats):
+// commands sent and the batches they went in, read at each scrape.
+func (m *Metrics) Batches(stats func() (commands, batches int64)) {
+	m.Registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_redis_batched_commands_total",
+			Help: "Purchase-path Redis commands sent in batches (one DoMulti per batch)."},
+			func() float64 { c, _ := stats(); return float64(c) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_redis_batches_total",
+			Help: "Batches of purchase-path Redis commands; commands / batches is the mean batch size."},
+			func() float64 { _, b := stats(); return float64(b) }))
+}
+
 // Request counts one answer on route with HTTP status code.
 func (m *Metrics) Request(r Route, code int) {
 	row := m.requests[r]
