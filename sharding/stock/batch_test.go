@@ -108,3 +108,28 @@ func TestBatchedReserveAfterScriptFlush(t *testing.T) {
 }
 
 func sha1Sum(s string) [20]byte { return sha1.Sum([]byte(s)) }
+
+// BenchmarkHolder reads a buyer record through the Batcher from many
+// goroutines (real Redis): the gateway's repeat-click call.
+func BenchmarkHolder(b *testing.B) {
+	s, c := newStore(b)
+	bt := stock.NewBatcher(c, 16, time.Second)
+	defer bt.Close()
+	s.SetBatcher(bt)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag := fmt.Sprintf("s%d:0:0", sale)
+	id := sharding.NewOrderID(sale, 1, 1)
+	if err := c.Do(ctx, c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, tag))).FieldValue().FieldValue("42", id.String()).Build()).Error(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if got, ok, err := s.Holder(ctx, tag, 42); err != nil || !ok || got != id {
+				b.Fatal(got, ok, err)
+			}
+		}
+	})
+}

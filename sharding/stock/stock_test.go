@@ -19,7 +19,7 @@ import (
 	"flashsale/sharding/stock"
 )
 
-func newStore(t *testing.T) (*stock.Store, rueidis.Client) {
+func newStore(t testing.TB) (*stock.Store, rueidis.Client) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: needs the local stack")
