@@ -48,6 +48,11 @@ func (c *countingStore) Release(ctx context.Context, tag string, item int64, use
 	return c.Store.Release(ctx, tag, item, user, id, st)
 }
 
+func (c *countingStore) Holder(ctx context.Context, tag string, user uint64) (sharding.OrderID, bool, error) {
+	c.calls.Add(1)
+	return c.Store.Holder(ctx, tag, user)
+}
+
 func (c *countingStore) Order(ctx context.Context, tag string, id sharding.OrderID) (stock.OrderRecord, bool, error) {
 	c.calls.Add(1)
 	return c.Store.Order(ctx, tag, id)
@@ -94,6 +99,12 @@ func newSale(t testing.TB, st *stock.Store, qty int64, shards int) *sharding.Sal
 
 func start(t testing.TB, qty int64, shards int, brokers []string, topic string, kopts ...kgo.Opt) *stack {
 	t.Helper()
+	return startWith(t, qty, shards, brokers, topic, nil, kopts...)
+}
+
+// startWith is start with a last word on the configuration.
+func startWith(t testing.TB, qty int64, shards int, brokers []string, topic string, tweak func(*config.Config), kopts ...kgo.Opt) *stack {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: skipped with -short")
 	}
@@ -117,6 +128,9 @@ func start(t testing.TB, qty int64, shards int, brokers []string, topic string, 
 		cfg.UserRate, cfg.UserBurst = 1e6, 1e6 // measure the path, not the bucket
 	}
 	cfg.Budget = 2 * time.Second // a loaded shared machine; the logic does not depend on it
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	s := &stack{t: t, store: st, sale: sale, item: sale.Items[0].ID, topic: topic}
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := app.New(ctx, cfg, app.Options{
