@@ -125,6 +125,7 @@ func BenchmarkHolder(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.SetParallelism(16)
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if got, ok, err := s.Holder(ctx, tag, 42); err != nil || !ok || got != id {
