@@ -225,25 +225,26 @@ func (h *Handler) clientAllowed(ctx *fasthttp.RequestCtx, now time.Time, route o
 	return ok
 }
 
-// user authenticates the request and applies the per-user bucket; on refusal
-// it has answered 401 or 429.
-func (h *Handler) user(ctx *fasthttp.RequestCtx, now time.Time, route obs.Route) (uint64, bool) {
+// user authenticates the request and applies the per-user bucket, and
+// returns the user and the bearer token (valid while the request is served);
+// on refusal it has answered 401 or 429.
+func (h *Handler) user(ctx *fasthttp.RequestCtx, now time.Time, route obs.Route) (uint64, []byte, bool) {
 	tok, ok := h.Bearer(peek(ctx, hdrAuth, hdrAuthLower))
 	if !ok {
 		h.answer(ctx, route, aUnauthorized)
-		return 0, false
+		return 0, nil, false
 	}
 	user, err := h.Verifier.Verify(now, tok)
 	if err != nil || user == 0 {
 		h.answer(ctx, route, aUnauthorized)
-		return 0, false
+		return 0, nil, false
 	}
 	if ok, retry := h.UserLimit.Allow(now, user); !ok {
 		h.Metrics.RateLimited(true)
 		h.limited(ctx, route, retry)
-		return 0, false
+		return 0, nil, false
 	}
-	return user, true
+	return user, tok, true
 }
 
 func (h *Handler) limited(ctx *fasthttp.RequestCtx, route obs.Route, retry time.Duration) {
@@ -282,7 +283,7 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 		h.soldOut(ctx, sale.ID)
 		return
 	}
-	user, ok := h.user(ctx, now, route)
+	user, tok, ok := h.user(ctx, now, route)
 	if !ok {
 		return
 	}
@@ -297,10 +298,10 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 			h.soldOut(ctx, sale.ID)
 			return
 		}
-		h.reserve(ctx, now, it, user, shard, true)
+		h.reserve(ctx, now, it, user, tok, shard, true)
 		return
 	}
-	h.reserve(ctx, now, it, user, shard, false)
+	h.reserve(ctx, now, it, user, tok, shard, false)
 }
 
 // maxBorrows bounds the borrow-and-retry rounds of one purchase.
@@ -350,7 +351,7 @@ func (h *Handler) soldOut(ctx *fasthttp.RequestCtx, saleID int64) {
 // borrows units to the home shard and tries once more, so no user is told
 // SOLD_OUT while units remain, beyond the staleness of the last stock reading
 // (one poll interval).
-func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.Item, user uint64, shard int, borrowFirst bool) {
+func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.Item, user uint64, tok []byte, shard int, borrowFirst bool) {
 	const route = obs.RoutePurchase
 	sale := it.Sale
 	tag := sale.Shards[shard]
@@ -360,7 +361,7 @@ func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.I
 		Created: now, Expires: now.Add(sale.Window()), TTL: h.cfg.OrderTTL,
 	}
 	rctx, deadline := h.deadlines.get(now)
-	if h.repeat(ctx, rctx, now, sale.ID, tag, user, oid) {
+	if h.repeat(ctx, rctx, now, sale.ID, tag, user, tok, oid) {
 		return
 	}
 	if borrowFirst {
@@ -401,7 +402,7 @@ func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.I
 		return
 	case stock.AlreadyPurchased, stock.IDUsed:
 		if res.Outcome == stock.AlreadyPurchased {
-			h.remember(ctx, sale.ID, res.OrderID)
+			h.winners.add(tok, sale.ID, res.OrderID)
 		}
 		h.answerOrder(ctx, route, aAlreadyPurchased, res.OrderID, "")
 		return
@@ -422,7 +423,7 @@ func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.I
 	wait := max(time.Until(deadline), h.cfg.MinHandOff)
 	switch err := h.Producer.Hand(&ev, wait, !res.Replay); {
 	case err == nil:
-		h.remember(ctx, sale.ID, res.OrderID)
+		h.winners.add(tok, sale.ID, res.OrderID)
 		h.answerOrder(ctx, route, aAccepted, res.OrderID, "PENDING")
 	case errors.Is(err, orders.ErrRefused):
 		h.Metrics.KafkaError()
@@ -447,15 +448,12 @@ func (h *Handler) reserve(ctx *fasthttp.RequestCtx, now time.Time, it *catalog.I
 // and the user may buy again), or a record naming this very order id (an
 // Idempotency-Key retry, which the script replays). A Redis error answers 503:
 // nothing was reserved.
-func (h *Handler) repeat(ctx *fasthttp.RequestCtx, rctx context.Context, now time.Time, saleID int64, tag string, user uint64, oid sharding.OrderID) bool {
+func (h *Handler) repeat(ctx *fasthttp.RequestCtx, rctx context.Context, now time.Time, saleID int64, tag string, user uint64, tok []byte, oid sharding.OrderID) bool {
 	if h.cfg.NoRepeatRead {
 		return false
 	}
-	tok, ok := h.Bearer(peek(ctx, hdrAuth, hdrAuthLower))
+	known, ok := h.winners.lookup(tok, saleID)
 	if !ok {
-		return false
-	}
-	if _, ok := h.winners.lookup(tok, saleID); !ok {
 		return false
 	}
 	held, found, err := h.Store.Holder(rctx, tag, user)
@@ -466,17 +464,13 @@ func (h *Handler) repeat(ctx *fasthttp.RequestCtx, rctx context.Context, now tim
 	case !found || held == oid:
 		return false
 	default:
-		h.winners.add(tok, saleID, held)
+		if held != known {
+			h.winners.add(tok, saleID, held)
+		}
 		h.answerOrder(ctx, obs.RoutePurchase, aAlreadyPurchased, held, "")
 	}
 	h.observe(obs.RoutePurchase, now)
 	return true
-}
-
-func (h *Handler) remember(ctx *fasthttp.RequestCtx, saleID int64, id sharding.OrderID) {
-	if tok, ok := h.Bearer(peek(ctx, hdrAuth, hdrAuthLower)); ok {
-		h.winners.add(tok, saleID, id)
-	}
 }
 
 // orderID names the order: a hash of (sale, user, item, Idempotency-Key) when
@@ -613,14 +607,13 @@ func (h *Handler) loadOrder(ctx *fasthttp.RequestCtx, now time.Time, route obs.R
 	if !h.clientAllowed(ctx, now, route) {
 		return rec, id, false
 	}
-	user, ok := h.user(ctx, now, route)
+	user, _, ok := h.user(ctx, now, route)
 	if !ok {
 		return rec, id, false
 	}
 	tag := sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))]
-	rctx, cancel := context.WithTimeout(context.Background(), h.cfg.Budget)
+	rctx, _ := h.deadlines.get(now)
 	rec, found, err := h.Store.Order(rctx, tag, id)
-	cancel()
 	h.observe(route, now)
 	switch {
 	case err != nil:
