@@ -58,8 +58,8 @@ func (l *DeadlineListener) Close() error {
 	return l.Listener.Close()
 }
 
-// Conns returns the number of open connections.
-func (l *DeadlineListener) Conns() int {
+// open returns the number of open connections.
+func (l *DeadlineListener) open() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.conns)
@@ -91,14 +91,44 @@ func (l *DeadlineListener) sweeper() {
 // past is a deadline that has passed: setting it fails reads or writes now.
 var past = time.Unix(1, 0)
 
+// The two deadlines of a connection.
+const (
+	dRead = iota
+	dWrite
+)
+
 type deadlineConn struct {
 	net.Conn
-	l           *DeadlineListener
-	mu          sync.Mutex
-	read, write time.Time // recorded deadlines; zero: none
-	rTrip       bool      // the socket's read deadline was set to past
-	wTrip       bool
-	closed      bool
+	l      *DeadlineListener
+	mu     sync.Mutex
+	d      [2]recorded // dRead, dWrite
+	closed bool
+}
+
+type recorded struct {
+	at      time.Time // zero: none
+	tripped bool      // the socket's deadline was set to past
+}
+
+// socket sets deadline i on the socket itself.
+func (c *deadlineConn) socket(i int, t time.Time) error {
+	if i == dRead {
+		return c.Conn.SetReadDeadline(t)
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// set records deadline i, re-arming the socket if the sweep had tripped it.
+func (c *deadlineConn) set(i int, t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := &c.d[i]
+	d.at = t
+	if d.tripped {
+		d.tripped = false
+		return c.socket(i, time.Time{})
+	}
+	return nil
 }
 
 func (c *deadlineConn) sweep(now time.Time) {
@@ -107,38 +137,18 @@ func (c *deadlineConn) sweep(now time.Time) {
 	if c.closed {
 		return
 	}
-	if !c.rTrip && !c.read.IsZero() && now.After(c.read) {
-		c.rTrip = c.Conn.SetReadDeadline(past) == nil
-	}
-	if !c.wTrip && !c.write.IsZero() && now.After(c.write) {
-		c.wTrip = c.Conn.SetWriteDeadline(past) == nil
+	for i := range c.d {
+		if d := &c.d[i]; !d.tripped && !d.at.IsZero() && now.After(d.at) {
+			d.tripped = c.socket(i, past) == nil
+		}
 	}
 }
 
-func (c *deadlineConn) SetReadDeadline(t time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.read = t
-	if c.rTrip {
-		c.rTrip = false
-		return c.Conn.SetReadDeadline(time.Time{})
-	}
-	return nil
-}
-
-func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.write = t
-	if c.wTrip {
-		c.wTrip = false
-		return c.Conn.SetWriteDeadline(time.Time{})
-	}
-	return nil
-}
+func (c *deadlineConn) SetReadDeadline(t time.Time) error  { return c.set(dRead, t) }
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error { return c.set(dWrite, t) }
 
 func (c *deadlineConn) SetDeadline(t time.Time) error {
-	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+	return errors.Join(c.set(dRead, t), c.set(dWrite, t))
 }
 
 func (c *deadlineConn) Close() error {

@@ -89,12 +89,12 @@ func TestDeadlineListenerWrite(t *testing.T) {
 // Closed connections leave the sweep.
 func TestDeadlineListenerForgetsClosed(t *testing.T) {
 	l, server, _ := deadlinePair(t)
-	if l.Conns() != 1 {
-		t.Fatalf("%d conns", l.Conns())
+	if l.open() != 1 {
+		t.Fatalf("%d conns", l.open())
 	}
 	_ = server.Close()
-	if l.Conns() != 0 {
-		t.Fatalf("%d conns after close", l.Conns())
+	if l.open() != 0 {
+		t.Fatalf("%d conns after close", l.open())
 	}
 }
 
