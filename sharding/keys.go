@@ -77,11 +77,12 @@ func HomeShard(userID uint64, saleID int64, shards int) int {
 	if shards <= 1 {
 		return 0
 	}
-	return int(mix64(userID^uint64(saleID)*0x9e3779b97f4a7c15) % uint64(shards))
+	return int(Mix64(userID^uint64(saleID)*0x9e3779b97f4a7c15) % uint64(shards))
 }
 
-// mix64 is splitmix64's finaliser: consecutive user ids land on unrelated shards.
-func mix64(x uint64) uint64 {
+// Mix64 is splitmix64's finaliser, a bijection of 64-bit values: consecutive
+// user ids land on unrelated shards, distinct counters give distinct ids.
+func Mix64(x uint64) uint64 {
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27

@@ -480,7 +480,7 @@ func (h *Handler) orderID(ctx *fasthttp.RequestCtx, saleID, itemID int64, user u
 	key := peek(ctx, hdrIdem, hdrIdemLower)
 	if len(key) == 0 {
 		n := h.counter.Add(1)
-		return sharding.NewOrderID(saleID, mix64(h.seedHi+n*0x9e3779b97f4a7c15), uint32(mix64(h.seedLo^n)))
+		return sharding.NewOrderID(saleID, sharding.Mix64(h.seedHi+n*0x9e3779b97f4a7c15), uint32(sharding.Mix64(h.seedLo^n)))
 	}
 	var buf [256]byte
 	b := append(buf[:0], "flashsale-order-v1\x00"...)
@@ -490,17 +490,6 @@ func (h *Handler) orderID(ctx *fasthttp.RequestCtx, saleID, itemID int64, user u
 	b = append(b, key...)
 	sum := sha256.Sum256(b)
 	return sharding.NewOrderID(saleID, binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint32(sum[8:12]))
-}
-
-// mix64 is splitmix64's finaliser, a bijection: distinct counters give
-// distinct ids within a process.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }
 
 // settleAmbiguous settles a reservation whose reply was lost (timeout or
