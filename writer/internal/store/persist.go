@@ -9,16 +9,18 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flashsale/sharding"
+	"flashsale/sharding/stock"
 	"flashsale/writer/orderevent"
 )
 
-// Final order statuses, as stored in orders.status and releases.status.
+// Order statuses, as stored in orders.status and releases.status: the same
+// words as the Redis order record (package stock).
 const (
-	StatusPending   = "PENDING"
-	StatusPaid      = "PAID"
-	StatusExpired   = "EXPIRED"
-	StatusCancelled = "CANCELLED"
-	StatusFailed    = "FAILED"
+	StatusPending   = stock.StatusPending
+	StatusPaid      = stock.StatusPaid
+	StatusExpired   = stock.StatusExpired
+	StatusCancelled = stock.StatusCancelled
+	StatusFailed    = stock.StatusFailed
 )
 
 // Failure reasons written to orders.failure.
