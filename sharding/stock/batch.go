@@ -141,14 +141,18 @@ func (b *Batcher) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 	if err := ctx.Err(); err != nil {
 		return rueidis.NewErrorResult(err)
 	}
-	if b.closed.Load() {
-		return rueidis.NewErrorResult(ErrBatcherClosed)
-	}
 	c := b.pool.Get().(*call)
 	c.cmd = cmd
 	c.state.Store(callWaiting)
 	l := b.lane(cmd.Slot())
 	l.mu.Lock()
+	// Checked under the lane's lock: Close sets closed before the worker
+	// drains the lane under this lock, so a call either is drained or sees it.
+	if b.closed.Load() {
+		l.mu.Unlock()
+		b.recycle(c)
+		return rueidis.NewErrorResult(ErrBatcherClosed)
+	}
 	l.queue = append(l.queue, c)
 	start := !l.busy
 	l.busy = true
@@ -165,8 +169,7 @@ func (b *Batcher) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 		<-c.done // answered meanwhile
 	}
 	res := c.res
-	c.res, c.cmd = rueidis.RedisResult{}, rueidis.Completed{}
-	b.pool.Put(c)
+	b.recycle(c)
 	return res
 }
 

@@ -114,13 +114,19 @@ type Reservation struct {
 
 // Reserve runs reserve.lua for r: one round trip.
 func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
-	oid := r.OrderID.String()
-	keys := []string{
-		string(sharding.AppendStockKey(nil, r.Tag, r.ItemID)),
-		string(sharding.AppendBuyersKey(nil, r.Tag)),
-		string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)),
-		string(sharding.AppendFenceKey(nil, r.Tag)),
-	}
+	// The four keys and the order id share one allocation: the order key
+	// ends with the id's text.
+	var buf [320]byte
+	b := sharding.AppendStockKey(buf[:0], r.Tag, r.ItemID)
+	k1 := len(b)
+	b = sharding.AppendBuyersKey(b, r.Tag)
+	k2 := len(b)
+	b = sharding.AppendOrderKey(b, r.Tag, r.OrderID)
+	k3 := len(b)
+	b = sharding.AppendFenceKey(b, r.Tag)
+	all := string(b)
+	keys := []string{all[:k1], all[k1:k2], all[k2:k3], all[k3:]}
+	oid := all[k3-36 : k3]
 	args := []string{
 		strconv.FormatUint(r.UserID, 10), oid, strconv.FormatInt(r.ItemID, 10),
 		strconv.FormatInt(r.Created.UnixMilli(), 10), strconv.FormatInt(r.Expires.UnixMilli(), 10),
@@ -130,8 +136,10 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 	if s.batch != nil {
 		rr = s.batch.Do(ctx, s.c.B().Evalsha().Sha1(s.reserveSHA).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 		if rerr, ok := rueidis.IsRedisErr(rr.Error()); ok && rerr.IsNoScript() {
-			// A node without the script (restarted, or a new master): EVAL loads it.
-			rr = s.reserve.Exec(ctx, s.c, keys, args)
+			// A node without the script (restarted, or a new master): EVAL
+			// runs and loads it, in one round trip. NOSCRIPT means the
+			// EVALSHA ran nothing, so this is not a second attempt.
+			rr = s.c.Do(ctx, s.c.B().Eval().Script(lua.Reserve).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 		}
 	} else {
 		rr = s.reserve.Exec(ctx, s.c, keys, args)
