@@ -90,7 +90,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	}
 	a.verifier, err = auth.New(ctx, auth.Config{
 		HS256Secret: []byte(cfg.JWTSecret), JWKS: cfg.JWKS, JWKSRefresh: cfg.JWKSRefresh,
-		Issuer: cfg.Issuer, Audience: cfg.Audience, Skew: cfg.Skew,
+		Issuer: cfg.Issuer, Audience: cfg.Audience, Skew: skew(cfg.Skew),
 		MaxTokenLen: cfg.MaxTokenLen, CacheSize: cfg.TokenCache,
 	})
 	if err != nil {
@@ -252,4 +252,13 @@ func (a *App) ready(ctx context.Context) error {
 	}
 	a.readyAt, a.readyErr = time.Now(), err
 	return err
+}
+
+// skew maps -jwt-skew to auth.Config.Skew, where 0 means the default and a
+// negative value none: the flag's 0 means none.
+func skew(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

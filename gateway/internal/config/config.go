@@ -235,8 +235,8 @@ func (c *Config) Validate() error {
 	if c.Skew < 0 || c.Skew > 30*time.Second {
 		bad("-jwt-skew %v: want 0..30s", c.Skew)
 	}
-	if c.TokenCache < 0 || c.MaxTokenLen < 64 {
-		bad("-token-cache must be >= 0 and -max-token-len >= 64")
+	if c.TokenCache < 1 || c.MaxTokenLen < 64 {
+		bad("-token-cache must be >= 1 and -max-token-len >= 64")
 	}
 	if c.IPRate <= 0 || c.IPBurst < 1 || c.UserRate <= 0 || c.UserBurst < 1 {
 		bad("rates must be > 0 and bursts >= 1 (ip %v/%d, user %v/%d)", c.IPRate, c.IPBurst, c.UserRate, c.UserBurst)
