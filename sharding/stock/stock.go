@@ -396,27 +396,6 @@ func (s *Store) LoadSale(ctx context.Context, id int64) (*sharding.Sale, error) 
 	return &sale, nil
 }
 
-// Sales loads every sale in the sales index.
-func (s *Store) Sales(ctx context.Context) ([]*sharding.Sale, error) {
-	ids, err := s.c.Do(ctx, s.c.B().Smembers().Key(sharding.SalesKey).Build()).AsStrSlice()
-	if err != nil {
-		return nil, fmt.Errorf("listing sales: %w", err)
-	}
-	out := make([]*sharding.Sale, 0, len(ids))
-	for _, v := range ids {
-		id, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("sales index holds %q: %w", v, err)
-		}
-		sale, err := s.LoadSale(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sale)
-	}
-	return out, nil
-}
-
 // Remaining returns the units of item left on each shard of sale.
 func (s *Store) Remaining(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
 	cmds := make(rueidis.Commands, len(sale.Shards))

@@ -12,7 +12,7 @@ import (
 	"flashsale/sharding/stock"
 )
 
-// salesSource feeds the catalog. Unlike stock.Store.Sales it does not fail the
+// salesSource feeds the catalog from the sales index. It does not fail the
 // whole refresh for one sale: a sale that cannot be loaded keeps its last good
 // description (a transient Redis error must not hide it), and one that never
 // loaded (invalid JSON, failed validation) is skipped and logged once.
@@ -21,12 +21,12 @@ type salesSource struct {
 	log *slog.Logger
 
 	mu     sync.Mutex
-	warned map[int64]bool
+	warned map[string]bool          // by the index entry
 	last   map[int64]*sharding.Sale // last good description by sale id
 }
 
 func newSalesSource(st *stock.Store, log *slog.Logger) *salesSource {
-	return &salesSource{Store: st, log: log, warned: map[int64]bool{}, last: map[int64]*sharding.Sale{}}
+	return &salesSource{Store: st, log: log, warned: map[string]bool{}, last: map[int64]*sharding.Sale{}}
 }
 
 // Sales lists the sales index and loads each sale.
@@ -40,7 +40,7 @@ func (s *salesSource) Sales(ctx context.Context) ([]*sharding.Sale, error) {
 	for _, v := range ids {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			s.warnOnce(0, "sales index holds a malformed id", v, err)
+			s.warnOnce("sales index holds a malformed id", v, err)
 			continue
 		}
 		sale, err := s.LoadSale(ctx, id)
@@ -60,18 +60,18 @@ func (s *salesSource) Sales(ctx context.Context) ([]*sharding.Sale, error) {
 			if prev != nil {
 				out = append(out, prev)
 			}
-			s.warnOnce(id, "a sale could not be loaded; keeping its last good description if any", v, err)
+			s.warnOnce("a sale could not be loaded; keeping its last good description if any", v, err)
 		}
 	}
 	return out, nil
 }
 
-func (s *salesSource) warnOnce(id int64, msg, raw string, err error) {
+func (s *salesSource) warnOnce(msg, raw string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.warned[id] && id != 0 {
+	if s.warned[raw] {
 		return
 	}
-	s.warned[id] = true
+	s.warned[raw] = true
 	s.log.Warn(msg, "sale", raw, "err", err)
 }

@@ -4,8 +4,8 @@
 // lookup is one map read and allocates nothing.
 //
 // Run keeps it current: every refresh interval (default 1s) it reloads the
-// sales from Redis (stock.Store.Sales), rebuilding the snapshot when a sale is
-// new, changed (its Version grew, after a reshard for example) or gone, reads
+// sales from its Source (in the gateway, the sales index in Redis), rebuilding
+// the snapshot when a sale is new, changed (its Version grew, after a reshard for example) or gone, reads
 // every item's remaining stock and rebuilds the public sale descriptions; every
 // poll interval (default 200ms) it reads the stock of every item that has a
 // sold-out flag set, so returned stock clears the flags within one second (see
@@ -26,7 +26,8 @@ import (
 	"flashsale/sharding"
 )
 
-// Source is where sales and stock readings come from; *stock.Store is one.
+// Source is where sales and stock readings come from (in the gateway, the
+// sales index reader in package app over a *stock.Store).
 type Source interface {
 	Sales(ctx context.Context) ([]*sharding.Sale, error)
 	Available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
