@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		Catalog: a.Catalog, Store: st, Producer: a.producer, Verifier: a.verifier,
 		IPLimit:   limit.New(limit.Config{Rate: cfg.IPRate, Burst: cfg.IPBurst, MaxKeys: cfg.LimitKeys}),
 		UserLimit: limit.New(limit.Config{Rate: cfg.UserRate, Burst: cfg.UserBurst, MaxKeys: cfg.LimitKeys}),
-		Metrics:   a.Metrics, Borrower: a.store, Log: log, Bearer: auth.Bearer,
+		Metrics:   a.Metrics, Borrower: a.store, Log: log,
 	})
 	a.Handler = h
 	if err := a.Catalog.Refresh(ctx, time.Now()); err != nil {

@@ -223,7 +223,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 		Catalog: cat, Store: st, Producer: prod, Verifier: v,
 		IPLimit:   limit.New(limit.Config{Rate: 0.001, Burst: o.ipBurst, MaxKeys: 1024}),
 		UserLimit: limit.New(limit.Config{Rate: 0.001, Burst: o.userBurst, MaxKeys: 1024}),
-		Metrics:   obs.New(), Log: quiet, Bearer: auth.Bearer,
+		Metrics:   obs.New(), Log: quiet,
 	})
 	return &env{t: t, h: h, st: st, prod: prod, src: src, cat: cat, sale: sale, verifier: v}
 }

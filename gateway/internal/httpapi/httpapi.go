@@ -30,6 +30,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"flashsale/gateway/internal/auth"
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
@@ -112,8 +113,8 @@ type Config struct {
 	NoRepeatRead bool
 }
 
-// Deps are the handler's collaborators; all are required except Borrower,
-// Log and Now.
+// Deps are the handler's collaborators; all are required except Borrower
+// and Log.
 type Deps struct {
 	Catalog   *catalog.Catalog
 	Store     Store
@@ -127,9 +128,6 @@ type Deps struct {
 	// is refilled.
 	Borrower Borrower
 	Log      *slog.Logger
-	Now      func() time.Time // default time.Now
-	// Bearer extracts the token from an Authorization value (auth.Bearer).
-	Bearer func(header []byte) ([]byte, bool)
 }
 
 // Handler serves the public API. It is safe for concurrent use.
@@ -159,12 +157,6 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	if d.Bearer == nil {
-		d.Bearer = bearer
-	}
 	h := &Handler{cfg: cfg, Deps: d, winners: newWinners(), deadlines: newDeadlines(cfg.Budget)}
 	var seed [16]byte
 	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails on supported platforms
@@ -174,7 +166,7 @@ func New(cfg Config, d Deps) *Handler {
 
 // Handle is the fasthttp request handler.
 func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {
-	now := h.Now()
+	now := time.Now()
 	route, arg := Route(ctx.Path())
 	m := ctx.Method()
 	switch route {
@@ -229,7 +221,7 @@ func (h *Handler) clientAllowed(ctx *fasthttp.RequestCtx, now time.Time, route o
 // returns the user and the bearer token (valid while the request is served);
 // on refusal it has answered 401 or 429.
 func (h *Handler) user(ctx *fasthttp.RequestCtx, now time.Time, route obs.Route) (uint64, []byte, bool) {
-	tok, ok := h.Bearer(peek(ctx, hdrAuth, hdrAuthLower))
+	tok, ok := auth.Bearer(peek(ctx, hdrAuth, hdrAuthLower))
 	if !ok {
 		h.answer(ctx, route, aUnauthorized)
 		return 0, nil, false
@@ -337,7 +329,7 @@ func (h *Handler) borrow(ctx context.Context, it *catalog.Item, shard int) (move
 // soldOut answers 410 SOLD_OUT, or 409 with the order id to a bearer this
 // gateway already answered with that order (see winners).
 func (h *Handler) soldOut(ctx *fasthttp.RequestCtx, saleID int64) {
-	if tok, ok := h.Bearer(peek(ctx, hdrAuth, hdrAuthLower)); ok {
+	if tok, ok := auth.Bearer(peek(ctx, hdrAuth, hdrAuthLower)); ok {
 		if id, ok := h.winners.lookup(tok, saleID); ok {
 			h.answerOrder(ctx, obs.RoutePurchase, aAlreadyPurchased, id, "")
 			return
@@ -499,9 +491,7 @@ func (h *Handler) orderID(ctx *fasthttp.RequestCtx, saleID, itemID int64, user u
 // either, it is retried in the background for about a minute.
 func (h *Handler) settleAmbiguous(r stock.Reservation) {
 	h.Metrics.Ambiguous()
-	if err := h.tryRelease(r.Tag, r.ItemID, r.UserID, r.OrderID, obs.ReasonAmbiguous); err != nil {
-		go h.retryRelease(r.Tag, r.ItemID, r.UserID, r.OrderID, obs.ReasonAmbiguous)
-	}
+	h.release(r.Tag, r.ItemID, r.UserID, r.OrderID, obs.ReasonAmbiguous)
 }
 
 // release returns the unit of order id now, retrying in the background when
@@ -736,19 +726,4 @@ func peek(ctx *fasthttp.RequestCtx, canonical, lower []byte) []byte {
 		return v
 	}
 	return ctx.Request.Header.PeekCanonical(lower)
-}
-
-// bearer is the fallback token extractor: "Bearer <token>", scheme case
-// insensitive.
-func bearer(v []byte) ([]byte, bool) {
-	const p = "bearer "
-	if len(v) <= len(p) {
-		return nil, false
-	}
-	for i := 0; i < len(p); i++ {
-		if v[i]|0x20 != p[i] {
-			return nil, false
-		}
-	}
-	return v[len(p):], true
 }
