@@ -101,7 +101,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	})
 	var h *httpapi.Handler
 	a.producer, err = orders.New(orders.Config{
-		Brokers: cfg.Kafka, Topic: cfg.Topic, Linger: cfg.Linger, Budget: cfg.Budget, ExtraOpts: opt.KafkaOpts, Log: log,
+		Brokers: cfg.Kafka, Topic: cfg.Topic, Linger: cfg.Linger, Budget: cfg.Budget, ExtraOpts: opt.KafkaOpts,
 	}, func(ev *orderevent.Event, err error) { h.Settle(ev, err) })
 	if err != nil {
 		return nil, err

@@ -308,7 +308,7 @@ func newSale(sl *sharding.Sale, now time.Time) *Sale {
 	s.NotStarted = append(b, `"}`...)
 	shards := len(sl.Shards)
 	for i := range sl.Items {
-		s.Items = append(s.Items, &Item{Sale: s, Item: &sl.Items[i], Flags: soldout.NewItem(sl.ID, sl.Items[i].ID, shards)})
+		s.Items = append(s.Items, &Item{Sale: s, Item: &sl.Items[i], Flags: soldout.NewItem(shards)})
 	}
 	s.describe(now)
 	return s

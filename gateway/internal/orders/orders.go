@@ -41,7 +41,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,7 +70,6 @@ type Config struct {
 	Budget time.Duration
 	// ExtraOpts are appended to the client options (tests use them).
 	ExtraOpts []kgo.Opt
-	Log       *slog.Logger
 }
 
 // Settle is told the outcome of a record whose caller stopped waiting (Hand
@@ -84,7 +82,6 @@ type Producer struct {
 	cl     *kgo.Client
 	topic  string
 	settle Settle
-	log    *slog.Logger
 	pool   sync.Pool
 }
 
@@ -110,21 +107,10 @@ func New(cfg Config, settle Settle) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating kafka producer: %w", err)
 	}
-	return NewWithClient(cl, cfg.Topic, settle, cfg.Log), nil
-}
-
-// NewWithClient wraps an existing client; Close closes it.
-func NewWithClient(cl *kgo.Client, topic string, settle Settle, log *slog.Logger) *Producer {
-	if log == nil {
-		log = slog.Default()
-	}
-	p := &Producer{cl: cl, topic: topic, settle: settle, log: log}
+	p := &Producer{cl: cl, topic: cfg.Topic, settle: settle}
 	p.pool.New = func() any { return newWaiter(p) }
-	return p
+	return p, nil
 }
-
-// Client returns the franz-go client.
-func (p *Producer) Client() *kgo.Client { return p.cl }
 
 // Ping checks that a broker answers.
 func (p *Producer) Ping(ctx context.Context) error { return p.cl.Ping(ctx) }

@@ -29,19 +29,18 @@ import (
 // use: readers see each flag atomically; the poller is the only writer that
 // clears.
 type Item struct {
-	SaleID, ItemID int64
-	all            atomic.Bool   // every shard flagged
-	shard          []atomic.Bool // shard i answered SOLD_OUT or was read at 0
-	flagged        atomic.Int32  // number of flagged shards
-	remaining      atomic.Int64  // sum of the last reading, -1 before the first
+	all       atomic.Bool   // every shard flagged
+	shard     []atomic.Bool // shard i answered SOLD_OUT or was read at 0
+	flagged   atomic.Int32  // number of flagged shards
+	remaining atomic.Int64  // sum of the last reading, -1 before the first
 }
 
 // NewItem returns the flags of an item with shards shards, all clear.
-func NewItem(saleID, itemID int64, shards int) *Item {
+func NewItem(shards int) *Item {
 	if shards < 1 {
 		shards = 1
 	}
-	it := &Item{SaleID: saleID, ItemID: itemID, shard: make([]atomic.Bool, shards)}
+	it := &Item{shard: make([]atomic.Bool, shards)}
 	it.remaining.Store(-1)
 	return it
 }

@@ -6,7 +6,7 @@ import (
 )
 
 func TestMarkAndObserve(t *testing.T) {
-	it := NewItem(1, 2, 3)
+	it := NewItem(3)
 	if it.MarkShard(0) || it.SoldOut() || !it.ShardSoldOut(0) || !it.Any() {
 		t.Fatal("one shard flagged should not sell out the item")
 	}
@@ -36,7 +36,7 @@ func TestMarkAndObserve(t *testing.T) {
 }
 
 func TestConcurrentFlags(t *testing.T) {
-	it := NewItem(1, 2, 8)
+	it := NewItem(8)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -65,7 +65,7 @@ func TestConcurrentFlags(t *testing.T) {
 }
 
 func TestRefilledClearsTheShardFlag(t *testing.T) {
-	it := NewItem(1, 2, 4)
+	it := NewItem(4)
 	it.Observe([]int64{0, 0, 3, 0})
 	if !it.ShardSoldOut(0) || it.ShardSoldOut(2) || it.flagged.Load() != 3 {
 		t.Fatal("reading not applied")
@@ -75,7 +75,7 @@ func TestRefilledClearsTheShardFlag(t *testing.T) {
 	if it.ShardSoldOut(0) || !it.ShardSoldOut(1) || it.flagged.Load() != 2 {
 		t.Fatalf("after refill: flagged %d", it.flagged.Load())
 	}
-	one := NewItem(1, 3, 1)
+	one := NewItem(1)
 	if !one.MarkShard(0) {
 		t.Fatal("a SOLD_OUT reply of the only shard must set the item flag")
 	}
