@@ -8,7 +8,8 @@ import (
 
 // BenchmarkAlreadyPurchased measures, over loopback HTTP against the real
 // Redis Cluster, a repeat purchase by a buyer who holds an order while stock
-// remains: token cache hit, per-user bucket, one reserve.lua round trip, 409.
+// remains: token cache hit, per-user bucket, one round trip (an HGET of the
+// buyer record: the gateway answered these tokens before, see -repeat-read), 409.
 func BenchmarkAlreadyPurchased(b *testing.B) {
 	s := start(b, 1_000_000, 1, nil, "")
 	const users = 256

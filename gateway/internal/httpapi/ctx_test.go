@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"flashsale/gateway/internal/auth"
 )
 
 // newCtx builds a RequestCtx for method and path from peer with headers
@@ -62,7 +64,7 @@ func cheapPaths() []pathCase {
 		}},
 		{"unauthorized-bad-signature", 401, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			e := newEnv(tb, envOpt{stockPerShard: 1})
-			tok, _ := mintWith([]byte("another-secret-0123456789"), 1, farFuture, nil)
+			tok, _ := auth.MintHS256([]byte("another-secret-0123456789"), 1, farFuture, nil)
 			return e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+tok)
 		}},
 		{"cached-token-shard-sold-out", 410, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {

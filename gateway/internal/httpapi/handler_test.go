@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"flashsale/gateway/internal/auth"
 	"flashsale/gateway/internal/orders"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
@@ -168,8 +169,8 @@ func TestSaleWindow(t *testing.T) {
 func TestUnauthorized(t *testing.T) {
 	e := newEnv(t, envOpt{stockPerShard: 1})
 	c := e.serve("10.0.0.1")
-	expired, _ := mint(t, 5, time.Now().Add(-time.Hour), testSecret)
-	wrongKey, _ := mint(t, 5, time.Now().Add(time.Hour), []byte("another-secret-0123456789"))
+	expired, _ := auth.MintHS256(testSecret, 5, time.Now().Add(-time.Hour), nil)
+	wrongKey, _ := auth.MintHS256([]byte("another-secret-0123456789"), 5, time.Now().Add(time.Hour), nil)
 	for _, tok := range []string{"", "garbage", "a.b.c", expired, wrongKey, strings.Repeat("x", 5000)} {
 		want(t, do(t, c, "POST", purchasePath, tok), 401, `{"error":"UNAUTHORIZED"}`)
 	}
@@ -353,11 +354,6 @@ func TestSaleDescription(t *testing.T) {
 	want(t, do(t, c, "GET", "/api/flash-sales/sales/x", ""), 404, `{"error":"SALE_NOT_FOUND"}`)
 }
 
-func mint(t *testing.T, user uint64, exp time.Time, secret []byte) (string, error) {
-	t.Helper()
-	return mintWith(secret, user, exp, nil)
-}
-
 func TestWinnerRepeatAfterSoldOut(t *testing.T) {
 	e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
 	c := e.serve("10.0.0.1")
@@ -396,7 +392,7 @@ func TestRepeatClickReadsTheBuyerRecord(t *testing.T) {
 		t.Fatalf("repeats: %d reserves, %d holder reads; want 1 and 3", e.st.reserves, e.st.holders)
 	}
 	// Another token of the same user is not known here: the script answers.
-	tok2, err := mintWith(testSecret, 42, time.Now().Add(2*time.Hour), nil)
+	tok2, err := auth.MintHS256(testSecret, 42, time.Now().Add(2*time.Hour), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
-	"flashsale/gateway/internal/orders"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 	"flashsale/writer/orderevent"
@@ -171,11 +170,9 @@ type env struct {
 	t        testing.TB
 	h        *Handler
 	st       *fakeStore
-	prod     *fakeProducer
-	src      *fakeSource
-	cat      *catalog.Catalog
-	sale     *sharding.Sale
-	verifier *auth.Verifier
+	prod *fakeProducer
+	cat  *catalog.Catalog
+	sale *sharding.Sale
 }
 
 type envOpt struct {
@@ -225,7 +222,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 		UserLimit: limit.New(limit.Config{Rate: 0.001, Burst: o.userBurst, MaxKeys: 1024}),
 		Metrics:   obs.New(), Log: quiet,
 	})
-	return &env{t: t, h: h, st: st, prod: prod, src: src, cat: cat, sale: sale, verifier: v}
+	return &env{t: t, h: h, st: st, prod: prod, cat: cat, sale: sale}
 }
 
 func (e *env) token(user uint64) string {
@@ -280,12 +277,6 @@ func do(t testing.TB, c *fasthttp.Client, method, path, token string, hdr ...str
 }
 
 var errRedisDown = errors.New("redis: i/o timeout")
-
-var _ = orders.ErrRefused
-
-func mintWith(secret []byte, user uint64, exp time.Time, extra map[string]any) (string, error) {
-	return auth.MintHS256(secret, user, exp, extra)
-}
 
 var farFuture = time.Now().Add(24 * 365 * time.Hour)
 

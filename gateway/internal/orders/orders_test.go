@@ -139,4 +139,13 @@ func TestPingAndClose(t *testing.T) {
 	if err := p.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if err := p.Hand(event(1), 5*time.Second, false); err != nil {
+		t.Fatalf("hand: %v", err)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatalf("close: %v", err)
+	}
+	if err := p.Ping(ctx); err == nil {
+		t.Fatal("ping after close succeeded")
+	}
 }
