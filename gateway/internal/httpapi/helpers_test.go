@@ -167,9 +167,9 @@ func (p *fakeProducer) setErr(err error) {
 
 // env is a handler over fakes with one sale (id 77, item 7 with 2 shards).
 type env struct {
-	t        testing.TB
-	h        *Handler
-	st       *fakeStore
+	t    testing.TB
+	h    *Handler
+	st   *fakeStore
 	prod *fakeProducer
 	cat  *catalog.Catalog
 	sale *sharding.Sale
