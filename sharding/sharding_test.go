@@ -21,7 +21,7 @@ func TestSlotKnownValues(t *testing.T) {
 		"foo{{bar}}zap":        4015,
 		"foo{bar}{zap}":        5061,
 		"{}":                   15257,
-		"{":                    Slot([]byte("{")),
+		"{":                    4092, // no closing brace: the whole key (CLUSTER KEYSLOT agrees)
 		"{s1:0:0}:stock:1":     Slot([]byte("s1:0:0")),
 		"{s1:0:0}:buyers":      Slot([]byte("s1:0:0")),
 	}
@@ -57,12 +57,25 @@ func TestKeyShapes(t *testing.T) {
 	}
 }
 
-func TestHomeShardSpreadAndStable(t *testing.T) {
+// HomeShard must never change: live sales keep each buyer record on the
+// shard it names. These values were computed when it was written.
+func TestHomeShardStable(t *testing.T) {
+	for _, c := range []struct {
+		user    uint64
+		s8, s16 int
+	}{{1, 7, 7}, {2, 5, 13}, {1000, 0, 8}, {123456789, 3, 11}} {
+		if a, b := HomeShard(c.user, 42, 8), HomeShard(c.user, 42, 16); a != c.s8 || b != c.s16 {
+			t.Errorf("HomeShard(%d, 42, 8/16) = %d/%d, want %d/%d", c.user, a, b, c.s8, c.s16)
+		}
+	}
+}
+
+func TestHomeShardSpread(t *testing.T) {
 	for _, n := range []int{1, 2, 4, 8, 16, 64} {
 		counts := make([]int, n)
 		for u := uint64(1); u <= 100000; u++ {
 			h := HomeShard(u, 42, n)
-			if h < 0 || h >= n || h != HomeShard(u, 42, n) {
+			if h < 0 || h >= n {
 				t.Fatalf("HomeShard(%d, 42, %d) = %d", u, n, h)
 			}
 			counts[h]++
@@ -148,7 +161,7 @@ func TestSaleValidate(t *testing.T) {
 			t.Errorf("%s: accepted", want)
 			continue
 		}
-		if !strings.Contains(err.Error(), strings.Fields(want)[0]) && want != "before" && want != "twice" && want != "brace" && want != "repeated" {
+		if !strings.Contains(err.Error(), strings.Fields(want)[0]) {
 			t.Errorf("%s: error %q does not name the problem", want, err)
 		}
 	}
@@ -179,28 +192,15 @@ func TestSplit(t *testing.T) {
 		n int
 	}{{10000, 8}, {100, 16}, {7, 3}, {1, 4}, {0, 2}} {
 		parts := Split(c.q, c.n)
-		var sum, min, max int64 = 0, parts[0], parts[0]
+		var sum, lo, hi int64 = 0, parts[0], parts[0]
 		for _, p := range parts {
 			sum += p
-			min, max = minI(min, p), maxI(max, p)
+			lo, hi = min(lo, p), max(hi, p)
 		}
-		if sum != c.q || max-min > 1 {
+		if sum != c.q || hi-lo > 1 {
 			t.Errorf("Split(%d,%d) = %v", c.q, c.n, parts)
 		}
 	}
-}
-
-func minI(a, b int64) int64 {
-	if a < b {
-		return a
-	}
-	return b
-}
-func maxI(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 func TestPlaceTagsSpreadsOverMasters(t *testing.T) {
