@@ -39,8 +39,6 @@ type PlanInput struct {
 	SaleID int64
 	// MeasureFor is how long each master is measured (default 2 s).
 	MeasureFor time.Duration
-	// Workers is the number of goroutines that measure (default 64).
-	Workers int
 }
 
 // PlanReport is the outcome of plan: inputs, arithmetic and placement.
@@ -123,7 +121,7 @@ func (t *Tool) Plan(ctx context.Context, in PlanInput) (*PlanReport, error) {
 		}
 	}
 	if in.Capacity == 0 {
-		m, err := t.Measure(ctx, top, in.MeasureFor, in.Workers)
+		m, err := t.Measure(ctx, top, in.MeasureFor)
 		if err != nil {
 			return nil, err
 		}
@@ -242,17 +240,15 @@ func num(f float64) string {
 }
 
 // Measure runs the real reserve script against one test shard on each master
-// of top, one master after the other, for d each (default 2 s) from workers
-// goroutines (default 64) sharing one auto-pipelined client, and reports calls/s
+// of top, one master after the other, for d each (default 2 s) from 64
+// goroutines sharing one auto-pipelined client, and reports calls/s
 // per master. Every call is a real reservation (a fresh user each time) of a
 // test sale with more units than the run can take; its keys are removed after.
-func (t *Tool) Measure(ctx context.Context, top *sharding.Topology, d time.Duration, workers int) ([]MasterCapacity, error) {
+func (t *Tool) Measure(ctx context.Context, top *sharding.Topology, d time.Duration) ([]MasterCapacity, error) {
 	if d <= 0 {
 		d = 2 * time.Second
 	}
-	if workers <= 0 {
-		workers = 64
-	}
+	const workers = 64
 	// A sale id far from real ones (they are small counters in practice);
 	// random so two measuring tools never share keys.
 	saleID := int64(sharding.MaxSaleID - rand.Int64N(1<<20))

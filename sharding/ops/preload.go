@@ -56,7 +56,7 @@ func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*
 	if len(sale.Items) == 0 {
 		return nil, fmt.Errorf("sale %d has no items in PostgreSQL", id)
 	}
-	rep := &PreloadReport{Sale: id, Name: sale.Name, State: saleState(sale, t.now()), Forced: force, Units: map[int64]int64{}}
+	rep := &PreloadReport{Sale: id, Name: sale.Name, State: saleState(sale, time.Now()), Forced: force, Units: map[int64]int64{}}
 	cur, err := t.Store.LoadSale(ctx, id)
 	switch {
 	case errors.Is(err, stock.ErrNoSale):

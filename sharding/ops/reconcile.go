@@ -193,7 +193,7 @@ type buyerRec struct {
 
 // check reads PostgreSQL, then Redis, and explains what it sees.
 func (t *Tool) check(ctx context.Context, sale *sharding.Sale, grace time.Duration) (*Check, error) {
-	now := t.now()
+	now := time.Now()
 	c := &Check{At: now.UTC()}
 	totals, err := t.pgTotals(ctx, sale.ID)
 	if err != nil {
@@ -370,7 +370,7 @@ func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) 
 				break
 			}
 			f.Repair = "buyer record restored"
-			ttl := f.expires.Sub(t.now()) + time.Hour
+			ttl := f.expires.Sub(time.Now()) + time.Hour
 			err = t.Store.SetStatus(ctx, f.tag, f.oid, stock.OrderRecord{UserID: f.User, ItemID: f.Item, Status: f.Status,
 				Created: f.created, Expires: f.expires}, max(ttl, time.Hour))
 			if err != nil {

@@ -64,7 +64,7 @@ func (t *Tool) Status(ctx context.Context, id int64) (*StatusReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &StatusReport{Sale: id, Name: sale.Name, Version: sale.Version, State: saleState(sale, t.now()), At: t.now().UTC()}
+	rep := &StatusReport{Sale: id, Name: sale.Name, Version: sale.Version, State: saleState(sale, time.Now()), At: time.Now().UTC()}
 	hlen := make(rueidis.Commands, len(sale.Shards))
 	for i, tag := range sale.Shards {
 		hlen[i] = t.Redis.B().Hlen().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()

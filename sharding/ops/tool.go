@@ -26,20 +26,11 @@ type Tool struct {
 	// DB is nil when no DATABASE_URL is set: status then shows Redis only, and
 	// preload and reconcile refuse to run.
 	DB *pgxpool.Pool
-	// Now returns the current time; time.Now when nil.
-	Now func() time.Time
 }
 
 // NewTool returns a Tool over c and db (db may be nil).
 func NewTool(c rueidis.Client, db *pgxpool.Pool) *Tool {
 	return &Tool{Redis: c, Store: stock.New(c), DB: db}
-}
-
-func (t *Tool) now() time.Time {
-	if t.Now != nil {
-		return t.Now()
-	}
-	return time.Now()
 }
 
 // ErrNoDatabase is returned by subcommands that need PostgreSQL when Tool.DB is nil.

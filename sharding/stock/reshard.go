@@ -100,6 +100,7 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 		rep.From = len(j.From)
 	}
 	began := time.Now()
+	// In phase "published" the sale read above already has the new layout.
 	if j.Phase == "copying" {
 		if err := s.fence(ctx, j.From, j.Version); err != nil {
 			return nil, rep, err
@@ -121,8 +122,6 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 			return nil, rep, fmt.Errorf("updating reshard journal: %w", err)
 		}
 		sale = &next
-	} else if sale, err = s.LoadSale(ctx, saleID); err != nil {
-		return nil, rep, err
 	}
 	rep.Frozen = time.Since(began)
 	if err := s.dropShards(ctx, sale, j.From, top); err != nil {
