@@ -71,15 +71,7 @@ func run(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) (int
 	}
 
 	t0 := time.Now()
-	claims := tokens.Claims{UserBase: cfg.UserBase, Users: cfg.Users, IssuedAt: t0, Expires: t0.Add(cfg.TokenTTL),
-		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, KeyID: cfg.JWTKeyID}
-	var toks *tokens.Set
-	var err error
-	if cfg.JWTKeyFile != "" {
-		toks, err = tokens.MintKey(cfg.JWTKeyFile, claims)
-	} else {
-		toks, err = tokens.MintHS256([]byte(cfg.JWTSecret), claims)
-	}
+	toks, err := mintTokens(cfg, t0)
 	if err != nil {
 		return ExitError, err
 	}
@@ -261,9 +253,7 @@ func runAudit(ctx context.Context, cfg *config.Config, items []int64, acc []load
 // writeTokens mints the users' tokens and writes them to cfg.TokensOut, one a
 // line, for load tools that cannot sign (bench/peers.sh feeds them to wrk).
 func writeTokens(cfg *config.Config) (int, error) {
-	now := time.Now()
-	toks, err := tokens.MintHS256([]byte(cfg.JWTSecret), tokens.Claims{UserBase: cfg.UserBase, Users: cfg.Users,
-		IssuedAt: now, Expires: now.Add(cfg.TokenTTL), Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, KeyID: cfg.JWTKeyID})
+	toks, err := mintTokens(cfg, time.Now())
 	if err != nil {
 		return ExitError, err
 	}
@@ -275,4 +265,15 @@ func writeTokens(cfg *config.Config) (int, error) {
 		return ExitError, fmt.Errorf("writing tokens: %w", err)
 	}
 	return ExitOK, nil
+}
+
+// mintTokens mints the users' tokens, signed with -jwt-key when given, else
+// with the HS256 secret.
+func mintTokens(cfg *config.Config, now time.Time) (*tokens.Set, error) {
+	claims := tokens.Claims{UserBase: cfg.UserBase, Users: cfg.Users, IssuedAt: now, Expires: now.Add(cfg.TokenTTL),
+		Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, KeyID: cfg.JWTKeyID}
+	if cfg.JWTKeyFile != "" {
+		return tokens.MintKey(cfg.JWTKeyFile, claims)
+	}
+	return tokens.MintHS256([]byte(cfg.JWTSecret), claims)
 }

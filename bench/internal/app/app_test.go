@@ -3,7 +3,12 @@ package app
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +18,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwt"
 
 	"flashsale/bench/internal/report"
 	"flashsale/sharding"
@@ -168,5 +176,39 @@ func TestTokensOutWritesOneTokenPerUser(t *testing.T) {
 		if strings.Count(l, ".") != 2 {
 			t.Fatalf("line %d is not a JWT: %q", i, l)
 		}
+	}
+}
+
+// -tokens-out signs with -jwt-key when given, as the run does.
+func TestTokensOutWithKeyFile(t *testing.T) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keyFile, file := filepath.Join(dir, "key.pem"), filepath.Join(dir, "tokens.txt")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	code := Main(context.Background(), []string{"-tokens-out", file, "-users", "3", "-jwt-key", keyFile},
+		func(string) string { return "" }, &bytes.Buffer{}, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3", len(lines))
+	}
+	if _, err := jwt.Parse([]byte(lines[2]), jwt.WithKey(jwa.ES256, &k.PublicKey)); err != nil {
+		t.Fatalf("token not signed by the key: %v", err)
 	}
 }
