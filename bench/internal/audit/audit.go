@@ -15,7 +15,6 @@ package audit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -362,6 +361,3 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	return nil
 }
-
-// ErrFailed is returned by callers that turn a failed report into an error.
-var ErrFailed = errors.New("audit failed")

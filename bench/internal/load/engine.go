@@ -54,9 +54,8 @@ const (
 
 // Options configure an Engine.
 type Options struct {
-	// Addr is the host:port to connect to; Host is the Host header (Addr when
-	// empty).
-	Addr, Host string
+	// Addr is the host:port to connect to, and the Host header.
+	Addr string
 	// Conns is the number of connections; Workers the number of epoll loops
 	// (0: GOMAXPROCS), at most Conns.
 	Conns, Workers int
@@ -134,9 +133,6 @@ func New(o Options) (*Engine, error) {
 	if !ap.Addr().IsValid() {
 		return nil, fmt.Errorf("load: %s has no address", o.Addr)
 	}
-	if o.Host == "" {
-		o.Host = o.Addr
-	}
 	e := &Engine{o: o}
 	e.dst, e.family = sockaddr(ap.Addr(), ap.Port())
 	for _, s := range o.SourceAddrs {
@@ -146,7 +142,7 @@ func New(o Options) (*Engine, error) {
 		}
 		e.srcs = append(e.srcs, sa)
 	}
-	e.rb = newRequestBuilder(o.Host, o.Items, o.Tokens, o.XForwardedFor, o.IdempotencyKeys, o.RunID, o.UserBase)
+	e.rb = newRequestBuilder(o.Addr, o.Items, o.Tokens, o.XForwardedFor, o.IdempotencyKeys, o.RunID, o.UserBase)
 	return e, nil
 }
 

@@ -67,7 +67,6 @@ type Result struct {
 	Users      int       `json:"users"`
 	Items      []int64   `json:"items"`
 	SaleID     int64     `json:"saleId,omitempty"`
-	Config     any       `json:"config,omitempty"`
 
 	Sent       int64   `json:"sent"`
 	Done       int64   `json:"done"` // responses plus transport failures

@@ -121,14 +121,6 @@ func (s *Store) ReplayOutbox(ctx context.Context, grace time.Duration, limit int
 	return len(applied), nil
 }
 
-// Undone counts outbox rows not yet applied.
-func (s *Store) Undone(ctx context.Context) (int64, error) {
-	var n int64
-	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM releases WHERE done_at IS NULL`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("counting outbox rows: %w", err)
-	}
-	return n, nil
-}
 
 // nilIfEmpty turns an empty sale filter into SQL NULL ("every sale").
 func nilIfEmpty(sales []int64) []int64 {
