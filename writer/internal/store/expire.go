@@ -121,7 +121,6 @@ func (s *Store) ReplayOutbox(ctx context.Context, grace time.Duration, limit int
 	return len(applied), nil
 }
 
-
 // nilIfEmpty turns an empty sale filter into SQL NULL ("every sale").
 func nilIfEmpty(sales []int64) []int64 {
 	if len(sales) == 0 {
