@@ -100,10 +100,10 @@ func (s *Store) Persist(ctx context.Context, b *Batch) (Result, error) {
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	accepted, err := s.insertReservations(ctx, tx, b, &res)
-	if err != nil {
+	if err := s.insertReservations(ctx, tx, b, &res); err != nil {
 		return res, err
 	}
+	accepted := res.Inserted
 	actions := make([]action, 0, len(b.Events)-len(accepted))
 	if len(accepted) > 0 {
 		// Actions parked before their reservation apply first: they were
@@ -136,7 +136,7 @@ func (s *Store) Persist(ctx context.Context, b *Batch) (Result, error) {
 
 // insertReservations inserts the batch's reservations and settles items.sold.
 // It returns the indexes of the orders that are now PENDING.
-func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res *Result) ([]int, error) {
+func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res *Result) error {
 	n := 0
 	for i := range b.Events {
 		if b.Events[i].Type == orderevent.Reserved {
@@ -144,7 +144,7 @@ func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res
 		}
 	}
 	if n == 0 {
-		return nil, nil
+		return nil
 	}
 	ids := make([][16]byte, 0, n)
 	sales := make([]int64, 0, n)
@@ -152,7 +152,6 @@ func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res
 	users := make([]int64, 0, n)
 	created := make([]time.Time, 0, n)
 	expires := make([]time.Time, 0, n)
-	idx := make([]int, 0, n)
 	byID := make(map[[16]byte]int, n)
 	for i := range b.Events {
 		e := &b.Events[i]
@@ -170,7 +169,6 @@ func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res
 		users = append(users, int64(e.UserID))
 		created = append(created, e.Created.UTC())
 		expires = append(expires, e.Expires.UTC())
-		idx = append(idx, i)
 	}
 
 	// ON CONFLICT DO NOTHING without a target skips both a known order id (a
@@ -185,13 +183,13 @@ func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res
 		ON CONFLICT DO NOTHING
 		RETURNING id`, ids, sales, items, users, created, expires)
 	if err != nil {
-		return nil, fmt.Errorf("inserting reservations: %w", err)
+		return fmt.Errorf("inserting reservations: %w", err)
 	}
 	inserted := make(map[[16]byte]bool, len(ids))
 	var id [16]byte
 	_, err = pgx.ForEachRow(rows, []any{&id}, func() error { inserted[id] = true; return nil })
 	if err != nil {
-		return nil, fmt.Errorf("inserting reservations: %w", err)
+		return fmt.Errorf("inserting reservations: %w", err)
 	}
 
 	var refused []int // batch indexes of second active orders of a user
@@ -204,12 +202,12 @@ func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res
 		}
 		rows, err := tx.Query(ctx, `SELECT id FROM orders WHERE id = ANY($1::uuid[])`, skipped)
 		if err != nil {
-			return nil, fmt.Errorf("finding duplicate reservations: %w", err)
+			return fmt.Errorf("finding duplicate reservations: %w", err)
 		}
 		known := make(map[[16]byte]bool, len(skipped))
 		_, err = pgx.ForEachRow(rows, []any{&id}, func() error { known[id] = true; return nil })
 		if err != nil {
-			return nil, fmt.Errorf("finding duplicate reservations: %w", err)
+			return fmt.Errorf("finding duplicate reservations: %w", err)
 		}
 		for _, oid := range skipped {
 			if known[oid] {
@@ -239,23 +237,24 @@ func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res
 	if len(itemIDs) > 0 {
 		rows, err := tx.Query(ctx, `SELECT id, sale_id, quantity - sold FROM items WHERE id = ANY($1::bigint[]) ORDER BY id FOR UPDATE`, itemIDs)
 		if err != nil {
-			return nil, fmt.Errorf("locking items: %w", err)
+			return fmt.Errorf("locking items: %w", err)
 		}
 		var it, sale, l int64
 		_, err = pgx.ForEachRow(rows, []any{&it, &sale, &l}, func() error { left[it] = &stock{sale, l}; return nil })
 		if err != nil {
-			return nil, fmt.Errorf("locking items: %w", err)
+			return fmt.Errorf("locking items: %w", err)
 		}
 	}
 	var accepted []int
 	var failIDs [][16]byte
 	var failWhy []string
 	add := map[int64]int64{}
-	for k, oid := range ids {
+	for _, oid := range ids {
 		if !inserted[oid] {
 			continue
 		}
-		e := &b.Events[idx[k]]
+		i := byID[oid]
+		e := &b.Events[i]
 		st := left[e.ItemID]
 		switch {
 		case st == nil || st.sale != e.SaleID:
@@ -265,7 +264,7 @@ func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res
 		default:
 			st.left--
 			add[e.ItemID]++
-			accepted = append(accepted, idx[k])
+			accepted = append(accepted, i)
 		}
 	}
 	if len(add) > 0 {
@@ -279,7 +278,7 @@ func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res
 			FROM unnest($1::bigint[], $2::bigint[]) AS u(id, n)
 			WHERE items.id = u.id`, addIDs, addN)
 		if err != nil {
-			return nil, fmt.Errorf("raising sold counts: %w", err)
+			return fmt.Errorf("raising sold counts: %w", err)
 		}
 	}
 	if len(failIDs) > 0 {
@@ -288,7 +287,7 @@ func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res
 			FROM unnest($1::uuid[], $2::text[]) AS u(id, why)
 			WHERE orders.id = u.id`, failIDs, failWhy)
 		if err != nil {
-			return nil, fmt.Errorf("marking refused orders failed: %w", err)
+			return fmt.Errorf("marking refused orders failed: %w", err)
 		}
 	}
 	if len(refused) > 0 {
@@ -309,19 +308,19 @@ func (s *Store) insertReservations(ctx context.Context, tx pgx.Tx, b *Batch, res
 			     AS u(id, sale_id, item_id, user_id, created_at, expires_at)
 			ON CONFLICT (id) DO NOTHING`, rIDs, rSales, rItems, rUsers, rCreated, rExpires, FailActiveOrder)
 		if err != nil {
-			return nil, fmt.Errorf("storing refused orders: %w", err)
+			return fmt.Errorf("storing refused orders: %w", err)
 		}
 	}
 	if len(failIDs) > 0 {
 		effects, err := outboxFrom(ctx, tx, failIDs, StatusFailed)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		res.Effects = append(res.Effects, effects...)
 		res.Failed += len(effects)
 	}
 	res.Inserted = accepted
-	return accepted, nil
+	return nil
 }
 
 // outboxFrom writes outbox rows for orders ids, which the transaction has just
