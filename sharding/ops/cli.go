@@ -230,18 +230,9 @@ func run(ctx context.Context, cfg Config, args []string, stdout io.Writer) (int,
 		if err := errors.Join(needSale(cmd, sale), checkShards(cmd, shards, false)); err != nil {
 			return 0, firstUsage(err)
 		}
-		t, done, err := connect(ctx, cfg, true)
-		if err != nil {
-			return 0, err
-		}
-		defer done()
-		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-		defer cancel()
-		rep, err := t.Preload(ctx, sale.id, shards, force)
-		if err != nil {
-			return 0, err
-		}
-		return ExitOK, Write(stdout, rep, cfg.JSON)
+		return ExitOK, withTool(ctx, cfg, true, stdout, func(ctx context.Context, t *Tool) (Report, error) {
+			return t.Preload(ctx, sale.id, shards, force)
+		})
 	case "status":
 		var watch time.Duration
 		var count int
@@ -289,18 +280,9 @@ func run(ctx context.Context, cfg Config, args []string, stdout io.Writer) (int,
 		if err := errors.Join(needSale(cmd, sale), checkShards(cmd, shards, true)); err != nil {
 			return 0, firstUsage(err)
 		}
-		t, done, err := connect(ctx, cfg, false)
-		if err != nil {
-			return 0, err
-		}
-		defer done()
-		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-		defer cancel()
-		rep, err := t.Reshard(ctx, sale.id, shards)
-		if err != nil {
-			return 0, err
-		}
-		return ExitOK, Write(stdout, rep, cfg.JSON)
+		return ExitOK, withTool(ctx, cfg, false, stdout, func(ctx context.Context, t *Tool) (Report, error) {
+			return t.Reshard(ctx, sale.id, shards)
+		})
 	case "reconcile":
 		var opt ReconcileOptions
 		fs.Var(&sale, "sale", "sale id")
@@ -315,18 +297,13 @@ func run(ctx context.Context, cfg Config, args []string, stdout io.Writer) (int,
 		if opt.Grace <= 0 {
 			return 0, usagef("reconcile: --grace must be positive")
 		}
-		t, done, err := connect(ctx, cfg, true)
+		var rep *ReconcileReport
+		err := withTool(ctx, cfg, true, stdout, func(ctx context.Context, t *Tool) (Report, error) {
+			var err error
+			rep, err = t.Reconcile(ctx, sale.id, opt)
+			return rep, err
+		})
 		if err != nil {
-			return 0, err
-		}
-		defer done()
-		ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-		defer cancel()
-		rep, err := t.Reconcile(ctx, sale.id, opt)
-		if err != nil {
-			return 0, err
-		}
-		if err := Write(stdout, rep, cfg.JSON); err != nil {
 			return 0, err
 		}
 		if !rep.Clean {
@@ -337,6 +314,23 @@ func run(ctx context.Context, cfg Config, args []string, stdout io.Writer) (int,
 		return 0, flag.ErrHelp
 	}
 	return 0, usagef("unknown command %q", cmd)
+}
+
+// withTool connects (to PostgreSQL too when needDB), runs do within
+// cfg.Timeout and writes the report it returns.
+func withTool(ctx context.Context, cfg Config, needDB bool, stdout io.Writer, do func(context.Context, *Tool) (Report, error)) error {
+	t, done, err := connect(ctx, cfg, needDB)
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	rep, err := do(ctx, t)
+	if err != nil {
+		return err
+	}
+	return Write(stdout, rep, cfg.JSON)
 }
 
 func firstUsage(err error) error {
