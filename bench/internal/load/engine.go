@@ -258,7 +258,7 @@ func (e *Engine) Run(ctx context.Context, p *Plan) (*Result, error) {
 // when it has none (closed loop).
 func scheduleEnd(p *Plan, total int64) int64 {
 	switch {
-	case p.Actions != nil && !p.Closed && len(p.Actions) > 0:
+	case len(p.Actions) > 0:
 		return p.Actions[len(p.Actions)-1].At
 	case p.Actions == nil && len(p.Stages) > 0 && total > 0:
 		return p.at(total - 1)

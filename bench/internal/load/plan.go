@@ -38,8 +38,6 @@ type Plan struct {
 	// Duration stops generated closed-loop requests after this long (0: no
 	// limit; then Count must be set).
 	Duration time.Duration
-	// Closed sends Actions as fast as connections allow, ignoring At.
-	Closed bool
 	Follow FollowUps
 }
 
@@ -61,7 +59,7 @@ type FollowUps struct {
 
 // closed reports whether generated requests are sent in closed loop.
 func (p *Plan) closed() bool {
-	return p.Closed || (p.Actions == nil && len(p.Stages) == 0)
+	return p.Actions == nil && len(p.Stages) == 0
 }
 
 // total returns the number of scheduled requests, or -1 when unbounded.
