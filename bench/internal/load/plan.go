@@ -38,7 +38,7 @@ type Plan struct {
 	// Duration stops generated closed-loop requests after this long (0: no
 	// limit; then Count must be set).
 	Duration time.Duration
-	Follow FollowUps
+	Follow   FollowUps
 }
 
 // FollowUps says what a simulated user does after a response.
