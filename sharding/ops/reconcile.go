@@ -370,7 +370,7 @@ func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) 
 				break
 			}
 			f.Repair = "buyer record restored"
-			ttl := f.expires.Sub(time.Now()) + time.Hour
+			ttl := time.Until(f.expires) + time.Hour
 			err = t.Store.SetStatus(ctx, f.tag, f.oid, stock.OrderRecord{UserID: f.User, ItemID: f.Item, Status: f.Status,
 				Created: f.created, Expires: f.expires}, max(ttl, time.Hour))
 			if err != nil {
