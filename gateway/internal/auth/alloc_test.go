@@ -55,3 +55,18 @@ func TestBearerAllocs(t *testing.T) {
 		}
 	}
 }
+
+func TestAmbiguousAllocs(t *testing.T) {
+	var many strings.Builder
+	many.WriteString(`{"sub":"5"`)
+	for i := range stackMembers - 1 {
+		many.WriteString(`,"c` + strings.Repeat("x", i) + `":[1,{"a":"b"}]`)
+	}
+	many.WriteString("}")
+	for _, in := range []string{`{"alg":"HS256","typ":"JWT"}`, `{"sub":"5","s\u0075b":"6"}`, `{"ſub":"1"}`, many.String()} {
+		b := []byte(in)
+		if n := testing.AllocsPerRun(1000, func() { _ = ambiguous(b, claimFields) }); n != 0 {
+			t.Errorf("ambiguous(%.40s...): %v allocs; want 0", in, n)
+		}
+	}
+}

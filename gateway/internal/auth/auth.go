@@ -18,7 +18,12 @@
 // ES256 and EdDSA need a kid naming a JWKS key that declares that same alg.
 // JWKS keys without alg, symmetric keys and keys for other algorithms are
 // dropped when the set is loaded. "none" and every other algorithm are
-// refused. Claims: exp and sub are required; sub must be a decimal integer in
+// refused. A header or claims set that another JSON parser could read
+// differently is malformed: a top-level member name that appears twice (once
+// unescaped, so "s\u0075b" repeats "sub"), or one that matches a member we
+// read only case-insensitively ("SUB", "ſub"), which encoding/json would
+// still take for it (see ambiguous; RFC 7515 section 4, RFC 7519 section 4,
+// RFC 8725). Claims: exp and sub are required; sub must be a decimal integer in
 // 1..2^63-1 (it becomes a PostgreSQL bigint user id) with no sign or leading
 // zeros; nbf and iat, when present, must not be in the future; iss and aud
 // are checked when configured. Every time comparison allows Config.Skew
@@ -359,7 +364,7 @@ func (v *Verifier) verify(now int64, token []byte) (uid uint64, until int64, c c
 	var hdr header
 	raw := make([]byte, base64.RawURLEncoding.DecodedLen(i))
 	n, err := base64.RawURLEncoding.Decode(raw, token[:i])
-	if err != nil || json.Unmarshal(raw[:n], &hdr) != nil || hdr.Alg == nil {
+	if err != nil || json.Unmarshal(raw[:n], &hdr) != nil || hdr.Alg == nil || ambiguous(raw[:n], headerFields) {
 		return 0, 0, codeMalformed
 	}
 	if hdr.Crit != nil || hdr.B64 != nil {
@@ -428,7 +433,7 @@ func (v *Verifier) kickRefresh(now int64) {
 
 func (v *Verifier) checkClaims(now int64, payload []byte) (uid uint64, until int64, c code) {
 	var cl claims
-	if json.Unmarshal(payload, &cl) != nil {
+	if json.Unmarshal(payload, &cl) != nil || ambiguous(payload, claimFields) {
 		return 0, 0, codeMalformed
 	}
 	if cl.Exp == nil || cl.Sub == nil {

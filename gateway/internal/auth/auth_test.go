@@ -2,6 +2,7 @@ package auth
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -614,5 +615,86 @@ func TestHealableRefusalsNotCached(t *testing.T) {
 		if c.permanent() != want {
 			t.Errorf("%v: permanent = %v", c.err(), c.permanent())
 		}
+	}
+}
+
+// rawToken builds a token from header and claims JSON written out by hand
+// (so that they can repeat a member), MACed with HMAC-SHA256 under secret.
+func rawToken(header, claims string, secret []byte) []byte {
+	enc := base64.RawURLEncoding
+	in := enc.EncodeToString([]byte(header)) + "." + enc.EncodeToString([]byte(claims))
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte(in))
+	return []byte(in + "." + enc.EncodeToString(m.Sum(nil)))
+}
+
+// rs256Raw signs claims JSON under a hand-written header with the RSA key.
+func rs256Raw(t testing.TB, key *rsa.PrivateKey, header, claims string) []byte {
+	t.Helper()
+	enc := base64.RawURLEncoding
+	in := enc.EncodeToString([]byte(header)) + "." + enc.EncodeToString([]byte(claims))
+	sum := sha256.Sum256([]byte(in))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+	must(t, err)
+	return []byte(in + "." + enc.EncodeToString(sig))
+}
+
+// TestVerifyRefusesAmbiguousJSON: a header or claims set that another JSON
+// parser could read differently (a repeated member name, or a name that only
+// case-insensitively matches one we read) is malformed.
+func TestVerifyRefusesAmbiguousJSON(t *testing.T) {
+	k := getKeys(t)
+	v := newVerifier(t, Config{HS256Secret: testSecret, JWKS: writeJWKS(t), Audience: "flashsale", MaxTokenLen: 4096})
+	past, future := testNow.Add(-time.Hour).Unix(), testNow.Add(time.Hour).Unix()
+	claims := func(members string) string {
+		return fmt.Sprintf(`{"sub":"5","exp":%d,"aud":"flashsale"%s}`, future, members)
+	}
+	const hdr = `{"alg":"HS256","typ":"JWT"}`
+	var many strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&many, `,"c%d":%d`, i, i)
+	}
+	cases := []struct {
+		name    string
+		tok     []byte
+		want    error
+		wantUID uint64
+	}{
+		{name: "exp past then future", tok: rawToken(hdr, fmt.Sprintf(`{"sub":"5","aud":"flashsale","exp":%d,"exp":%d}`, past, future), testSecret), want: ErrMalformed},
+		{name: "sub twice", tok: rawToken(hdr, claims(`,"sub":"6"`), testSecret), want: ErrMalformed},
+		{name: "sub twice, second escaped", tok: rawToken(hdr, claims(`,"s\u0075b":"6"`), testSecret), want: ErrMalformed},
+		{name: "sub and SUB", tok: rawToken(hdr, claims(`,"SUB":"6"`), testSecret), want: ErrMalformed},
+		{name: "sub and long-s ſub", tok: rawToken(hdr, claims(`,"ſub":"6"`), testSecret), want: ErrMalformed},
+		{name: "only Sub", tok: rawToken(hdr, fmt.Sprintf(`{"Sub":"5","exp":%d,"aud":"flashsale"}`, future), testSecret), want: ErrMalformed},
+		{name: "aud twice", tok: rawToken(hdr, claims(`,"aud":"other"`), testSecret), want: ErrMalformed},
+		{name: "unknown claim twice", tok: rawToken(hdr, claims(`,"x":1,"x":2`), testSecret), want: ErrMalformed},
+		{name: "claim twice, one as surrogate pair", tok: rawToken(hdr, claims(`,"😀":1,"\ud83d\ude00":2`), testSecret), want: ErrMalformed},
+		{name: "duplicate after 40 members", tok: rawToken(hdr, claims(many.String()+`,"c7":0`), testSecret), want: ErrMalformed},
+		{name: "alg none then HS256", tok: rawToken(`{"alg":"none","alg":"HS256"}`, claims(""), testSecret), want: ErrMalformed},
+		{name: "alg HS256 then none", tok: rawToken(`{"alg":"HS256","alg":"none"}`, claims(""), testSecret), want: ErrMalformed},
+		{name: "alg and ALG", tok: rawToken(`{"alg":"HS256","ALG":"HS256"}`, claims(""), testSecret), want: ErrMalformed},
+		{name: "kid and Kelvin-sign kid", tok: rawToken(`{"alg":"HS256","kid":"a","\u212aid":"b"}`, claims(""), testSecret), want: ErrMalformed},
+		{name: "typ twice", tok: rawToken(`{"alg":"HS256","typ":"JWT","typ":"JWT"}`, claims(""), testSecret), want: ErrMalformed},
+		{name: "RS256 aud twice", tok: rs256Raw(t, k.rsa, `{"alg":"RS256","kid":"rsa1"}`, fmt.Sprintf(`{"sub":"5","exp":%d,"aud":"other","aud":"flashsale"}`, future)), want: ErrMalformed},
+		{name: "RS256 kid twice", tok: rs256Raw(t, k.rsa, `{"alg":"RS256","kid":"nope","kid":"rsa1"}`, claims("")), want: ErrMalformed},
+		{name: "RS256 good", tok: rs256Raw(t, k.rsa, `{"alg":"RS256","kid":"rsa1"}`, claims("")), wantUID: 5},
+
+		// Not ambiguous: names that differ, escapes of a name we read, nested
+		// objects (never decoded), many members.
+		{name: "escaped sub alone", tok: rawToken(hdr, fmt.Sprintf(`{"s\u0075b":"5","exp":%d,"aud":"flashsale"}`, future), testSecret), wantUID: 5},
+		{name: "name and Name", tok: rawToken(hdr, claims(`,"name":"a","Name":"b"`), testSecret), wantUID: 5},
+		{name: "nested repeat", tok: rawToken(hdr, claims(`,"ctx":{"a":1,"a":2},"l":[{"b":1,"b":1}]`), testSecret), wantUID: 5},
+		{name: "40 distinct members", tok: rawToken(hdr, claims(many.String()), testSecret), wantUID: 5},
+		{name: "blanks", tok: rawToken(hdr, " {\t\"sub\":\"5\" ,\"exp\": "+fmt.Sprint(future)+" , \"aud\":[ \"flashsale\" ]}\n", testSecret), wantUID: 5},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for range 2 { // the second call comes from a cache
+				uid, err := v.Verify(testNow, c.tok)
+				if err != c.want || uid != c.wantUID {
+					t.Fatalf("Verify = %d, %v; want %d, %v", uid, err, c.wantUID, c.want)
+				}
+			}
+		})
 	}
 }

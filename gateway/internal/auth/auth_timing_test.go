@@ -77,3 +77,22 @@ func BenchmarkVerifyES256Full(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAmbiguous measures the duplicate-name scan verify and checkClaims
+// add to a cache miss, on a typical header and claims set.
+func BenchmarkAmbiguous(b *testing.B) {
+	for _, c := range []struct{ name, in string }{
+		{"header", `{"alg":"HS256","typ":"JWT","kid":"k1"}`},
+		{"claims", `{"iss":"https://idp.example","sub":"123456789","aud":["flashsale","other"],"exp":1900003600,"iat":1900000000,"jti":"3f2a9c1e-6d7b-4f1a-9c2e-8b7d6a5f4e3d","scope":"buy read"}`},
+	} {
+		in := []byte(c.in)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if ambiguous(in, claimFields) {
+					b.Fatal("ambiguous")
+				}
+			}
+		})
+	}
+}

@@ -10,7 +10,8 @@ var (
 	// ErrTooLong: the token is longer than Config.MaxTokenLen; it is not parsed.
 	ErrTooLong = errors.New("auth: token too long")
 	// ErrMalformed: not a compact JWS (three non-empty base64url segments), or
-	// its header or claims are not the JSON they should be.
+	// its header or claims are not the JSON they should be, including a
+	// member name repeated or written in another case (see the package doc).
 	ErrMalformed = errors.New("auth: malformed token")
 	// ErrAlgorithm: the header names an algorithm that is not enabled
 	// ("none", HS256 without a secret, RS256/ES256/EdDSA without a JWKS, any

@@ -3,6 +3,8 @@ package auth
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,6 +30,11 @@ func FuzzVerify(f *testing.F) {
 	f.Add(handmade(f, hs(), with(std("5"), "aud", []any{1, "x"}), testSecret))
 	f.Add([]byte("a.b.c"))
 	f.Add([]byte(""))
+	exp := testNow.Add(time.Hour).Unix()
+	f.Add(rawToken(`{"alg":"none","alg":"HS256"}`, fmt.Sprintf(`{"sub":"5","exp":%d}`, exp), testSecret))
+	f.Add(rawToken(`{"alg":"HS256"}`, fmt.Sprintf(`{"sub":"5","exp":1,"exp":%d}`, exp), testSecret))
+	f.Add(rawToken(`{"alg":"HS256"}`, fmt.Sprintf(`{"sub":"5","s\u0075b":"6","exp":%d}`, exp), testSecret))
+	f.Add(rawToken(`{"alg":"HS256"}`, fmt.Sprintf(`{"ſub":"6","exp":%d}`, exp), testSecret))
 	f.Fuzz(func(t *testing.T, tok []byte) {
 		if got, want := wellFormed(tok), wellFormedRef(tok); got != want {
 			t.Fatalf("wellFormed(%q) = %v; want %v", tok, got, want)
@@ -48,6 +55,26 @@ func FuzzVerify(f *testing.F) {
 		}
 		if _, err := jws.Verify(tok, jws.WithKey(jwa.HS256, testSecret)); err != nil {
 			t.Fatalf("accepted a token jwx does not verify: %q: %v", tok, err)
+		}
+	})
+}
+
+// FuzzAmbiguous compares the duplicate-name scanner with encoding/json's
+// tokenizer on valid JSON, and checks that it never panics on anything else.
+func FuzzAmbiguous(f *testing.F) {
+	for _, s := range []string{`{"sub":"1","sub":"2"}`, `{"s\u0075b":"1"}`, `{"SUB":1}`, `{"ſub":1}`,
+		`{"a":{"b":[1,"]}"]},"a":0}`, `{"\ud83d\ude00":1,"😀":2}`, `{"\ud83d":1,"\ufffd":2}`, `[1]`, `{"alg":"x","ALG":"y"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, fields := range []fieldSet{headerFields, claimFields} {
+			got := ambiguous(b, fields)
+			if !json.Valid(b) {
+				continue
+			}
+			if want := ambiguousRef(t, b, fields); got != want {
+				t.Fatalf("ambiguous(%q, %q) = %v; encoding/json says %v", b, fields.names, got, want)
+			}
 		}
 	})
 }
