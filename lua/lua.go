@@ -35,3 +35,23 @@ var MoveIn string
 //
 //go:embed cas.lua
 var CAS string
+
+// Void undoes a purchase attempt whose answer never reached its client. See void.lua.
+//
+//go:embed void.lua
+var Void string
+
+// Act journals an owner's pay or cancel request. See act.lua.
+//
+//go:embed act.lua
+var Act string
+
+// ExpireClaim claims an unpaid order for expiry. See expire_claim.lua.
+//
+//go:embed expire_claim.lua
+var ExpireClaim string
+
+// Relay is one round of a shard's journal relay. See relay.lua.
+//
+//go:embed relay.lua
+var Relay string

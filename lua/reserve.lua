@@ -1,49 +1,77 @@
--- reserve.lua: one purchase click against one stock shard.
+-- reserve.lua: one purchase click against one stock shard, journaled.
+--
+-- The unit, the buyer record, the order record and the order's event in the
+-- shard's journal (a stream the relay moves to Kafka) are written together in
+-- this one atomic step, or none of them is: a reservation without its event,
+-- or an event without its unit, cannot exist.
 --
 -- KEYS[1] stock key of the item on this shard (integer units left)
 -- KEYS[2] buyers hash of this shard: user id -> order id (the user's home shard)
 -- KEYS[3] order record hash of the new order id
 -- KEYS[4] fence of the shard: present while the shard is frozen for a reshard
+-- KEYS[5] journal stream of the shard
+-- KEYS[6] receiver marker of move ARGV[11] (only touched when ARGV[10] > 0)
 -- ARGV[1] user id, ARGV[2] order id, ARGV[3] item id,
--- ARGV[4] created (unix ms), ARGV[5] expires (unix ms), ARGV[6] order record TTL (s)
+-- ARGV[4] created (unix ms), ARGV[5] expires (unix ms), ARGV[6] order record TTL (s),
+-- ARGV[7] sale id, ARGV[8] journal bound (entries), ARGV[9] attempt id (unique
+-- per request: a void names the attempt it undoes),
+-- ARGV[10] units to credit first (a borrow's move_out took them from a donor;
+-- 0 for none), ARGV[11] move id, ARGV[12] move marker lifetime (s)
 --
 -- Reply: {code, order id, units left}. code 1 reserved (units left -1 on an
--- idempotent replay of the same order id), 0 sold out on this shard,
--- 2 already purchased (the held order id), 3 order id already used and finished,
--- 4 shard frozen (a reshard moved it: reload the sale and retry on its new layout).
+-- idempotent replay of the same order id: nothing written), 0 sold out on this
+-- shard, 2 already purchased (the held order id), 3 order id already used and
+-- finished (or this very attempt was voided), 4 shard frozen (reload the sale
+-- and retry on its new layout), 5 journal full (nothing written: 503).
 -- Everything is checked before the first write, so an error reply changes nothing.
-if #KEYS ~= 4 or #ARGV ~= 6 then
-  return redis.error_reply('ERR reserve: want 4 keys and 6 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+if #KEYS ~= 6 or #ARGV ~= 12 then
+  return redis.error_reply('ERR reserve: want 6 keys and 12 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
-local user, oid = ARGV[1], ARGV[2]
-local ttl = tonumber(ARGV[6])
-if user == '' or oid == '' or ARGV[3] == '' or not tonumber(ARGV[4]) or not tonumber(ARGV[5]) or not ttl or ttl <= 0 then
-  return redis.error_reply('ERR reserve: bad arguments (user, order id, item, created ms, expires ms, ttl s)')
+local user, oid, attempt = ARGV[1], ARGV[2], ARGV[9]
+local ttl, bound, credit, mttl = tonumber(ARGV[6]), tonumber(ARGV[8]), tonumber(ARGV[10]), tonumber(ARGV[12])
+if user == '' or oid == '' or not tonumber(ARGV[3]) or not tonumber(ARGV[4]) or not tonumber(ARGV[5])
+    or not ttl or ttl <= 0 or not tonumber(ARGV[7]) or not bound or bound < 1 or attempt == ''
+    or not credit or credit < 0 or credit ~= math.floor(credit) or (credit > 0 and (ARGV[11] == '' or not mttl or mttl < 1)) then
+  return redis.error_reply('ERR reserve: bad arguments (user, order id, item, created ms, expires ms, ttl s, sale, bound, attempt, credit, move id, marker ttl s)')
 end
 if redis.call('EXISTS', KEYS[4]) == 1 then
   return {4, '', -1}
+end
+if redis.call('XLEN', KEYS[5]) >= bound then
+  return {5, '', -1}
+end
+local raw = redis.call('GET', KEYS[1])
+local n = raw and tonumber(raw)
+if not n or n ~= math.floor(n) or n < 0 then
+  return redis.error_reply('ERR reserve: stock key missing or not a non-negative integer: ' .. KEYS[1])
+end
+-- A borrow's units arrive first and whatever happens next, at most once per
+-- move id (as move_in.lua): the buyer may turn out to hold an order already,
+-- and the units must not be lost then.
+if credit > 0 and redis.call('EXISTS', KEYS[6]) == 0 then
+  n = redis.call('INCRBY', KEYS[1], credit)
+  redis.call('SET', KEYS[6], tostring(credit), 'EX', mttl)
 end
 local held = redis.call('HGET', KEYS[2], user)
 if held then
   if held == oid then return {1, oid, -1} end
   return {2, held, -1}
 end
-if redis.call('EXISTS', KEYS[3]) == 1 then
+local st = redis.call('HGET', KEYS[3], 'status')
+if st and not (st == 'VOID' and redis.call('HGET', KEYS[3], 'a') ~= attempt) then
   return {3, oid, -1}
-end
-local raw = redis.call('GET', KEYS[1])
-if not raw then
-  return redis.error_reply('ERR reserve: stock key missing: ' .. KEYS[1])
-end
-local n = tonumber(raw)
-if not n or n ~= math.floor(n) or n < 0 then
-  return redis.error_reply('ERR reserve: stock is not a non-negative integer: ' .. KEYS[1])
 end
 if n == 0 then
   return {0, '', 0}
 end
 redis.call('DECR', KEYS[1])
 redis.call('HSET', KEYS[2], user, oid)
-redis.call('HSET', KEYS[3], 'user', user, 'item', ARGV[3], 'status', 'PENDING', 'created', ARGV[4], 'expires', ARGV[5])
+local eid = redis.call('XADD', KEYS[5], '*', 't', 'reserved', 'o', oid, 's', ARGV[7], 'i', ARGV[3], 'u', user,
+  'c', ARGV[4], 'x', ARGV[5])
+if st then
+  redis.call('DEL', KEYS[3])
+end
+redis.call('HSET', KEYS[3], 'user', user, 'item', ARGV[3], 'status', 'PENDING', 'created', ARGV[4], 'expires', ARGV[5],
+  'a', attempt, 'j', eid)
 redis.call('EXPIRE', KEYS[3], ttl)
 return {1, oid, n - 1}

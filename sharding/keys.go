@@ -65,6 +65,35 @@ func AppendJournalKey(dst []byte, tag string) []byte {
 	return append(dst, ":journal"...)
 }
 
+// AppendEventsKey appends the key of the hand-off journal of the shard with
+// tag: a stream of order events (reserved, pay, cancel) written by the same
+// scripts that change the shard, which the relay moves to Kafka.
+func AppendEventsKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":events"...)
+}
+
+// AppendRelayLeaseKey appends the key of the lease on the relay of the shard
+// with tag: the token of the one relay that moves its journal.
+func AppendRelayLeaseKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":relay"...)
+}
+
+// AppendTakenKey appends the key holding the last journal entry id a relay
+// has taken on the shard with tag; entries at or below it can no longer be
+// voided.
+func AppendTakenKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":taken"...)
+}
+
+// AppendNoMoveKey appends the placeholder receiver-marker key that a
+// reservation without a borrowed credit names (reserve.lua never touches it).
+func AppendNoMoveKey(dst []byte, tag string) []byte {
+	return AppendMoveKey(dst, tag, "-")
+}
+
 func appendTag(dst []byte, tag string) []byte {
 	dst = append(dst, '{')
 	dst = append(dst, tag...)

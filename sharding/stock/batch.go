@@ -34,15 +34,25 @@ import (
 // reconnects. Against a single Redis, or before the first reading, every
 // command takes lane 0.
 type Batcher struct {
-	c       rueidis.Client
-	timeout time.Duration
-	lanes   []lane
-	pool    sync.Pool
-	route   atomic.Pointer[sharding.Topology]
-	quit    chan struct{}
-	closed  atomic.Bool
-	sent    atomic.Int64 // commands sent
-	batches atomic.Int64 // DoMulti calls
+	c          rueidis.Client
+	timeout    time.Duration
+	lanes      []lane
+	pool       sync.Pool
+	route      atomic.Pointer[route]
+	refreshing atomic.Bool
+	quit       chan struct{}
+	closed     atomic.Bool
+	sent       atomic.Int64 // commands sent
+	batches    atomic.Int64 // DoMulti calls
+	acks       int          // replicas a write waits for (WAIT), 0 for none
+	ackTimeout time.Duration
+	short      atomic.Int64 // acknowledged writes that fell short of acks
+}
+
+// route is the slot map and a client per master, read together.
+type route struct {
+	top   *sharding.Topology
+	nodes []rueidis.Client // by master index; nil where rueidis has no connection
 }
 
 // ErrBatcherClosed is returned by Do after Close.
@@ -64,6 +74,8 @@ type lane struct {
 type call struct {
 	cmd   rueidis.Completed
 	res   rueidis.RedisResult
+	ack   bool         // a write answered only after the replicas acknowledged it
+	acked int64        // replicas that did (WAIT's reply), -1 when not asked
 	state atomic.Int32 // callWaiting, then callDone or callAbandoned
 	done  chan struct{}
 }
@@ -107,13 +119,44 @@ func NewBatcher(c rueidis.Client, maxLanes int, timeout time.Duration) *Batcher 
 	return b
 }
 
-// refresh reads the slot map; on an error (a single Redis has none) it keeps
-// the last one.
+// SetAcks makes every write sent with DoAck wait, after its batch, until n
+// replicas of its master acknowledged it or timeout passed (WAIT n timeout,
+// on the connection that carried the batch). n = 0 turns the wait off (a
+// single Redis with no replica). Call it before the Batcher is used.
+func (b *Batcher) SetAcks(n int, timeout time.Duration) {
+	b.acks, b.ackTimeout = max(n, 0), max(timeout, time.Millisecond)
+}
+
+// Shortfalls returns how many acknowledged writes came back with fewer
+// replicas than SetAcks asked for: they were applied by the master, and a
+// failover before the replicas caught up could lose them.
+func (b *Batcher) Shortfalls() int64 { return b.short.Load() }
+
+// refresh reads the slot map and the per-master clients; on an error (a
+// single Redis has no slot map) it keeps the last one.
 func (b *Batcher) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
-	if top, err := Topology(ctx, b.c); err == nil {
-		b.route.Store(top)
+	top, err := Topology(ctx, b.c)
+	if err != nil {
+		return
+	}
+	nodes := b.c.Nodes()
+	r := &route{top: top, nodes: make([]rueidis.Client, len(top.Masters))}
+	for i, m := range top.Masters {
+		r.nodes[i] = nodes[m.Addr]
+	}
+	b.route.Store(r)
+}
+
+// refreshSoon reads the slot map again in the background, once at a time: a
+// batch met a redirect or a broken connection.
+func (b *Batcher) refreshSoon() {
+	if b.refreshing.CompareAndSwap(false, true) {
+		go func() {
+			defer b.refreshing.Store(false)
+			b.refresh()
+		}()
 	}
 }
 
@@ -127,8 +170,8 @@ func (b *Batcher) Close() {
 // lane returns the lane of slot: its master's.
 func (b *Batcher) lane(slot uint16) *lane {
 	i := 0
-	if t := b.route.Load(); t != nil {
-		i = max(t.Owner(slot), 0)
+	if r := b.route.Load(); r != nil {
+		i = max(r.top.Owner(slot), 0)
 	}
 	return &b.lanes[i%len(b.lanes)]
 }
@@ -138,11 +181,24 @@ func (b *Batcher) lane(slot uint16) *lane {
 // sent, one already sent completes unobserved (an ambiguous outcome, as with
 // rueidis's Do).
 func (b *Batcher) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	res, _ := b.do(ctx, cmd, false)
+	return res
+}
+
+// DoAck is Do for a write that must survive a failover: its batch is followed
+// by WAIT on the same connection (see SetAcks), and the answer comes once the
+// replicas acknowledged it or the wait timed out. acked is the number of
+// replicas that did, -1 when SetAcks is off or the command failed.
+func (b *Batcher) DoAck(ctx context.Context, cmd rueidis.Completed) (res rueidis.RedisResult, acked int64) {
+	return b.do(ctx, cmd, b.acks > 0)
+}
+
+func (b *Batcher) do(ctx context.Context, cmd rueidis.Completed, ack bool) (rueidis.RedisResult, int64) {
 	if err := ctx.Err(); err != nil {
-		return rueidis.NewErrorResult(err)
+		return rueidis.NewErrorResult(err), -1
 	}
 	c := b.pool.Get().(*call)
-	c.cmd = cmd
+	c.cmd, c.ack, c.acked = cmd, ack, -1
 	c.state.Store(callWaiting)
 	l := b.lane(cmd.Slot())
 	l.mu.Lock()
@@ -151,7 +207,7 @@ func (b *Batcher) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 	if b.closed.Load() {
 		l.mu.Unlock()
 		b.recycle(c)
-		return rueidis.NewErrorResult(ErrBatcherClosed)
+		return rueidis.NewErrorResult(ErrBatcherClosed), -1
 	}
 	l.queue = append(l.queue, c)
 	start := !l.busy
@@ -164,13 +220,13 @@ func (b *Batcher) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 	case <-c.done:
 	case <-ctx.Done():
 		if c.state.CompareAndSwap(callWaiting, callAbandoned) {
-			return rueidis.NewErrorResult(ctx.Err())
+			return rueidis.NewErrorResult(ctx.Err()), -1
 		}
 		<-c.done // answered meanwhile
 	}
-	res := c.res
+	res, acked := c.res, c.acked
 	b.recycle(c)
-	return res
+	return res, acked
 }
 
 // Stats reports the commands sent and the batches they went in.
@@ -211,14 +267,9 @@ func (b *Batcher) run(l *lane) {
 			if len(cmds) == 0 {
 				continue
 			}
-			b.sent.Add(int64(len(cmds)))
-			b.batches.Add(1)
-			ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
-			res := b.c.DoMulti(ctx, cmds...)
-			cancel()
+			b.send(live, cmds)
 			for i, c := range live {
 				live[i] = nil
-				c.res = res[i]
 				if c.state.CompareAndSwap(callWaiting, callDone) {
 					c.done <- struct{}{}
 				} else {
@@ -227,6 +278,90 @@ func (b *Batcher) run(l *lane) {
 			}
 		}
 	}
+}
+
+// send runs one batch and leaves each call's result in it. Without writes to
+// acknowledge it is one DoMulti through the cluster client. With them, each
+// master's commands go to that master's own connection followed by WAIT, so
+// that WAIT covers exactly those writes; a command redirected meanwhile (a
+// slot moved, a failover) ran nowhere and is sent again on the new map.
+func (b *Batcher) send(live []*call, cmds rueidis.Commands) {
+	ack := false
+	for _, c := range live {
+		ack = ack || c.ack
+	}
+	b.sent.Add(int64(len(cmds)))
+	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+	defer cancel()
+	if !ack {
+		b.batches.Add(1)
+		res := b.c.DoMulti(ctx, cmds...)
+		for i, c := range live {
+			c.res = res[i]
+		}
+		return
+	}
+	pending := live
+	for try := 0; len(pending) > 0; try++ {
+		r := b.route.Load()
+		groups := map[int][]*call{}
+		for _, c := range pending {
+			o := -1
+			if r != nil {
+				o = r.top.Owner(c.cmd.Slot())
+			}
+			groups[o] = append(groups[o], c)
+		}
+		pending = pending[:0:0]
+		for o, g := range groups {
+			node := b.c
+			if r != nil && o >= 0 && r.nodes[o] != nil {
+				node = r.nodes[o]
+			}
+			redirected := b.sendAck(ctx, node, g)
+			if len(redirected) > 0 {
+				b.refreshSoon()
+				if try < 2 {
+					pending = append(pending, redirected...)
+				}
+			}
+		}
+		if len(pending) > 0 {
+			b.refresh() // a redirect: read the new map before sending again
+		}
+	}
+}
+
+// sendAck sends g's commands to node followed by WAIT, and returns the calls
+// whose command was redirected (it ran nothing), their result set to the
+// redirect.
+func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, g []*call) (redirected []*call) {
+	b.batches.Add(1)
+	cmds := make(rueidis.Commands, 0, len(g)+1)
+	for _, c := range g {
+		cmds = append(cmds, c.cmd)
+	}
+	cmds = append(cmds, b.c.B().Wait().Numreplicas(int64(b.acks)).Timeout(b.ackTimeout.Milliseconds()).Build())
+	res := node.DoMulti(ctx, cmds...)
+	n, err := res[len(g)].AsInt64()
+	if err != nil {
+		n = -1
+		b.refreshSoon()
+	}
+	for i, c := range g {
+		c.res = res[i]
+		if redirect(res[i].Error()) {
+			redirected = append(redirected, c)
+			continue
+		}
+		if c.ack && res[i].Error() == nil {
+			c.acked = n
+			if n < int64(b.acks) {
+				b.short.Add(1)
+			}
+		}
+	}
+	return redirected
 }
 
 // drain fails the commands left in a closed lane.
@@ -245,7 +380,19 @@ func (b *Batcher) drain(l *lane) {
 	}
 }
 
+// redirect reports whether err is a cluster redirect or refusal: the command
+// ran nowhere.
+func redirect(err error) bool {
+	rerr, ok := rueidis.IsRedisErr(err)
+	if !ok {
+		return false
+	}
+	_, moved := rerr.IsMoved()
+	_, ask := rerr.IsAsk()
+	return moved || ask || rerr.IsTryAgain() || rerr.IsClusterDown()
+}
+
 func (b *Batcher) recycle(c *call) {
-	c.res, c.cmd = rueidis.RedisResult{}, rueidis.Completed{}
+	c.res, c.cmd, c.ack = rueidis.RedisResult{}, rueidis.Completed{}, false
 	b.pool.Put(c)
 }

@@ -51,27 +51,46 @@ func newMoveID() string {
 // Move moves up to want units of item from shard tag from to shard tag to and
 // returns how many moved (0 when the donor had none).
 func (s *Store) Move(ctx context.Context, itemID int64, from, to string, want int64) (int64, error) {
-	if from == to || want < 1 {
-		return 0, fmt.Errorf("moving stock: bad move of %d units from %q to %q", want, from, to)
-	}
-	id := newMoveID()
-	k, err := moveOutScript.Exec(ctx, s.c,
-		[]string{string(sharding.AppendStockKey(nil, from, itemID)), string(sharding.AppendJournalKey(nil, from)), string(sharding.AppendFenceKey(nil, from))},
-		[]string{id, strconv.FormatInt(want, 10), to, strconv.FormatInt(itemID, 10)}).AsInt64()
-	if err != nil {
-		return 0, fmt.Errorf("moving stock out of %s: %w", from, err)
-	}
-	if k < 0 {
-		return 0, fmt.Errorf("moving stock out of %s: %w", from, ErrFrozen)
-	}
-	if k == 0 {
-		return 0, nil
+	id, k, err := s.MoveOut(ctx, itemID, from, to, want)
+	if err != nil || k == 0 {
+		return 0, err
 	}
 	if err := s.finishMove(ctx, from, id, k, to, itemID, false); err != nil {
 		// The units are journaled on the donor; RecoverMoves completes the move.
 		return 0, err
 	}
 	return k, nil
+}
+
+// MoveOut runs step 1 of a move: it takes up to want units of item from shard
+// from, journaled there for receiver to, and returns the move id and the
+// units taken (0 when the donor had none). The caller credits them to the
+// receiver (a reservation with a Credit does, in its own script) and then
+// calls DropMove; if it dies first, RecoverStalled finishes the move.
+func (s *Store) MoveOut(ctx context.Context, itemID int64, from, to string, want int64) (string, int64, error) {
+	if from == to || want < 1 {
+		return "", 0, fmt.Errorf("moving stock: bad move of %d units from %q to %q", want, from, to)
+	}
+	id := newMoveID()
+	k, err := moveOutScript.Exec(ctx, s.c,
+		[]string{string(sharding.AppendStockKey(nil, from, itemID)), string(sharding.AppendJournalKey(nil, from)), string(sharding.AppendFenceKey(nil, from))},
+		[]string{id, strconv.FormatInt(want, 10), to, strconv.FormatInt(itemID, 10)}).AsInt64()
+	if err != nil {
+		return "", 0, fmt.Errorf("moving stock out of %s: %w", from, err)
+	}
+	if k < 0 {
+		return "", 0, fmt.Errorf("moving stock out of %s: %w", from, ErrFrozen)
+	}
+	return id, k, nil
+}
+
+// DropMove runs step 3 of a move whose units the receiver was credited with:
+// it removes the move from the donor's journal.
+func (s *Store) DropMove(ctx context.Context, from, id string) error {
+	if err := s.c.Do(ctx, s.c.B().Hdel().Key(string(sharding.AppendJournalKey(nil, from))).Field(id).Build()).Error(); err != nil {
+		return fmt.Errorf("finishing move %s: %w", id, err)
+	}
+	return nil
 }
 
 // finishMove runs steps 2 and 3 of a move journaled on from.
@@ -89,10 +108,7 @@ func (s *Store) finishMove(ctx context.Context, from, id string, k int64, to str
 	if n < 0 {
 		return fmt.Errorf("moving stock into %s: %w", to, ErrFrozen)
 	}
-	if err := s.c.Do(ctx, s.c.B().Hdel().Key(string(sharding.AppendJournalKey(nil, from))).Field(id).Build()).Error(); err != nil {
-		return fmt.Errorf("finishing move %s: %w", id, err)
-	}
-	return nil
+	return s.DropMove(ctx, from, id)
 }
 
 // PendingMove is a move journaled on a donor shard and not yet finished.
@@ -236,4 +252,28 @@ func (s *Store) available(ctx context.Context, sale *sharding.Sale, itemID int64
 		}
 	}
 	return out, nil
+}
+
+// RecoverStalled finishes the moves journaled on the shard with tag that were
+// already pending in the previous call (their ids in seen), and returns the
+// ids pending now and not finished, for the next call. Called every few
+// seconds by the shard's journal relay, it completes a move whose borrower
+// died between its steps without racing moves still in flight (each step is
+// idempotent by move id anyway).
+func (s *Store) RecoverStalled(ctx context.Context, tag string, seen map[string]bool) (map[string]bool, error) {
+	pending, err := s.pendingMoves(ctx, []string{tag})
+	if err != nil {
+		return seen, err
+	}
+	next := make(map[string]bool, len(pending))
+	for _, p := range pending {
+		if !seen[p.ID] {
+			next[p.ID] = true
+			continue
+		}
+		if err := s.finishMove(ctx, p.From, p.ID, p.Units, p.To, p.ItemID, false); err != nil {
+			next[p.ID] = true
+		}
+	}
+	return next, nil
 }

@@ -231,6 +231,11 @@ func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJ
 			cmds = append(cmds, s.c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, to))).FieldValue().FieldValue(user, oid).Build())
 			rep.Buyers++
 		}
+		entries, err := s.copyJournal(ctx, sale.ID, tag, j.To)
+		if err != nil {
+			return err
+		}
+		cmds = append(cmds, entries...)
 		keys, err := s.shardOrders(ctx, tag, top)
 		if err != nil {
 			return err
@@ -272,6 +277,33 @@ func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJ
 	return nil
 }
 
+// copyJournal returns the commands that append the hand-off journal entries of
+// the old shard tag to the journals of their users' new home shards. An entry
+// a relay is producing meanwhile may reach Kafka twice; the writer
+// deduplicates. A copied order record keeps the entry id of the old journal,
+// which the new journal lacks, so a void of it answers that the order stands.
+func (s *Store) copyJournal(ctx context.Context, saleID int64, tag string, to []string) (rueidis.Commands, error) {
+	arr, err := s.c.Do(ctx, s.c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()).AsXRange()
+	if err != nil {
+		return nil, fmt.Errorf("reading hand-off journal of %s: %w", tag, err)
+	}
+	var cmds rueidis.Commands
+	for _, e := range arr {
+		u, err := strconv.ParseUint(e.FieldValues["u"], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("hand-off journal of %s: entry %s has user %q", tag, e.ID, e.FieldValues["u"])
+		}
+		fv := s.c.B().Xadd().Key(string(sharding.AppendEventsKey(nil, to[sharding.HomeShard(u, saleID, len(to))]))).Id("*").FieldValue()
+		for _, f := range []string{"t", "o", "s", "i", "u", "c", "x", "at"} {
+			if v, ok := e.FieldValues[f]; ok {
+				fv = fv.FieldValue(f, v)
+			}
+		}
+		cmds = append(cmds, fv.Build())
+	}
+	return cmds, nil
+}
+
 func (s *Store) dropShards(ctx context.Context, sale *sharding.Sale, tags []string, top *sharding.Topology) error {
 	var cmds rueidis.Commands
 	for _, tag := range tags {
@@ -280,7 +312,9 @@ func (s *Store) dropShards(ctx context.Context, sale *sharding.Sale, tags []stri
 		}
 		cmds = append(cmds,
 			s.c.B().Del().Key(string(sharding.AppendBuyersKey(nil, tag))).Build(),
-			s.c.B().Del().Key(string(sharding.AppendJournalKey(nil, tag))).Build())
+			s.c.B().Del().Key(string(sharding.AppendJournalKey(nil, tag))).Build(),
+			s.c.B().Del().Key(string(sharding.AppendEventsKey(nil, tag))).Build(),
+			s.c.B().Del().Key(string(sharding.AppendTakenKey(nil, tag))).Build())
 		keys, err := s.shardOrders(ctx, tag, top)
 		if err != nil {
 			return err

@@ -72,13 +72,18 @@ type Result struct {
 	Left int64
 	// Replay is true when the reservation already existed under this order id.
 	Replay bool
+	// Acked is the number of replicas that acknowledged the write, -1 when
+	// not asked (see Batcher.SetAcks).
+	Acked int64
 }
 
 // Store runs the stock scripts. Create it with New.
 type Store struct {
 	c                       rueidis.Client
 	reserve, release, state *rueidis.Lua
-	reserveSHA              string
+	void, act, claim        *rueidis.Lua
+	reserveSHA, voidSHA     string
+	actSHA                  string
 	batch                   *Batcher
 }
 
@@ -89,34 +94,79 @@ func New(c rueidis.Client) *Store {
 		reserve: rueidis.NewLuaScript(lua.Reserve),
 		release: rueidis.NewLuaScript(lua.Release),
 		state:   rueidis.NewLuaScript(lua.Status),
-		// rueidis.Lua keeps its SHA-1 to itself; the batched reserve needs it.
-		reserveSHA: fmt.Sprintf("%x", sha1.Sum([]byte(lua.Reserve))),
+		void:    rueidis.NewLuaScript(lua.Void),
+		act:     rueidis.NewLuaScript(lua.Act),
+		claim:   rueidis.NewLuaScript(lua.ExpireClaim),
+		// rueidis.Lua keeps its SHA-1 to itself; the batched calls need it.
+		reserveSHA: sha1Hex(lua.Reserve),
+		voidSHA:    sha1Hex(lua.Void),
+		actSHA:     sha1Hex(lua.Act),
 	}
 }
 
-// SetBatcher sends the hot-path calls, Reserve and Holder, through b (see
-// Batcher). Call it before the Store is used.
+func sha1Hex(script string) string { return fmt.Sprintf("%x", sha1.Sum([]byte(script))) }
+
+// HotScripts are the scripts the purchase path runs by SHA-1 (EVALSHA); the
+// gateway loads them on every master before it calls itself ready.
+var HotScripts = []string{lua.Reserve, lua.Void, lua.Act}
+
+// SetBatcher sends the hot-path calls, Reserve, Void, Act and Holder, through
+// b (see Batcher). Call it before the Store is used.
 func (s *Store) SetBatcher(b *Batcher) { s.batch = b }
 
 // Client returns the underlying rueidis client.
 func (s *Store) Client() rueidis.Client { return s.c }
 
+// DefaultJournalBound is the journal bound of a Reservation or ActRequest
+// that names none.
+const DefaultJournalBound = 50000
+
+func bound(n int) int {
+	if n <= 0 {
+		return DefaultJournalBound
+	}
+	return n
+}
+
+// ErrJournalFull means the shard's hand-off journal holds its bound of
+// entries (the relay cannot reach Kafka): nothing was written.
+var ErrJournalFull = errors.New("hand-off journal of the shard is full")
+
 // Reservation names one purchase attempt.
 type Reservation struct {
 	Tag     string // the user's home shard's hash tag
+	SaleID  int64
 	ItemID  int64
 	UserID  uint64
 	OrderID sharding.OrderID
+	// Attempt is unique per request (a void names the attempt it undoes).
+	Attempt uint64
 	Created time.Time
 	Expires time.Time     // end of the payment window
 	TTL     time.Duration // how long the order record lives in Redis
+	// Bound is the most entries the shard's journal may hold (0:
+	// DefaultJournalBound).
+	Bound int
+	// Credit, when Units > 0, is a borrow's move (taken from a donor by
+	// move_out) credited to the shard in the same script, before the
+	// reservation, at most once per move id.
+	Credit Credit
 }
 
-// Reserve runs reserve.lua for r: one round trip.
+// Credit is a journaled move's units arriving with a reservation.
+type Credit struct {
+	MoveID string
+	Units  int64
+}
+
+// Reserve runs reserve.lua for r: one round trip (plus the replicas'
+// acknowledgement, see Batcher.SetAcks). It returns ErrFrozen or
+// ErrJournalFull when the script refused before writing anything; any other
+// error leaves the outcome unknown, and the caller settles it with Void.
 func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
-	// The four keys and the order id share one allocation: the order key
+	// The six keys and the order id share one allocation: the order key
 	// ends with the id's text.
-	var buf [320]byte
+	var buf [400]byte
 	b := sharding.AppendStockKey(buf[:0], r.Tag, r.ItemID)
 	k1 := len(b)
 	b = sharding.AppendBuyersKey(b, r.Tag)
@@ -124,26 +174,25 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 	b = sharding.AppendOrderKey(b, r.Tag, r.OrderID)
 	k3 := len(b)
 	b = sharding.AppendFenceKey(b, r.Tag)
+	k4 := len(b)
+	b = sharding.AppendEventsKey(b, r.Tag)
+	k5 := len(b)
+	if r.Credit.Units > 0 {
+		b = sharding.AppendMoveKey(b, r.Tag, r.Credit.MoveID)
+	} else {
+		b = sharding.AppendNoMoveKey(b, r.Tag)
+	}
 	all := string(b)
-	keys := []string{all[:k1], all[k1:k2], all[k2:k3], all[k3:]}
+	keys := []string{all[:k1], all[k1:k2], all[k2:k3], all[k3:k4], all[k4:k5], all[k5:]}
 	oid := all[k3-36 : k3]
 	args := []string{
 		strconv.FormatUint(r.UserID, 10), oid, strconv.FormatInt(r.ItemID, 10),
 		strconv.FormatInt(r.Created.UnixMilli(), 10), strconv.FormatInt(r.Expires.UnixMilli(), 10),
-		strconv.FormatInt(int64(ttlSeconds(r.TTL)), 10),
+		strconv.FormatInt(int64(ttlSeconds(r.TTL)), 10), strconv.FormatInt(r.SaleID, 10),
+		strconv.Itoa(bound(r.Bound)), strconv.FormatUint(r.Attempt, 10),
+		strconv.FormatInt(r.Credit.Units, 10), r.Credit.MoveID, strconv.Itoa(int(MoveMarkerTTL / time.Second)),
 	}
-	var rr rueidis.RedisResult
-	if s.batch != nil {
-		rr = s.batch.Do(ctx, s.c.B().Evalsha().Sha1(s.reserveSHA).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
-		if rerr, ok := rueidis.IsRedisErr(rr.Error()); ok && rerr.IsNoScript() {
-			// A node without the script (restarted, or a new master): EVAL
-			// runs and loads it, in one round trip. NOSCRIPT means the
-			// EVALSHA ran nothing, so this is not a second attempt.
-			rr = s.c.Do(ctx, s.c.B().Eval().Script(lua.Reserve).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
-		}
-	} else {
-		rr = s.reserve.Exec(ctx, s.c, keys, args)
-	}
+	rr, acked := s.evalAck(ctx, s.reserveSHA, lua.Reserve, s.reserve, keys, args)
 	arr, err := rr.ToArray()
 	if err != nil {
 		return Result{}, fmt.Errorf("reserving stock: %w", err)
@@ -152,7 +201,25 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("reserving stock: %w", err)
 	}
+	res.Acked = acked
 	return res, nil
+}
+
+// evalAck runs a hot script through the Batcher as an acknowledged write
+// (EVALSHA, falling back to one EVAL on NOSCRIPT), or through rueidis alone
+// without a Batcher.
+func (s *Store) evalAck(ctx context.Context, sha, src string, script *rueidis.Lua, keys, args []string) (rueidis.RedisResult, int64) {
+	if s.batch == nil {
+		return script.Exec(ctx, s.c, keys, args), -1
+	}
+	rr, acked := s.batch.DoAck(ctx, s.c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	if rerr, ok := rueidis.IsRedisErr(rr.Error()); ok && rerr.IsNoScript() {
+		// A node without the script (restarted, or a new master): EVAL runs
+		// and loads it, in one round trip. NOSCRIPT means the EVALSHA ran
+		// nothing, so this is not a second attempt.
+		rr, acked = s.batch.DoAck(ctx, s.c.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	}
+	return rr, acked
 }
 
 // Holder reads the buyers record of userID on tag's shard, the user's home
@@ -210,6 +277,8 @@ func decodeReserve(arr []rueidis.RedisMessage) (Result, error) {
 		r.Outcome = IDUsed
 	case 4:
 		return Result{}, ErrFrozen
+	case 5:
+		return Result{}, ErrJournalFull
 	default:
 		return Result{}, fmt.Errorf("unknown reply code %d", code)
 	}
@@ -230,6 +299,9 @@ const (
 	StatusCancelled = "CANCELLED"
 	StatusFailed    = "FAILED"
 	ReleaseDelete   = "-"
+	// StatusVoid marks the record of a purchase attempt undone before its
+	// client heard of it (void.lua): no order.
+	StatusVoid = "VOID"
 )
 
 // Release gives the unit held by order id back to the item's stock on tag's

@@ -242,7 +242,19 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	must(c.Do(ctx, c.B().Hset().Key(buyers).FieldValue().FieldValue("77", id.String()).Build()).Error())
 
 	reserve, release, status := rueidis.NewLuaScript(lua.Reserve), rueidis.NewLuaScript(lua.Release), rueidis.NewLuaScript(lua.Status)
-	okArgs := []string{"42", sharding.NewOrderID(sale, 6, 6).String(), "1", "1000", "2000", "60"}
+	void, act, claim, relay := rueidis.NewLuaScript(lua.Void), rueidis.NewLuaScript(lua.Act), rueidis.NewLuaScript(lua.ExpireClaim), rueidis.NewLuaScript(lua.Relay)
+	events := string(sharding.AppendEventsKey(nil, tag))
+	marker := string(sharding.AppendNoMoveKey(nil, tag))
+	taken := string(sharding.AppendTakenKey(nil, tag))
+	lease := string(sharding.AppendRelayLeaseKey(nil, tag))
+	rk := []string{stockKey, buyers, order, fence, events, marker}
+	// user, order id, item, created, expires, ttl, sale, bound, attempt, credit, move id, marker ttl
+	okArgs := []string{"42", sharding.NewOrderID(sale, 6, 6).String(), "1", "1000", "2000", "60", "7", "100", "9", "0", "", "60"}
+	with := func(i int, v string) []string {
+		a := append([]string(nil), okArgs...)
+		a[i] = v
+		return a
+	}
 	cases := []struct {
 		name   string
 		script *rueidis.Lua
@@ -250,14 +262,29 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		args   []string
 		want   string
 	}{
-		{"reserve: too few keys", reserve, []string{stockKey, buyers, order}, okArgs, "want 4 keys and 6 args"},
-		{"reserve: too few args", reserve, []string{stockKey, buyers, order, fence}, okArgs[:5], "want 4 keys and 6 args"},
-		{"reserve: no keys", reserve, nil, nil, "want 4 keys"},
-		{"reserve: empty user", reserve, []string{stockKey, buyers, order, fence}, []string{"", okArgs[1], "1", "1", "2", "60"}, "bad arguments"},
-		{"reserve: created not a number", reserve, []string{stockKey, buyers, order, fence}, []string{"42", okArgs[1], "1", "x", "2", "60"}, "bad arguments"},
-		{"reserve: ttl zero", reserve, []string{stockKey, buyers, order, fence}, []string{"42", okArgs[1], "1", "1", "2", "0"}, "bad arguments"},
-		{"reserve: non-numeric stock", reserve, []string{badStock, buyers, order, fence}, okArgs, "not a non-negative integer"},
-		{"reserve: missing stock key", reserve, []string{missing, buyers, order, fence}, okArgs, "stock key missing"},
+		{"reserve: too few keys", reserve, rk[:5], okArgs, "want 6 keys and 12 args"},
+		{"reserve: too few args", reserve, rk, okArgs[:11], "want 6 keys and 12 args"},
+		{"reserve: no keys", reserve, nil, nil, "want 6 keys"},
+		{"reserve: empty user", reserve, rk, with(0, ""), "bad arguments"},
+		{"reserve: created not a number", reserve, rk, with(3, "x"), "bad arguments"},
+		{"reserve: ttl zero", reserve, rk, with(5, "0"), "bad arguments"},
+		{"reserve: sale not a number", reserve, rk, with(6, "s"), "bad arguments"},
+		{"reserve: bound zero", reserve, rk, with(7, "0"), "bad arguments"},
+		{"reserve: empty attempt", reserve, rk, with(8, ""), "bad arguments"},
+		{"reserve: negative credit", reserve, rk, with(9, "-1"), "bad arguments"},
+		{"reserve: credit without move id", reserve, rk, with(9, "2"), "bad arguments"},
+		{"reserve: non-numeric stock", reserve, []string{badStock, buyers, order, fence, events, marker}, okArgs, "not a non-negative integer"},
+		{"reserve: missing stock key", reserve, []string{missing, buyers, order, fence, events, marker}, okArgs, "stock key missing"},
+		{"void: wrong arg count", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77"}, "want 6 keys and 4 args"},
+		{"void: empty attempt", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77", id.String(), "", "60"}, "bad arguments"},
+		{"void: ttl zero", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77", id.String(), "1", "0"}, "bad arguments"},
+		{"act: unknown action", act, []string{order, fence, events}, []string{"refund", "77", id.String(), "7", "10", "1"}, "bad arguments"},
+		{"act: wrong key count", act, []string{order, fence}, []string{"pay", "77", id.String(), "7", "10", "1"}, "want 3 keys and 6 args"},
+		{"act: bound zero", act, []string{order, fence, events}, []string{"pay", "77", id.String(), "7", "0", "1"}, "bad arguments"},
+		{"expire_claim: args given", claim, []string{order, fence}, []string{"x"}, "want 2 keys and 0 args"},
+		{"relay: too few args", relay, []string{events, lease, taken}, []string{"tok", "1000", "0"}, "want 3 keys and at least 4 args"},
+		{"relay: count zero", relay, []string{events, lease, taken}, []string{"tok", "1000", "0", "0"}, "bad arguments"},
+		{"relay: bad acked id", relay, []string{events, lease, taken}, []string{"tok", "1000", "0", "10", "not-an-id"}, "bad entry id"},
 		{"release: wrong arg count", release, []string{stockKey, buyers, order, fence}, []string{"77"}, "want 4 keys and 3 args"},
 		{"release: empty status", release, []string{stockKey, buyers, order, fence}, []string{"77", id.String(), ""}, "bad arguments"},
 		{"release: non-numeric stock", release, []string{badStock, buyers, order, fence}, []string{"77", id.String(), "EXPIRED"}, "not a non-negative integer"},
@@ -287,6 +314,12 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	}
 	if n, _ := c.Do(ctx, c.B().Exists().Key(order).Build()).AsInt64(); n != 0 {
 		t.Error("an order record was written")
+	}
+	if n, _ := c.Do(ctx, c.B().Exists().Key(events).Build()).AsInt64(); n != 0 {
+		t.Error("a journal entry was written")
+	}
+	if n, _ := c.Do(ctx, c.B().Exists().Key(lease).Build()).AsInt64(); n != 0 {
+		t.Error("a relay lease was taken")
 	}
 }
 

@@ -1,7 +1,11 @@
-// Package app wires the gateway: it builds the Redis, Kafka, auth, limiter,
-// catalog and HTTP pieces from a config.Config, serves the public and admin
-// listeners, and shuts them down in order (stop accepting, drain requests,
-// flush the producer, close the clients).
+// Package app wires the gateway: it builds the Redis, auth, limiter, catalog,
+// HTTP and journal-relay pieces from a config.Config, serves the public and
+// admin listeners, and shuts them down in order (stop accepting, drain
+// requests, stop the relay and release its leases, close the clients).
+//
+// The purchase path needs Redis alone: /readyz is green once the purchase
+// scripts are loaded on every master and every master answers. Kafka is the
+// relay's business; while it is away the journal fills (bounded per shard).
 package app
 
 import (
@@ -26,9 +30,8 @@ import (
 	"flashsale/gateway/internal/httpapi"
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
-	"flashsale/gateway/internal/orders"
+	"flashsale/sharding/journal"
 	"flashsale/sharding/stock"
-	"flashsale/writer/orderevent"
 )
 
 // App is a wired gateway. Create it with New, then Serve; Close releases what
@@ -39,7 +42,8 @@ type App struct {
 	redis    rueidis.Client
 	batcher  *stock.Batcher
 	store    *stock.Store
-	producer *orders.Producer
+	kafka    *kgo.Client
+	Relay    *journal.Relay
 	verifier *auth.Verifier
 	Catalog  *catalog.Catalog
 	Handler  *httpapi.Handler
@@ -56,14 +60,15 @@ type App struct {
 // Options are the parts tests replace.
 type Options struct {
 	Log *slog.Logger
-	// KafkaOpts are appended to the producer's franz-go options.
+	// KafkaOpts are appended to the relay producer's franz-go options.
 	KafkaOpts []kgo.Opt
 	// WrapStore, when set, wraps the Redis store the handler uses (tests count
 	// calls with it).
 	WrapStore func(httpapi.Store) httpapi.Store
 }
 
-// New connects to Redis and Kafka, loads the sales and binds both listeners.
+// New connects to Redis and Kafka, loads the sales and the purchase scripts,
+// and binds both listeners.
 func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	log := opt.Log
 	if log == nil {
@@ -85,8 +90,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	a.store = stock.New(a.redis)
 	if cfg.RedisBatchLanes > 0 {
 		a.batcher = stock.NewBatcher(a.redis, cfg.RedisBatchLanes, cfg.Budget)
+		a.batcher.SetAcks(cfg.ReplicaAcks, cfg.ReplicaTimeout)
 		a.store.SetBatcher(a.batcher)
 		a.Metrics.Batches(a.batcher.Stats)
+		a.Metrics.ReplicaShortfalls(a.batcher.Shortfalls)
 	}
 	a.verifier, err = auth.New(ctx, auth.Config{
 		HS256Secret: []byte(cfg.JWTSecret), JWKS: cfg.JWKS, JWKSRefresh: cfg.JWKSRefresh,
@@ -99,22 +106,25 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	a.Catalog = catalog.New(newSalesSource(a.store, log), catalog.Config{
 		Refresh: cfg.RefreshEvery, Poll: cfg.PollInterval, SoldOutGauge: a.Metrics.SoldOut, Log: log,
 	})
-	var h *httpapi.Handler
-	a.producer, err = orders.New(orders.Config{
-		Brokers: cfg.Kafka, Topic: cfg.Topic, Linger: cfg.Linger, Budget: cfg.Budget, ExtraOpts: opt.KafkaOpts,
-	}, func(ev *orderevent.Event, err error) { h.Settle(ev, err) })
-	if err != nil {
-		return nil, err
+	if cfg.Relay {
+		kopts := append(journal.ProducerOpts(cfg.Kafka), kgo.ProducerLinger(cfg.Linger))
+		if a.kafka, err = kgo.NewClient(append(kopts, opt.KafkaOpts...)...); err != nil {
+			return nil, fmt.Errorf("creating the relay's kafka producer: %w", err)
+		}
+		a.Relay = journal.New(journal.Config{
+			Topic: cfg.Topic, Lease: cfg.RelayLease, Hold: cfg.RelayHold, Log: log,
+			Recover: a.store.RecoverStalled,
+		}, a.redis, a.kafka, a.shards, a.Metrics.Relay())
 	}
 	var st httpapi.Store = a.store
 	if opt.WrapStore != nil {
 		st = opt.WrapStore(st)
 	}
-	h = httpapi.New(httpapi.Config{
+	h := httpapi.New(httpapi.Config{
 		Budget: cfg.Budget, ReleaseBudget: cfg.ReleaseBudget, OrderTTL: cfg.OrderTTL, TrustedProxies: cfg.TrustedProxies,
-		NoRepeatRead: !cfg.RepeatRead,
+		NoRepeatRead: !cfg.RepeatRead, JournalBound: cfg.JournalBound,
 	}, httpapi.Deps{
-		Catalog: a.Catalog, Store: st, Producer: a.producer, Verifier: a.verifier,
+		Catalog: a.Catalog, Store: st, Verifier: a.verifier,
 		IPLimit:   limit.New(limit.Config{Rate: cfg.IPRate, Burst: cfg.IPBurst, MaxKeys: cfg.LimitKeys}),
 		UserLimit: limit.New(limit.Config{Rate: cfg.UserRate, Burst: cfg.UserBurst, MaxKeys: cfg.LimitKeys}),
 		Metrics:   a.Metrics, Borrower: a.store, Log: log,
@@ -122,6 +132,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	a.Handler = h
 	if err := a.Catalog.Refresh(ctx, time.Now()); err != nil {
 		return nil, fmt.Errorf("loading sales from redis: %w", err)
+	}
+	if err := a.store.LoadScripts(ctx); err != nil {
+		return nil, err
 	}
 	a.server = httpapi.NewServer(h.Handle, httpapi.ServerConfig{
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
@@ -160,6 +173,14 @@ func (a *App) Serve(ctx context.Context) error {
 		}
 	}()
 	go a.Catalog.Run(ctx)
+	relayCtx, stopRelay := context.WithCancel(context.Background())
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		if a.Relay != nil {
+			a.Relay.Run(relayCtx)
+		}
+	}()
 	a.log.Info("gateway serving", "listen", a.Addr(), "admin", a.AdminAddr())
 	var serveErr error
 	select {
@@ -174,10 +195,11 @@ func (a *App) Serve(ctx context.Context) error {
 		a.log.Warn("draining public requests", "err", err)
 	}
 	_ = a.admin.Shutdown(sctx)
-	if err := a.producer.Close(sctx); err != nil {
-		a.log.Warn("flushing producer", "err", err)
-	}
-	a.producer = nil
+	// The relay stops after the last request: it finishes its rounds in
+	// flight and releases its leases, so another gateway takes the shards at
+	// once instead of after the lease's lifetime.
+	stopRelay()
+	<-relayDone
 	a.Close()
 	a.log.Info("gateway stopped")
 	return serveErr
@@ -185,11 +207,12 @@ func (a *App) Serve(ctx context.Context) error {
 
 // Close releases the clients and listeners; Serve calls it on its way out.
 func (a *App) Close() {
-	if a.producer != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = a.producer.Close(ctx)
-		cancel()
-		a.producer = nil
+	if a.Handler != nil {
+		a.Handler.Close()
+	}
+	if a.kafka != nil {
+		a.kafka.Close()
+		a.kafka = nil
 	}
 	if a.verifier != nil {
 		a.verifier.Close()
@@ -225,15 +248,20 @@ func (a *App) adminMux() *http.ServeMux {
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(a.Metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	// /debug/pprof/cmdline is not served: it would show every flag,
+	// secrets included. pprof.Index links to it; the link answers 404.
+	mux.HandleFunc("/debug/pprof/cmdline", http.NotFound)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
 }
 
-// ready pings Redis and Kafka, at most once a second; between checks it
-// answers the last result.
+// ready checks what a purchase needs, at most once a second (between checks
+// it answers the last result): the purchase scripts loaded on every master
+// (LoadScripts loads them again on a restarted or new master), which also
+// proves that every master answers. Kafka is not checked: purchases do not
+// wait for it (the journal holds the events while it is away).
 func (a *App) ready(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -243,15 +271,22 @@ func (a *App) ready(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	var err error
-	if e := a.redis.Do(ctx, a.redis.B().Ping().Build()).Error(); e != nil {
+	if e := a.store.LoadScripts(ctx); e != nil {
 		err = fmt.Errorf("redis: %w", e)
-	} else if p := a.producer; p == nil {
-		err = errors.New("kafka: producer closed")
-	} else if e := p.Ping(ctx); e != nil {
-		err = fmt.Errorf("kafka: %w", e)
 	}
 	a.readyAt, a.readyErr = time.Now(), err
 	return err
+}
+
+// shards lists every shard of every loaded sale, for the relay.
+func (a *App) shards() []journal.Shard {
+	var out []journal.Shard
+	for _, s := range a.Catalog.Snapshot().Sales() {
+		for _, tag := range s.Shards {
+			out = append(out, journal.Shard{SaleID: s.ID, Tag: tag})
+		}
+	}
+	return out
 }
 
 // skew maps -jwt-skew to auth.Config.Skew, where 0 means the default and a

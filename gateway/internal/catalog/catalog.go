@@ -72,6 +72,15 @@ func (s *Snapshot) Item(id int64) *Item { return s.items[id] }
 // Sale returns the sale with id, or nil.
 func (s *Snapshot) Sale(id int64) *Sale { return s.sales[id] }
 
+// Sales returns every loaded sale, in no order. It allocates.
+func (s *Snapshot) Sales() []*Sale {
+	out := make([]*Sale, 0, len(s.sales))
+	for _, sl := range s.sales {
+		out = append(out, sl)
+	}
+	return out
+}
+
 // Config tunes Run.
 type Config struct {
 	Refresh time.Duration // reload and full stock reading, default 1s

@@ -67,11 +67,27 @@ type Config struct {
 	// record (one HGET) instead of running the reserve script.
 	RepeatRead bool
 
-	Budget        time.Duration // per-purchase budget for Redis + Kafka
-	ReleaseBudget time.Duration // budget of the settling Release after a failure
-	OrderTTL      time.Duration // lifetime of order records written by reserve
-	PollInterval  time.Duration // sold-out flag poll of flagged items
-	RefreshEvery  time.Duration // catalog and remaining-stock refresh
+	Budget        time.Duration // per-request budget for Redis
+	ReleaseBudget time.Duration // budget of the void of an attempt whose answer could not be given
+
+	// ReplicaAcks is the replicas a journaled write waits for (WAIT, after its
+	// batch) before its 202, at most ReplicaTimeout; 0 turns it off (a single
+	// Redis without replicas).
+	ReplicaAcks    int
+	ReplicaTimeout time.Duration
+	// JournalBound is the most entries a shard's hand-off journal holds
+	// before purchases on it answer 503.
+	JournalBound int
+	// Relay runs this process's journal relay; RelayHold is the age an entry
+	// must reach before a relay takes it, RelayLease the lifetime of a
+	// shard's relay lease.
+	Relay      bool
+	RelayHold  time.Duration
+	RelayLease time.Duration
+
+	OrderTTL     time.Duration // lifetime of order records written by reserve
+	PollInterval time.Duration // sold-out flag poll of flagged items
+	RefreshEvery time.Duration // catalog and remaining-stock refresh
 
 	MaxConnsPerIP int
 	Concurrency   int
@@ -104,6 +120,12 @@ func Default() Config {
 		LimitKeys:       1 << 20,
 		Budget:          250 * time.Millisecond,
 		ReleaseBudget:   500 * time.Millisecond,
+		ReplicaAcks:     1,
+		ReplicaTimeout:  50 * time.Millisecond,
+		JournalBound:    50000,
+		Relay:           true,
+		RelayHold:       time.Second,
+		RelayLease:      3 * time.Second,
 		RedisFlushDelay: 0,
 		RedisBatchLanes: 16,
 		RepeatRead:      true,
@@ -132,7 +154,7 @@ func (c *Config) settings() []setting {
 		{"redis", "FLASHSALE_REDIS", "Redis Cluster seeds, comma separated", (*listVal)(&c.Redis)},
 		{"kafka", "KAFKA_BROKERS", "Kafka seed brokers, comma separated", (*listVal)(&c.Kafka)},
 		{"topic", "FLASHSALE_TOPIC", "order-event topic", (*strVal)(&c.Topic)},
-		{"linger", "FLASHSALE_LINGER", "producer linger", (*durVal)(&c.Linger)},
+		{"linger", "FLASHSALE_LINGER", "relay producer linger", (*durVal)(&c.Linger)},
 		{"redis-flush-delay", "FLASHSALE_REDIS_FLUSH_DELAY", "longest wait before a Redis pipeline write, to batch more commands", (*durVal)(&c.RedisFlushDelay)},
 		{"redis-multiplex", "FLASHSALE_REDIS_MULTIPLEX", "connections per Redis node as a power of two (0: rueidis default)", (*intVal)(&c.RedisMultiplex)},
 		{"repeat-read", "FLASHSALE_REPEAT_READ", "answer a repeat click of a buyer this gateway answered before from the buyer record (HGET), not the reserve script", (*boolVal)(&c.RepeatRead)},
@@ -151,8 +173,14 @@ func (c *Config) settings() []setting {
 		{"user-burst", "FLASHSALE_USER_BURST", "per-user burst", (*intVal)(&c.UserBurst)},
 		{"limit-keys", "FLASHSALE_LIMIT_KEYS", "buckets kept per limiter before eviction", (*intVal)(&c.LimitKeys)},
 		{"trusted-proxies", "FLASHSALE_TRUSTED_PROXIES", "CIDRs whose X-Forwarded-For is trusted, comma separated", (*prefixVal)(&c.TrustedProxies)},
-		{"budget", "FLASHSALE_BUDGET", "per-purchase budget for Redis and Kafka together", (*durVal)(&c.Budget)},
-		{"release-budget", "FLASHSALE_RELEASE_BUDGET", "budget of the settling release after a failure", (*durVal)(&c.ReleaseBudget)},
+		{"budget", "FLASHSALE_BUDGET", "per-request budget for Redis", (*durVal)(&c.Budget)},
+		{"release-budget", "FLASHSALE_RELEASE_BUDGET", "budget of the void of a purchase whose answer could not be given in time (the 503 waits for it)", (*durVal)(&c.ReleaseBudget)},
+		{"replica-acks", "FLASHSALE_REPLICA_ACKS", "replicas a journaled write waits for before its 202 (WAIT); 0 for a Redis without replicas", (*intVal)(&c.ReplicaAcks)},
+		{"replica-timeout", "FLASHSALE_REPLICA_TIMEOUT", "longest wait for the replicas; a shortfall is counted and the order stands", (*durVal)(&c.ReplicaTimeout)},
+		{"journal-bound", "FLASHSALE_JOURNAL_BOUND", "most entries in a shard's hand-off journal before purchases on it answer 503", (*intVal)(&c.JournalBound)},
+		{"relay", "FLASHSALE_RELAY", "run the journal relay (Redis to Kafka) in this process", (*boolVal)(&c.Relay)},
+		{"relay-hold", "FLASHSALE_RELAY_HOLD", "age a journal entry must reach before a relay takes it; must exceed -budget plus -release-budget", (*durVal)(&c.RelayHold)},
+		{"relay-lease", "FLASHSALE_RELAY_LEASE", "lifetime of a shard's relay lease: a dead gateway's shards are taken over within it", (*durVal)(&c.RelayLease)},
 		{"order-ttl", "FLASHSALE_ORDER_TTL", "lifetime of order records in Redis", (*durVal)(&c.OrderTTL)},
 		{"poll-interval", "FLASHSALE_POLL_INTERVAL", "poll of sold-out items for returned stock", (*durVal)(&c.PollInterval)},
 		{"refresh", "FLASHSALE_REFRESH", "catalog and remaining-stock refresh", (*durVal)(&c.RefreshEvery)},
@@ -265,6 +293,21 @@ func (c *Config) Validate() error {
 	}
 	if c.Linger < 0 || c.Linger > 100*time.Millisecond {
 		bad("-linger %v: want 0..100ms", c.Linger)
+	}
+	if c.ReplicaAcks < 0 || c.ReplicaAcks > 16 {
+		bad("-replica-acks %d: want 0..16", c.ReplicaAcks)
+	}
+	if c.ReplicaAcks > 0 && (c.ReplicaTimeout < time.Millisecond || c.ReplicaTimeout >= c.Budget) {
+		bad("-replica-timeout %v: want at least 1ms and below -budget %v", c.ReplicaTimeout, c.Budget)
+	}
+	if c.JournalBound < 1 {
+		bad("-journal-bound %d: want at least 1", c.JournalBound)
+	}
+	if c.Relay && c.RelayHold <= c.Budget+c.ReleaseBudget {
+		bad("-relay-hold %v: must exceed -budget plus -release-budget (%v), the time a gateway has to void a purchase it could not answer", c.RelayHold, c.Budget+c.ReleaseBudget)
+	}
+	if c.Relay && c.RelayLease < 100*time.Millisecond {
+		bad("-relay-lease %v: want at least 100ms", c.RelayLease)
 	}
 	if c.PollInterval > time.Second {
 		bad("-poll-interval %v: returned stock must show within 1s, want <= 1s", c.PollInterval)

@@ -3,13 +3,11 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"flashsale/gateway/internal/auth"
-	"flashsale/gateway/internal/orders"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 )
@@ -49,8 +47,8 @@ func TestPurchaseAcceptedThenAlreadyPurchased(t *testing.T) {
 	if !strings.HasSuffix(r.body, `"status":"PENDING"}`) || id.SaleID() != 77 {
 		t.Fatalf("body %s", r.body)
 	}
-	if len(e.prod.events) != 1 || e.prod.events[0].OrderID != id || e.prod.events[0].UserID != 42 || e.prod.events[0].ItemID != 7 {
-		t.Fatalf("events %+v", e.prod.events)
+	if j := e.st.journal(); len(j) != 1 || j[0].OrderID != id || j[0].UserID != 42 || j[0].ItemID != 7 || j[0].SaleID != 77 {
+		t.Fatalf("journal %+v", j)
 	}
 	r = do(t, c, "POST", purchasePath, tok)
 	want(t, r, 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id.String()+`"}`)
@@ -85,8 +83,9 @@ func TestIdempotencyKeyNamesTheSameOrder(t *testing.T) {
 	want(t, r1, 202, "")
 	r2 := do(t, c, "POST", purchasePath, tok, "idempotency-key", "k-1")
 	want(t, r2, 202, r1.body)
-	if n := len(e.prod.events); n != 2 || e.prod.events[1].OrderID != e.prod.events[0].OrderID {
-		t.Fatalf("events %+v", e.prod.events)
+	// The replay journals nothing: the first attempt's entry carries the order.
+	if j := e.st.journal(); len(j) != 1 || j[0].OrderID != orderIDOf(t, r1.body) {
+		t.Fatalf("journal %+v", j)
 	}
 	// Another key is another purchase: the user already holds one.
 	r3 := do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-2")
@@ -94,7 +93,7 @@ func TestIdempotencyKeyNamesTheSameOrder(t *testing.T) {
 	// A released order's key cannot reserve again.
 	id := orderIDOf(t, r1.body)
 	tag := e.sale.Shards[sharding.HomeShard(42, 77, 2)]
-	if ok, _ := e.st.Release(context.Background(), tag, 7, 42, id, stock.StatusExpired); !ok {
+	if !e.st.release(tag, 7, 42, id, stock.StatusExpired) {
 		t.Fatal("release failed")
 	}
 	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-1"), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id.String()+`"}`)
@@ -230,39 +229,88 @@ func TestRateLimited(t *testing.T) {
 	}
 }
 
+// A 503 is true: whatever happened to the attempt in Redis, nothing stays
+// reserved and nothing stays journaled for it; a void that finds the entry
+// already taken by a relay answers 202, which is then true.
 func TestUnavailable(t *testing.T) {
-	t.Run("redis", func(t *testing.T) {
-		e := newEnv(t, envOpt{stockPerShard: 1})
-		c := e.serve("10.0.0.1")
-		e.st.err = errRedisDown
-		want(t, do(t, c, "POST", purchasePath, e.token(1)), 503, `{"error":"UNAVAILABLE"}`)
-		if _, rel := e.st.counts(); rel != 1 {
-			t.Fatalf("%d settling releases, want 1", rel)
-		}
-		e.st.mu.Lock()
-		e.st.err = nil
-		e.st.mu.Unlock()
-	})
-	t.Run("kafka refused", func(t *testing.T) {
-		e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
-		c := e.serve("10.0.0.1")
-		e.prod.setErr(fmt.Errorf("%w: NOT_ENOUGH_REPLICAS", orders.ErrRefused))
-		want(t, do(t, c, "POST", purchasePath, e.token(1)), 503, `{"error":"UNAVAILABLE"}`)
+	settled := func(t *testing.T, e *env) {
+		t.Helper()
 		if got := e.st.stock[stockKey{e.sale.Shards[0], 7}]; got != 1 {
-			t.Fatalf("stock %d after a refused hand-off, want 1", got)
+			t.Fatalf("stock %d after a 503, want 1", got)
 		}
-		if len(e.st.records) != 0 || len(e.st.buyers[e.sale.Shards[0]]) != 0 {
-			t.Fatal("order record or buyer left behind")
+		if j := e.st.journal(); len(j) != 0 {
+			t.Fatalf("journal %+v after a 503", j)
 		}
-	})
-	t.Run("kafka pending", func(t *testing.T) {
+		if len(e.st.buyers[e.sale.Shards[0]]) != 0 {
+			t.Fatal("buyer record left behind")
+		}
+	}
+	t.Run("redis down", func(t *testing.T) {
 		e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
 		c := e.serve("10.0.0.1")
-		e.prod.setErr(orders.ErrPending)
+		e.st.set(func(f *fakeStore) { f.err = errRedisDown })
 		want(t, do(t, c, "POST", purchasePath, e.token(1)), 503, `{"error":"UNAVAILABLE"}`)
-		if _, rel := e.st.counts(); rel != 0 {
-			t.Fatal("released although the record may still land")
+		if _, voids := e.st.counts(); voids != 1 {
+			t.Fatalf("%d voids, want 1", voids)
 		}
+		// The void left a VOID record: the same attempt arriving late is refused.
+		e.st.set(func(f *fakeStore) { f.err = nil })
+		for id, rec := range e.st.records {
+			if rec.Status != stock.StatusVoid {
+				t.Fatalf("record %v is %s, want VOID", id, rec.Status)
+			}
+			res, err := e.st.Reserve(context.Background(), stock.Reservation{Tag: e.sale.Shards[0], SaleID: 77, ItemID: 7, UserID: 1, OrderID: id, Attempt: rec.attempt})
+			if err != nil || res.Outcome != stock.IDUsed {
+				t.Fatalf("late run of the voided attempt: %+v %v, want refused", res, err)
+			}
+		}
+		settled(t, e)
+	})
+	t.Run("reply lost", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
+		c := e.serve("10.0.0.1")
+		e.st.set(func(f *fakeStore) { f.lostReply = true })
+		want(t, do(t, c, "POST", purchasePath, e.token(1)), 503, `{"error":"UNAVAILABLE"}`)
+		settled(t, e)
+	})
+	t.Run("reply lost, entry already relayed", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
+		c := e.serve("10.0.0.1")
+		e.st.set(func(f *fakeStore) { f.lostReply, f.taken = true, true })
+		r := do(t, c, "POST", purchasePath, e.token(1))
+		want(t, r, 202, "")
+		if j := e.st.journal(); len(j) != 1 || j[0].OrderID != orderIDOf(t, r.body) {
+			t.Fatalf("journal %+v, want the order's entry", j)
+		}
+	})
+	t.Run("journal full", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 2, shards: 1})
+		c := e.serve("10.0.0.1")
+		e.st.set(func(f *fakeStore) { f.bound = 1 })
+		want(t, do(t, c, "POST", purchasePath, e.token(1)), 202, "")
+		want(t, do(t, c, "POST", purchasePath, e.token(2)), 503, `{"error":"UNAVAILABLE"}`)
+		if got := e.st.stock[stockKey{e.sale.Shards[0], 7}]; got != 1 || len(e.st.journal()) != 1 {
+			t.Fatalf("stock %d, journal %d after a full journal's 503; want 1 and 1", got, len(e.st.journal()))
+		}
+		if _, voids := e.st.counts(); voids != 0 {
+			t.Fatal("a definite refusal was voided")
+		}
+	})
+	t.Run("void unreachable", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
+		c := e.serve("10.0.0.1")
+		e.st.set(func(f *fakeStore) { f.lostReply, f.voidErr = true, errRedisDown })
+		want(t, do(t, c, "POST", purchasePath, e.token(1)), 503, `{"error":"UNAVAILABLE"}`)
+		if e.h.retries.pending() != 1 {
+			t.Fatalf("%d voids queued, want 1", e.h.retries.pending())
+		}
+		// Redis is back: the queue voids the attempt.
+		e.st.set(func(f *fakeStore) { f.voidErr = nil })
+		deadline := time.Now().Add(5 * time.Second)
+		for e.h.retries.pending() > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		settled(t, e)
 	})
 }
 
@@ -307,12 +355,12 @@ func TestPayAndCancel(t *testing.T) {
 				}
 				e.st.setStatus(id, st, exp)
 			}
-			n := len(e.prod.events)
+			n := len(e.st.journal())
 			r := do(t, c, "POST", "/api/flash-sales/orders/"+id.String()+"/"+s.action, tok)
 			if r.status != s.code || !strings.Contains(r.body, s.body) {
 				t.Fatalf("%s: got %d %s, want %d %s", name, r.status, r.body, s.code, s.body)
 			}
-			produced := len(e.prod.events) - n
+			produced := len(e.st.journal()) - n
 			if wantEvent := s.status == "" && !s.expired; (produced == 1) != wantEvent {
 				t.Fatalf("%s: %d events produced", name, produced)
 			}
@@ -402,14 +450,14 @@ func TestRepeatClickReadsTheBuyerRecord(t *testing.T) {
 	}
 	// The order is cancelled: the record is gone and the click buys again.
 	tag := e.sale.Shards[sharding.HomeShard(42, 77, 2)]
-	if ok, _ := e.st.Release(context.Background(), tag, 7, 42, id, stock.StatusCancelled); !ok {
+	if !e.st.release(tag, 7, 42, id, stock.StatusCancelled) {
 		t.Fatal("release failed")
 	}
 	r = do(t, c, "POST", purchasePath, tok)
 	want(t, r, 202, "")
 	id2 := orderIDOf(t, r.body)
-	if id2 == id || e.st.reserves != 3 || len(e.prod.events) != 2 || e.prod.events[1].OrderID != id2 {
-		t.Fatalf("buying again: order %v (old %v), %d reserves, events %+v", id2, id, e.st.reserves, e.prod.events)
+	if j := e.st.journal(); id2 == id || e.st.reserves != 3 || len(j) != 2 || j[1].OrderID != id2 {
+		t.Fatalf("buying again: order %v (old %v), %d reserves, journal %+v", id2, id, e.st.reserves, j)
 	}
 	// The winners entry now names the new order; a repeat shows it.
 	want(t, do(t, c, "POST", purchasePath, tok), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id2.String()+`"}`)
@@ -425,7 +473,7 @@ func TestRepeatClickReadsTheBuyerRecord(t *testing.T) {
 }
 
 // An Idempotency-Key retry of a known buyer still reaches the script, which
-// replays the reservation (202 with the same order, handed to Kafka again).
+// replays the reservation (202 with the same order, nothing journaled again).
 func TestRepeatClickWithIdempotencyKeyReplays(t *testing.T) {
 	e := newEnv(t, envOpt{stockPerShard: 5})
 	c := e.serve("10.0.0.1")
@@ -433,8 +481,8 @@ func TestRepeatClickWithIdempotencyKeyReplays(t *testing.T) {
 	r1 := do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-1")
 	want(t, r1, 202, "")
 	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-1"), 202, r1.body)
-	if e.st.holders != 1 || e.st.reserves != 2 || len(e.prod.events) != 2 {
-		t.Fatalf("%d holder reads, %d reserves, %d events; want 1, 2, 2", e.st.holders, e.st.reserves, len(e.prod.events))
+	if j := e.st.journal(); e.st.holders != 1 || e.st.reserves != 2 || len(j) != 1 {
+		t.Fatalf("%d holder reads, %d reserves, %d journal entries; want 1, 2, 1", e.st.holders, e.st.reserves, len(j))
 	}
 	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-2"), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+orderIDOf(t, r1.body).String()+`"}`)
 	if e.st.reserves != 2 {

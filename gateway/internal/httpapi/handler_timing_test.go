@@ -25,7 +25,7 @@ func BenchmarkHandler(b *testing.B) {
 }
 
 // BenchmarkReserve measures the reservation path over in-memory fakes: order
-// id, context, fake Redis and producer, 202 body. Each iteration is a new user.
+// id, context, fake Redis and journal, 202 body. Each iteration is a new user.
 func BenchmarkReserve(b *testing.B) {
 	e := newEnv(b, envOpt{stockPerShard: 1 << 40})
 	toks := make([]*fasthttp.RequestCtx, 1024)
@@ -43,7 +43,7 @@ func BenchmarkReserve(b *testing.B) {
 		if i%len(toks) == 0 {
 			b.StopTimer()
 			e.st.buyers = map[string]map[uint64]sharding.OrderID{}
-			e.prod.events = e.prod.events[:0]
+			e.st.events, e.st.records = e.st.events[:0], map[sharding.OrderID]*fakeRecord{}
 			b.StartTimer()
 		}
 		run(e.h, ctx)

@@ -47,20 +47,40 @@ type stockKey struct {
 	item int64
 }
 
-// fakeStore mimics the reserve, release and order scripts in memory.
+// fakeStore mimics the reserve, void, act and order scripts in memory,
+// journal included.
 type fakeStore struct {
-	mu       sync.Mutex
-	stock    map[stockKey]int64
-	buyers   map[string]map[uint64]sharding.OrderID
-	records  map[sharding.OrderID]stock.OrderRecord
-	err      error // returned by every call when set
-	reserves int
-	releases int
-	holders  int // Holder calls
+	mu      sync.Mutex
+	stock   map[stockKey]int64
+	buyers  map[string]map[uint64]sharding.OrderID
+	records map[sharding.OrderID]*fakeRecord
+	events  []fakeEvent // the journal, over every shard
+	err     error       // returned by every call when set
+	// lostReply makes Reserve apply the script and then report an error, as
+	// when the reply is lost on the way back.
+	lostReply bool
+	voidErr   error // returned by Void when set
+	taken     bool  // a relay has taken every journal entry so far
+	bound     int   // journal bound, when > 0
+	reserves  int
+	voids     int
+	holders   int // Holder calls
+}
+
+type fakeRecord struct {
+	stock.OrderRecord
+	attempt uint64
+	event   int    // index in events, -1 when none
+	q       string // accepted request: pay, cancel, exp
+}
+
+type fakeEvent struct {
+	orderevent.Event
+	deleted, taken bool
 }
 
 func newFakeStore() *fakeStore {
-	return &fakeStore{stock: map[stockKey]int64{}, buyers: map[string]map[uint64]sharding.OrderID{}, records: map[sharding.OrderID]stock.OrderRecord{}}
+	return &fakeStore{stock: map[stockKey]int64{}, buyers: map[string]map[uint64]sharding.OrderID{}, records: map[sharding.OrderID]*fakeRecord{}}
 }
 
 func (f *fakeStore) Reserve(_ context.Context, r stock.Reservation) (stock.Result, error) {
@@ -70,6 +90,19 @@ func (f *fakeStore) Reserve(_ context.Context, r stock.Reservation) (stock.Resul
 	if f.err != nil {
 		return stock.Result{}, f.err
 	}
+	res, err := f.reserve(r)
+	if f.lostReply {
+		return stock.Result{}, errRedisDown
+	}
+	return res, err
+}
+
+func (f *fakeStore) reserve(r stock.Reservation) (stock.Result, error) {
+	if f.bound > 0 && f.backlog() >= f.bound {
+		return stock.Result{}, stock.ErrJournalFull
+	}
+	k := stockKey{r.Tag, r.ItemID}
+	f.stock[k] += r.Credit.Units
 	b := f.buyers[r.Tag]
 	if b == nil {
 		b = map[uint64]sharding.OrderID{}
@@ -81,38 +114,99 @@ func (f *fakeStore) Reserve(_ context.Context, r stock.Reservation) (stock.Resul
 		}
 		return stock.Result{Outcome: stock.AlreadyPurchased, OrderID: held, Left: -1}, nil
 	}
-	if _, ok := f.records[r.OrderID]; ok {
+	if rec, ok := f.records[r.OrderID]; ok && !(rec.Status == stock.StatusVoid && rec.attempt != r.Attempt) {
 		return stock.Result{Outcome: stock.IDUsed, OrderID: r.OrderID, Left: -1}, nil
 	}
-	k := stockKey{r.Tag, r.ItemID}
 	if f.stock[k] <= 0 {
 		return stock.Result{Outcome: stock.SoldOut}, nil
 	}
 	f.stock[k]--
 	b[r.UserID] = r.OrderID
-	f.records[r.OrderID] = stock.OrderRecord{UserID: r.UserID, ItemID: r.ItemID, Status: stock.StatusPending, Created: r.Created, Expires: r.Expires}
+	f.events = append(f.events, fakeEvent{Event: orderevent.Event{Type: orderevent.Reserved, OrderID: r.OrderID, SaleID: r.SaleID,
+		ItemID: r.ItemID, UserID: r.UserID, Created: r.Created, Expires: r.Expires, At: r.Created}, taken: f.taken})
+	f.records[r.OrderID] = &fakeRecord{OrderRecord: stock.OrderRecord{UserID: r.UserID, ItemID: r.ItemID, Status: stock.StatusPending,
+		Created: r.Created, Expires: r.Expires}, attempt: r.Attempt, event: len(f.events) - 1}
 	return stock.Result{Outcome: stock.Reserved, OrderID: r.OrderID, Left: f.stock[k]}, nil
 }
 
-func (f *fakeStore) Release(_ context.Context, tag string, itemID int64, userID uint64, id sharding.OrderID, status string) (bool, error) {
+func (f *fakeStore) backlog() int {
+	n := 0
+	for _, e := range f.events {
+		if !e.deleted {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeStore) Void(_ context.Context, r stock.Reservation) (stock.VoidOutcome, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.releases++
+	f.voids++
+	if f.voidErr != nil {
+		return 0, f.voidErr
+	}
+	rec, ok := f.records[r.OrderID]
+	if !ok {
+		f.records[r.OrderID] = &fakeRecord{OrderRecord: stock.OrderRecord{UserID: r.UserID, Status: stock.StatusVoid}, attempt: r.Attempt, event: -1}
+		return stock.VoidFenced, nil
+	}
+	if rec.attempt != r.Attempt || rec.Status != stock.StatusPending || f.buyers[r.Tag][r.UserID] != r.OrderID {
+		return stock.VoidNothing, nil
+	}
+	if rec.event >= 0 && (f.events[rec.event].taken || f.events[rec.event].deleted) {
+		return stock.VoidStands, nil
+	}
+	if rec.event >= 0 {
+		f.events[rec.event].deleted = true
+	}
+	delete(f.buyers[r.Tag], r.UserID)
+	f.stock[stockKey{r.Tag, r.ItemID}]++
+	rec.Status = stock.StatusVoid
+	return stock.Voided, nil
+}
+
+func (f *fakeStore) Act(_ context.Context, a stock.ActRequest) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.err != nil {
-		return false, f.err
+		return "", f.err
 	}
-	if f.buyers[tag][userID] != id {
-		return false, nil
+	rec, ok := f.records[a.OrderID]
+	if !ok || rec.UserID != a.UserID || rec.Status == stock.StatusVoid {
+		return stock.ActNotFound, nil
 	}
-	delete(f.buyers[tag], userID)
-	f.stock[stockKey{tag, itemID}]++
-	if status == stock.ReleaseDelete {
-		delete(f.records, id)
-	} else if rec, ok := f.records[id]; ok {
-		rec.Status = status
-		f.records[id] = rec
+	if rec.Status != stock.StatusPending {
+		return rec.Status, nil
 	}
-	return true, nil
+	switch rec.q {
+	case "exp":
+		return stock.StatusExpired, nil
+	case stock.ActPay:
+		if a.Action == stock.ActPay {
+			return stock.ActAgain, nil
+		}
+		return stock.StatusPaid, nil
+	case stock.ActCancel:
+		if a.Action == stock.ActCancel {
+			return stock.ActAgain, nil
+		}
+		return stock.StatusCancelled, nil
+	}
+	if !time.Now().Before(rec.Expires) {
+		return stock.StatusExpired, nil
+	}
+	if f.bound > 0 && f.backlog() >= f.bound {
+		return stock.ActFull, nil
+	}
+	typ := orderevent.Pay
+	if a.Action == stock.ActCancel {
+		typ = orderevent.Cancel
+	}
+	f.events = append(f.events, fakeEvent{Event: orderevent.Event{Type: typ, OrderID: a.OrderID, SaleID: a.SaleID, ItemID: rec.ItemID,
+		UserID: a.UserID, Created: rec.Created, Expires: rec.Expires, At: a.At}})
+	rec.q = a.Action
+	return stock.ActOK, nil
 }
 
 func (f *fakeStore) Order(_ context.Context, _ string, id sharding.OrderID) (stock.OrderRecord, bool, error) {
@@ -122,7 +216,10 @@ func (f *fakeStore) Order(_ context.Context, _ string, id sharding.OrderID) (sto
 		return stock.OrderRecord{}, false, f.err
 	}
 	rec, ok := f.records[id]
-	return rec, ok, nil
+	if !ok {
+		return stock.OrderRecord{}, false, nil
+	}
+	return rec.OrderRecord, true, nil
 }
 
 func (f *fakeStore) setStatus(id sharding.OrderID, status string, expires time.Time) {
@@ -133,36 +230,45 @@ func (f *fakeStore) setStatus(id sharding.OrderID, status string, expires time.T
 	if !expires.IsZero() {
 		rec.Expires = expires
 	}
-	f.records[id] = rec
 }
 
-func (f *fakeStore) counts() (reserves, releases int) {
+// journal returns the events journaled and not voided, in order.
+func (f *fakeStore) journal() []orderevent.Event {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.reserves, f.releases
-}
-
-// fakeProducer records events and answers err.
-type fakeProducer struct {
-	mu     sync.Mutex
-	err    error
-	events []orderevent.Event
-}
-
-func (p *fakeProducer) Hand(ev *orderevent.Event, _ time.Duration, _ bool) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.err != nil {
-		return p.err
+	var out []orderevent.Event
+	for _, e := range f.events {
+		if !e.deleted {
+			out = append(out, e.Event)
+		}
 	}
-	p.events = append(p.events, *ev)
-	return nil
+	return out
 }
 
-func (p *fakeProducer) setErr(err error) {
-	p.mu.Lock()
-	p.err = err
-	p.mu.Unlock()
+// release is the writer's release.lua: the unit back, the buyer record gone,
+// the final status on the record.
+func (f *fakeStore) release(tag string, itemID int64, userID uint64, id sharding.OrderID, status string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.buyers[tag][userID] != id {
+		return false
+	}
+	delete(f.buyers[tag], userID)
+	f.stock[stockKey{tag, itemID}]++
+	f.records[id].Status = status
+	return true
+}
+
+func (f *fakeStore) counts() (reserves, voids int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reserves, f.voids
+}
+
+func (f *fakeStore) set(fn func(f *fakeStore)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
 }
 
 // env is a handler over fakes with one sale (id 77, item 7 with 2 shards).
@@ -170,7 +276,6 @@ type env struct {
 	t    testing.TB
 	h    *Handler
 	st   *fakeStore
-	prod *fakeProducer
 	cat  *catalog.Catalog
 	sale *sharding.Sale
 }
@@ -215,14 +320,14 @@ func newEnv(t testing.TB, o envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prod := &fakeProducer{}
 	h := New(Config{NoRepeatRead: o.noRepeatRead}, Deps{
-		Catalog: cat, Store: st, Producer: prod, Verifier: v,
+		Catalog: cat, Store: st, Verifier: v,
 		IPLimit:   limit.New(limit.Config{Rate: 0.001, Burst: o.ipBurst, MaxKeys: 1024}),
 		UserLimit: limit.New(limit.Config{Rate: 0.001, Burst: o.userBurst, MaxKeys: 1024}),
 		Metrics:   obs.New(), Log: quiet,
 	})
-	return &env{t: t, h: h, st: st, prod: prod, cat: cat, sale: sale}
+	t.Cleanup(h.Close)
+	return &env{t: t, h: h, st: st, cat: cat, sale: sale}
 }
 
 func (e *env) token(user uint64) string {

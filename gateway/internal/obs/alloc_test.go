@@ -11,7 +11,8 @@ func TestCountingDoesNotAllocate(t *testing.T) {
 		m.Request(RouteOther, 418)
 		m.RateLimited(true)
 		m.Observe(RoutePurchase, 0.001)
-		m.Released(ReasonAmbiguous)
+		m.Voided(VoidVoided)
+		m.JournalFull()
 	})
 	if n != 0 {
 		t.Fatalf("%v allocations", n)

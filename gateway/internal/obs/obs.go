@@ -31,15 +31,19 @@ func (r Route) String() string { return routeNames[r] }
 // codes are the HTTP statuses the gateway answers; others count as "other".
 var codes = []int{200, 202, 401, 403, 404, 405, 409, 410, 429, 500, 503}
 
-// Release reasons for the releases_total counter.
+// Void outcomes for the voids_total counter (stock.VoidOutcome, plus a void
+// that could not reach Redis in time and went to the background queue).
 const (
-	ReasonKafkaRefused = iota // the broker definitely refused the hand-off
-	ReasonAmbiguous           // a reservation whose reply was lost, settled by id
-	ReasonLate                // a hand-off that failed after the handler gave up
-	numReasons
+	VoidNothing = iota
+	VoidVoided
+	VoidStands
+	VoidFenced
+	VoidQueued
+	VoidGaveUp
+	numVoids
 )
 
-var reasonNames = [numReasons]string{"kafka_refused", "ambiguous", "late_failure"}
+var voidNames = [numVoids]string{"nothing", "voided", "stands", "fenced", "queued", "gave_up"}
 
 // Metrics are the gateway's counters and histograms. Create with New; every
 // method is safe for concurrent use and allocates nothing.
@@ -49,13 +53,13 @@ type Metrics struct {
 	requests    [numRoutes][]prometheus.Counter // by route, then index in codes (+1 other)
 	duration    [numRoutes]prometheus.Observer
 	redisErrs   prometheus.Counter
-	kafkaErrs   prometheus.Counter
 	limitedIP   prometheus.Counter
 	limitedUser prometheus.Counter
 	ambiguous   prometheus.Counter
-	releases    [numReasons]prometheus.Counter
-	lateLanded  prometheus.Counter
+	voids       [numVoids]prometheus.Counter
+	journalFull prometheus.Counter
 	soldOut     *prometheus.GaugeVec
+	relay       relayMetrics
 }
 
 // New registers the gateway's metrics (and the Go and process collectors) in a
@@ -80,18 +84,26 @@ func New() *Metrics {
 		m.duration[r] = dur.WithLabelValues(r.String())
 	}
 	m.redisErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "flashsale_gateway_redis_errors_total", Help: "Redis calls that failed or timed out."})
-	m.kafkaErrs = prometheus.NewCounter(prometheus.CounterOpts{Name: "flashsale_gateway_kafka_errors_total", Help: "Kafka hand-offs that failed or timed out."})
 	lim := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flashsale_gateway_ratelimited_total", Help: "Requests refused by a token bucket, by kind."}, []string{"kind"})
 	m.limitedIP, m.limitedUser = lim.WithLabelValues("ip"), lim.WithLabelValues("user")
-	m.ambiguous = prometheus.NewCounter(prometheus.CounterOpts{Name: "flashsale_gateway_ambiguous_reservations_total", Help: "Reservations whose outcome was unknown (Redis error after send), settled by releasing the order id."})
-	rel := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flashsale_gateway_releases_total", Help: "Units the gateway returned to stock, by reason."}, []string{"reason"})
-	for i := range m.releases {
-		m.releases[i] = rel.WithLabelValues(reasonNames[i])
+	m.ambiguous = prometheus.NewCounter(prometheus.CounterOpts{Name: "flashsale_gateway_ambiguous_reservations_total", Help: "Purchase attempts whose outcome was unknown (a Redis error or the budget ended after the script was sent), settled by voiding the attempt."})
+	voids := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flashsale_gateway_voids_total", Help: "Voids of purchase attempts whose answer could not be given in time, by outcome."}, []string{"outcome"})
+	for i := range m.voids {
+		m.voids[i] = voids.WithLabelValues(voidNames[i])
 	}
-	m.lateLanded = prometheus.NewCounter(prometheus.CounterOpts{Name: "flashsale_gateway_late_handoffs_total", Help: "Order records that reached Kafka after the handler had answered 503; the order stands."})
+	m.journalFull = prometheus.NewCounter(prometheus.CounterOpts{Name: "flashsale_gateway_journal_full_total", Help: "Purchases, pays and cancels refused (503) because the shard's hand-off journal was full."})
 	m.soldOut = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_soldout", Help: "1 when the item's local sold-out flag is set."}, []string{"item"})
-	reg.MustRegister(req, dur, m.redisErrs, m.kafkaErrs, lim, m.ambiguous, rel, m.lateLanded, m.soldOut)
+	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, m.journalFull, m.soldOut)
+	m.relay = newRelayMetrics(reg)
 	return m
+}
+
+// ReplicaShortfalls exports the acknowledged writes that came back with
+// fewer replicas than asked (stock.Batcher.Shortfalls), read at each scrape.
+func (m *Metrics) ReplicaShortfalls(count func() int64) {
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_replica_ack_shortfalls_total",
+		Help: "Journaled writes (reservations, pays, cancels, voids) answered after WAIT timed out with fewer replicas than asked: a failover before the replicas caught up could lose them."},
+		func() float64 { return float64(count()) }))
 }
 
 // Batches exports the purchase path's Redis batching (stock.Batcher.Stats):
@@ -124,9 +136,6 @@ func (m *Metrics) Observe(r Route, seconds float64) { m.duration[r].Observe(seco
 // RedisError counts a failed Redis call.
 func (m *Metrics) RedisError() { m.redisErrs.Inc() }
 
-// KafkaError counts a failed hand-off.
-func (m *Metrics) KafkaError() { m.kafkaErrs.Inc() }
-
 // RateLimited counts a refusal by the per-IP (user false) or per-user bucket.
 func (m *Metrics) RateLimited(user bool) {
 	if user {
@@ -136,14 +145,14 @@ func (m *Metrics) RateLimited(user bool) {
 	m.limitedIP.Inc()
 }
 
-// Ambiguous counts a reservation settled by id after a Redis error.
+// Ambiguous counts a purchase attempt whose outcome was unknown.
 func (m *Metrics) Ambiguous() { m.ambiguous.Inc() }
 
-// Released counts a unit returned to stock for reason (Reason* constants).
-func (m *Metrics) Released(reason int) { m.releases[reason].Inc() }
+// Voided counts a void by outcome (Void* constants).
+func (m *Metrics) Voided(outcome int) { m.voids[outcome].Inc() }
 
-// LateLanded counts a record that reached Kafka after its handler gave up.
-func (m *Metrics) LateLanded() { m.lateLanded.Inc() }
+// JournalFull counts a request refused because the journal was full.
+func (m *Metrics) JournalFull() { m.journalFull.Inc() }
 
 // SoldOut sets the sold-out gauge of item. It allocates; the catalog calls it
 // from its refresh loop only.

@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"flashsale/gateway/internal/catalog"
+	"flashsale/gateway/internal/obs"
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+func (h *Handler) order(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
+	const route = obs.RouteOrder
+	rec, id, ok := h.loadOrder(ctx, now, route, arg)
+	if !ok {
+		return
+	}
+	var buf [320]byte
+	b := append(buf[:0], `{"orderId":"`...)
+	b = id.AppendText(b)
+	b = append(b, `","saleId":`...)
+	b = strconv.AppendInt(b, id.SaleID(), 10)
+	b = append(b, `,"itemId":`...)
+	b = strconv.AppendInt(b, rec.ItemID, 10)
+	b = append(b, `,"status":"`...)
+	b = append(b, rec.Status...)
+	b = append(b, `","createdAt":"`...)
+	b = rec.Created.UTC().AppendFormat(b, time.RFC3339)
+	b = append(b, `","expiresAt":"`...)
+	b = rec.Expires.UTC().AppendFormat(b, time.RFC3339)
+	b = append(b, `"}`...)
+	h.answerBody(ctx, route, aOK, b)
+}
+
+// loadOrder parses the order id, authenticates the owner and reads the record;
+// on any refusal it has answered. A VOID record (an attempt undone before its
+// client heard of it) is no order.
+func (h *Handler) loadOrder(ctx *fasthttp.RequestCtx, now time.Time, route obs.Route, arg []byte) (stock.OrderRecord, sharding.OrderID, bool) {
+	var rec stock.OrderRecord
+	id, ok := sharding.ParseOrderID(arg)
+	var sale *catalog.Sale
+	if ok {
+		sale = h.Catalog.Snapshot().Sale(id.SaleID())
+	}
+	if sale == nil || len(sale.Shards) == 0 {
+		h.answer(ctx, route, aOrderNotFound)
+		return rec, id, false
+	}
+	if !h.clientAllowed(ctx, now, route) {
+		return rec, id, false
+	}
+	user, _, ok := h.user(ctx, now, route)
+	if !ok {
+		return rec, id, false
+	}
+	tag := sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))]
+	rctx, _ := h.deadlines.get(now)
+	rec, found, err := h.Store.Order(rctx, tag, id)
+	h.observe(route, now)
+	switch {
+	case err != nil:
+		h.Metrics.RedisError()
+		h.answer(ctx, route, aUnavailable)
+		return rec, id, false
+	case !found || rec.UserID != user || rec.Status == stock.StatusVoid:
+		h.answer(ctx, route, aOrderNotFound)
+		return rec, id, false
+	}
+	return rec, id, true
+}
+
+// payOrCancel journals a pay or cancel request on the order's home shard
+// (stock.Store.Act), which checks it against the order record in the same
+// step; see the README for the table of answers. A 202 means the same as a
+// purchase's: the request is journaled and reaches the writer after the
+// order's reservation. A 503 after a Redis error means the outcome is not
+// known; both requests are idempotent, so the client retries.
+func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs.Route, arg []byte) {
+	rec, id, ok := h.loadOrder(ctx, now, route, arg)
+	if !ok {
+		return
+	}
+	pay := route == obs.RoutePay
+	sale := h.Catalog.Snapshot().Sale(id.SaleID())
+	a := stock.ActRequest{Action: stock.ActCancel, SaleID: id.SaleID(), UserID: rec.UserID, OrderID: id, At: now, Bound: h.cfg.JournalBound}
+	if pay {
+		a.Action = stock.ActPay
+	}
+	a.Tag = sale.Shards[sharding.HomeShard(rec.UserID, sale.ID, len(sale.Shards))]
+	rctx, _ := h.deadlines.get(now)
+	v, err := h.Store.Act(rctx, a)
+	if err != nil {
+		h.Metrics.RedisError()
+		h.answer(ctx, route, aUnavailable)
+		return
+	}
+	switch v {
+	case stock.ActOK, stock.ActAgain:
+		h.answerOrder(ctx, route, aAccepted, id, stock.StatusPending)
+	case stock.ActNotFound:
+		h.answer(ctx, route, aOrderNotFound)
+	case stock.ActFull:
+		h.Metrics.JournalFull()
+		h.answer(ctx, route, aUnavailable)
+	case stock.ActFrozen:
+		h.Catalog.RefreshSoon()
+		h.answer(ctx, route, aUnavailable)
+	case stock.StatusPaid:
+		if pay {
+			h.answerOrder(ctx, route, aAccepted, id, stock.StatusPaid)
+		} else {
+			h.answer(ctx, route, aOrderPaid)
+		}
+	case stock.StatusCancelled:
+		if pay {
+			h.answer(ctx, route, aOrderCancelled)
+		} else {
+			h.answerOrder(ctx, route, aAccepted, id, stock.StatusCancelled)
+		}
+	case stock.StatusExpired:
+		h.answer(ctx, route, aOrderExpired)
+	default:
+		h.answer(ctx, route, aOrderFailed)
+	}
+}
+
+func (h *Handler) sale(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
+	const route = obs.RouteSale
+	id, ok := parseID(arg)
+	var sale *catalog.Sale
+	if ok {
+		sale = h.Catalog.Snapshot().Sale(id)
+	}
+	if sale == nil {
+		h.answer(ctx, route, aSaleNotFound)
+		return
+	}
+	if !h.clientAllowed(ctx, now, route) {
+		return
+	}
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheControl)
+	h.answerBody(ctx, route, aOK, sale.Description())
+}

@@ -1,0 +1,311 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"flashsale/gateway/internal/auth"
+	"flashsale/gateway/internal/catalog"
+	"flashsale/gateway/internal/obs"
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// purchase is the state of one purchase past the cheap refusals.
+type purchase struct {
+	h    *Handler
+	ctx  *fasthttp.RequestCtx
+	now  time.Time
+	it   *catalog.Item
+	tok  []byte
+	home int
+	r    stock.Reservation
+	rctx context.Context // bounded by the budget
+}
+
+func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
+	const route = obs.RoutePurchase
+	id, ok := parseID(arg)
+	it := h.Catalog.Snapshot().Item(id)
+	if !ok || it == nil {
+		h.answer(ctx, route, aItemNotFound)
+		return
+	}
+	if !h.clientAllowed(ctx, now, route) {
+		return
+	}
+	sale := it.Sale
+	switch n := now.UnixNano(); {
+	case n < sale.Start:
+		h.answerBody(ctx, route, aSaleNotStarted, sale.NotStarted)
+		return
+	case n >= sale.End:
+		h.answer(ctx, route, aSaleEnded)
+		return
+	}
+	if it.Flags.SoldOut() {
+		h.soldOut(ctx, sale.ID)
+		return
+	}
+	user, tok, ok := h.user(ctx, now, route)
+	if !ok {
+		return
+	}
+	home := sharding.HomeShard(user, sale.ID, len(sale.Shards))
+	if it.Flags.ShardSoldOut(home) && (h.Borrower == nil || len(sale.Shards) == 1) {
+		h.soldOut(ctx, sale.ID)
+		return
+	}
+	// A flagged home shard still goes to Redis: unless a full reading
+	// confirmed the whole item sold out (the item flag above), the script's
+	// SOLD_OUT starts a borrow. The local per-shard view is not trusted for a
+	// refusal: borrows by this and other gateways change it faster than it is
+	// read.
+	p := purchase{h: h, ctx: ctx, now: now, it: it, tok: tok, home: home}
+	p.r = stock.Reservation{
+		Tag: sale.Shards[home], SaleID: sale.ID, ItemID: it.Item.ID, UserID: user,
+		OrderID: h.orderID(ctx, sale.ID, it.Item.ID, user), Attempt: h.attempt(),
+		Created: now, Expires: now.Add(sale.Window()), TTL: h.cfg.OrderTTL, Bound: h.cfg.JournalBound,
+	}
+	p.rctx, _ = h.deadlines.get(now)
+	if h.repeat(ctx, p.rctx, now, sale.ID, p.r.Tag, user, tok, p.r.OrderID) {
+		return
+	}
+	defer h.observe(route, now)
+	p.run()
+}
+
+// run reserves, borrowing while the home shard is dry and the item has units
+// elsewhere, and answers.
+func (p *purchase) run() {
+	h := p.h
+	res, err := h.Store.Reserve(p.rctx, p.r)
+	for err == nil && res.Outcome == stock.SoldOut && h.Borrower != nil && len(p.it.Sale.Shards) > 1 {
+		var sold bool
+		if res, sold, err = p.borrow(); sold {
+			break
+		}
+	}
+	switch {
+	case errors.Is(err, stock.ErrFrozen):
+		// A reshard froze the shard before the script ran: nothing was
+		// reserved. Load the new layout now; the client's retry uses it.
+		h.Catalog.RefreshSoon()
+		p.answer(aUnavailable)
+	case errors.Is(err, stock.ErrJournalFull):
+		h.Metrics.JournalFull()
+		p.answer(aUnavailable)
+	case errors.Is(err, errBorrow):
+		// Nothing of this attempt ran: the stock reading or the move failed
+		// before any reservation was sent.
+		h.Metrics.RedisError()
+		p.answer(aUnavailable)
+	case err != nil:
+		h.Metrics.RedisError()
+		p.settle()
+	default:
+		p.decided(res)
+	}
+}
+
+// decided answers a definite outcome of the reserve script.
+func (p *purchase) decided(res stock.Result) {
+	const route = obs.RoutePurchase
+	h, sale := p.h, p.it.Sale
+	switch res.Outcome {
+	case stock.SoldOut:
+		p.it.Flags.MarkShard(p.home)
+		p.answer(aSoldOut)
+	case stock.AlreadyPurchased:
+		h.winners.add(p.tok, sale.ID, res.OrderID)
+		h.answerOrder(p.ctx, route, aAlreadyPurchased, res.OrderID, "")
+	case stock.IDUsed:
+		h.answerOrder(p.ctx, route, aAlreadyPurchased, res.OrderID, "")
+	case stock.Reserved:
+		h.winners.add(p.tok, sale.ID, res.OrderID)
+		h.answerOrder(p.ctx, route, aAccepted, res.OrderID, stock.StatusPending)
+	default:
+		p.settle()
+	}
+}
+
+func (p *purchase) answer(a answer) { p.h.answer(p.ctx, obs.RoutePurchase, a) }
+
+// errBorrow marks a borrow step that failed before any reservation was sent.
+var errBorrow = errors.New("borrowing stock")
+
+// borrow runs one round of serving a user whose home shard is dry: a reading
+// of every shard taken after the dry answer (a reading of zero is confirmed
+// by a second one, see stock.Store.Available; concurrent borrowers of the
+// item share readings, see freshReader); sold out when every shard is at
+// zero; else a unit is moved from a donor drawn with odds proportional to its
+// units and reserved for this user in the same script that credits it to the
+// home shard, so no other buyer can take it in between. Each round that finds nothing to
+// move means another buyer took the units read, so the item makes progress;
+// the loop ends at the budget, with 503 (nothing reserved), never with a
+// SOLD_OUT while a unit remains.
+func (p *purchase) borrow() (stock.Result, bool, error) {
+	h, it := p.h, p.it
+	if err := p.rctx.Err(); err != nil {
+		return stock.Result{}, false, errBorrow
+	}
+	if it.Flags.SoldOut() {
+		// A reading taken after this purchase began found every shard at
+		// zero (twice): sold out. Borrowers on other shards set it too.
+		return stock.Result{Outcome: stock.SoldOut}, true, nil
+	}
+	need := time.Now()
+	rem, err := h.reader(it).read(p.rctx, need, h.cfg.Budget, func(ctx context.Context) ([]int64, error) {
+		rem, err := h.Borrower.Available(ctx, it.Sale.Sale, it.Item.ID)
+		if err == nil {
+			it.Flags.Observe(rem)
+		}
+		return rem, err
+	})
+	if err != nil {
+		return stock.Result{}, false, errBorrow
+	}
+	donor := pickDonor(rem, p.home)
+	if donor < 0 {
+		if rem[p.home] > 0 { // units arrived meanwhile: try again at home
+			res, err := h.Store.Reserve(p.rctx, p.r)
+			return res, false, err
+		}
+		return stock.Result{Outcome: stock.SoldOut}, true, nil
+	}
+	from := it.Sale.Shards[donor]
+	// One unit: the one this buyer takes in the same script that credits it.
+	// Moving more would strand units on a shard whose buyers may not come
+	// back, while the donor's own buyers are refused.
+	id, k, err := h.Borrower.MoveOut(p.rctx, it.Item.ID, from, p.r.Tag, 1)
+	if err != nil {
+		// Journaled on the donor or not at all; a journaled move is
+		// finished by the relay's recovery (RecoverStalled).
+		return stock.Result{}, false, errBorrow
+	}
+	if k == 0 {
+		return stock.Result{Outcome: stock.SoldOut}, false, nil
+	}
+	r := p.r
+	r.Credit = stock.Credit{MoveID: id, Units: k}
+	res, err := h.Store.Reserve(p.rctx, r)
+	it.Flags.Refilled(p.home, k)
+	if err == nil {
+		// The units are on the home shard: clear the donor's journal. On
+		// failure the relay's recovery does.
+		_ = h.Borrower.DropMove(p.rctx, from, id)
+	}
+	return res, false, err
+}
+
+// reader returns the shared stock reader of it.
+func (h *Handler) reader(it *catalog.Item) *freshReader {
+	if r, ok := h.readers.Load(it); ok {
+		return r.(*freshReader)
+	}
+	r, _ := h.readers.LoadOrStore(it, &freshReader{})
+	return r.(*freshReader)
+}
+
+// pickDonor draws a shard other than home with odds proportional to its
+// units, or -1 when no other shard has any.
+func pickDonor(rem []int64, home int) int {
+	var sum int64
+	for i, n := range rem {
+		if i != home && n > 0 {
+			sum += n
+		}
+	}
+	if sum == 0 {
+		return -1
+	}
+	pick := mrand.Int64N(sum)
+	for i, n := range rem {
+		if i == home || n <= 0 {
+			continue
+		}
+		if pick < n {
+			return i
+		}
+		pick -= n
+	}
+	return -1
+}
+
+// soldOut answers 410 SOLD_OUT, or 409 with the order id to a bearer this
+// gateway already answered with that order (see winners).
+func (h *Handler) soldOut(ctx *fasthttp.RequestCtx, saleID int64) {
+	if tok, ok := auth.Bearer(peek(ctx, hdrAuth, hdrAuthLower)); ok {
+		if id, ok := h.winners.lookup(tok, saleID); ok {
+			h.answerOrder(ctx, obs.RoutePurchase, aAlreadyPurchased, id, "")
+			return
+		}
+	}
+	h.answer(ctx, obs.RoutePurchase, aSoldOut)
+}
+
+// repeat serves a repeat click of a buyer this gateway has answered before
+// (see winners) with one HGET of the user's buyer record instead of the
+// reserve script: while the record names an order, the script would only
+// find it and answer ALREADY_PURCHASED, at several times the cost in Redis.
+// It reports false, having answered nothing, when the click must go on to the
+// script: an unknown bearer, no record (the order was cancelled or expired,
+// and the user may buy again), or a record naming this very order id (an
+// Idempotency-Key retry, which the script replays). A Redis error answers 503:
+// nothing was reserved.
+func (h *Handler) repeat(ctx *fasthttp.RequestCtx, rctx context.Context, now time.Time, saleID int64, tag string, user uint64, tok []byte, oid sharding.OrderID) bool {
+	if h.cfg.NoRepeatRead {
+		return false
+	}
+	known, ok := h.winners.lookup(tok, saleID)
+	if !ok {
+		return false
+	}
+	held, found, err := h.Store.Holder(rctx, tag, user)
+	switch {
+	case err != nil:
+		h.Metrics.RedisError()
+		h.answer(ctx, obs.RoutePurchase, aUnavailable)
+	case !found || held == oid:
+		return false
+	default:
+		if held != known {
+			h.winners.add(tok, saleID, held)
+		}
+		h.answerOrder(ctx, obs.RoutePurchase, aAlreadyPurchased, held, "")
+	}
+	h.observe(obs.RoutePurchase, now)
+	return true
+}
+
+// orderID names the order: a hash of (sale, user, item, Idempotency-Key) when
+// the client sent a key, so that a retry names the same order on any gateway,
+// else a fresh id from the per-process seed and counter.
+func (h *Handler) orderID(ctx *fasthttp.RequestCtx, saleID, itemID int64, user uint64) sharding.OrderID {
+	key := peek(ctx, hdrIdem, hdrIdemLower)
+	if len(key) == 0 {
+		n := h.counter.Add(1)
+		return sharding.NewOrderID(saleID, sharding.Mix64(h.seedHi+n*0x9e3779b97f4a7c15), uint32(sharding.Mix64(h.seedLo^n)))
+	}
+	var buf [256]byte
+	b := append(buf[:0], "flashsale-order-v1\x00"...)
+	b = binary.BigEndian.AppendUint64(b, uint64(saleID))
+	b = binary.BigEndian.AppendUint64(b, user)
+	b = binary.BigEndian.AppendUint64(b, uint64(itemID))
+	b = append(b, key...)
+	sum := sha256.Sum256(b)
+	return sharding.NewOrderID(saleID, binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint32(sum[8:12]))
+}
+
+// attempt returns an id unique to this request among every gateway's
+// requests (a void names the attempt it undoes): 64 bits of the per-process
+// seed mixed with a counter.
+func (h *Handler) attempt() uint64 {
+	return sharding.Mix64(h.seedLo + h.counter.Add(1)*0x9e3779b97f4a7c15)
+}

@@ -1,0 +1,65 @@
+-- void.lua: undo one purchase attempt whose answer never reached its client
+-- (the reserve reply was lost or came after the request's budget), so that
+-- the 503 the client gets is true: nothing reserved, and nothing will be.
+--
+-- KEYS[1] stock key of the item on the buyer's home shard, KEYS[2] buyers
+-- hash, KEYS[3] order record, KEYS[4] fence, KEYS[5] journal stream,
+-- KEYS[6] the shard's relay watermark (the last entry a relay has taken)
+-- ARGV[1] user id, ARGV[2] order id, ARGV[3] attempt id, ARGV[4] lifetime of
+-- the VOID record (s)
+--
+-- Reply:
+--   1  the attempt had reserved: unit returned, journal entry removed, record VOID;
+--   2  the attempt had reserved and a relay already took its event: the order
+--      stands (the caller answers 202, which is then true);
+--   3  the attempt had not run: a VOID record now refuses it if it runs later
+--      (reserve.lua answers 3 to the attempt a VOID record names);
+--   0  the order id is held by another attempt (a retry with the same
+--      Idempotency-Key) or already finished: nothing to undo;
+--  -1  the shard is frozen by a reshard: retry on the new layout.
+if #KEYS ~= 6 or #ARGV ~= 4 then
+  return redis.error_reply('ERR void: want 6 keys and 4 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+end
+local user, oid, attempt, ttl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+if user == '' or oid == '' or attempt == '' or not ttl or ttl < 1 then
+  return redis.error_reply('ERR void: bad arguments (user, order id, attempt, ttl s)')
+end
+if redis.call('EXISTS', KEYS[4]) == 1 then
+  return -1
+end
+local function id_le(a, b)
+  local am, as = string.match(a, '^(%d+)-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+  if not am or not bm then return false end
+  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
+  return am < bm or (am == bm and as <= bs)
+end
+local rec = redis.call('HMGET', KEYS[3], 'a', 'j', 'status')
+if rec[1] == false and rec[3] == false then
+  redis.call('HSET', KEYS[3], 'status', 'VOID', 'a', attempt, 'user', user)
+  redis.call('EXPIRE', KEYS[3], ttl)
+  return 3
+end
+if rec[1] ~= attempt or rec[3] ~= 'PENDING' or redis.call('HGET', KEYS[2], user) ~= oid then
+  return 0
+end
+local raw = redis.call('GET', KEYS[1])
+local n = raw and tonumber(raw)
+if not n or n ~= math.floor(n) or n < 0 then
+  return redis.error_reply('ERR void: stock key missing or not a non-negative integer: ' .. KEYS[1])
+end
+local j = rec[2]
+if j then
+  local taken = redis.call('GET', KEYS[6])
+  if taken and id_le(j, taken) then
+    return 2
+  end
+  if redis.call('XDEL', KEYS[5], j) == 0 then
+    return 2
+  end
+end
+redis.call('HDEL', KEYS[2], user)
+redis.call('INCR', KEYS[1])
+redis.call('HSET', KEYS[3], 'status', 'VOID')
+redis.call('EXPIRE', KEYS[3], ttl)
+return 1

@@ -1,0 +1,155 @@
+// Package journal moves the hand-off journal to Kafka: every shard of a sale
+// keeps a Redis stream of the order events its scripts journaled (reserve.lua,
+// act.lua), and a Relay produces them to the orders topic with franz-go
+// (idempotent producer, acks from all in-sync replicas, key = item id) and
+// deletes an entry only after Kafka acknowledged it.
+//
+// One relay owns a shard at a time, under a lease in Redis renewed by every
+// round of relay.lua; any number of processes run a Relay, and a shard whose
+// owner died is taken by another within the lease's lifetime. Entries are
+// produced in journal order, so an order's pay or cancel follows its
+// reservation; a takeover may produce an entry twice, which the writer's
+// idempotence absorbs.
+//
+// An entry is taken only after a hold (by the Redis server's clock): a
+// gateway whose reserve reply was lost voids the attempt within that time
+// (void.lua), and an entry is either voided or taken, never both.
+package journal
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/sharding"
+	"flashsale/writer/orderevent"
+)
+
+// Entry is one journal entry as the stream holds it.
+type Entry struct {
+	ID     string            // stream entry id, "<ms>-<seq>"
+	Fields map[string]string // as written by the script
+}
+
+// errEntry wraps every reason an entry cannot be decoded.
+var errEntry = errors.New("malformed journal entry")
+
+// Decode turns an entry into the order event it journals, checking every
+// field's range (the entry comes from another process: Redis).
+func (e *Entry) Decode() (orderevent.Event, error) {
+	var ev orderevent.Event
+	f := e.Fields
+	switch f["t"] {
+	case "reserved":
+		ev.Type = orderevent.Reserved
+	case "pay":
+		ev.Type = orderevent.Pay
+	case "cancel":
+		ev.Type = orderevent.Cancel
+	default:
+		return ev, fmt.Errorf("%w %s: type %q", errEntry, e.ID, f["t"])
+	}
+	id, ok := sharding.ParseOrderID([]byte(f["o"]))
+	if !ok {
+		return ev, fmt.Errorf("%w %s: order id %q", errEntry, e.ID, f["o"])
+	}
+	sale, err1 := strconv.ParseInt(f["s"], 10, 64)
+	item, err2 := strconv.ParseInt(f["i"], 10, 64)
+	user, err3 := strconv.ParseUint(f["u"], 10, 64)
+	created, err4 := strconv.ParseInt(f["c"], 10, 64)
+	expires, err5 := strconv.ParseInt(f["x"], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return ev, fmt.Errorf("%w %s: %v", errEntry, e.ID, err)
+	}
+	switch {
+	case sale <= 0 || sale > sharding.MaxSaleID || id.SaleID() != sale:
+		return ev, fmt.Errorf("%w %s: sale %d (order id of sale %d)", errEntry, e.ID, sale, id.SaleID())
+	case item <= 0:
+		return ev, fmt.Errorf("%w %s: item %d", errEntry, e.ID, item)
+	case user == 0 || user > 1<<63-1:
+		return ev, fmt.Errorf("%w %s: user %d", errEntry, e.ID, user)
+	case created <= 0 || expires < created:
+		return ev, fmt.Errorf("%w %s: created %d, expires %d", errEntry, e.ID, created, expires)
+	}
+	at := created
+	if v, ok := f["at"]; ok {
+		if at, err1 = strconv.ParseInt(v, 10, 64); err1 != nil || at <= 0 {
+			return ev, fmt.Errorf("%w %s: at %q", errEntry, e.ID, v)
+		}
+	}
+	ev.OrderID, ev.SaleID, ev.ItemID, ev.UserID = id, sale, item, user
+	ev.Created, ev.Expires, ev.At = time.UnixMilli(created).UTC(), time.UnixMilli(expires).UTC(), time.UnixMilli(at).UTC()
+	return ev, nil
+}
+
+// IDTime returns the server time encoded in a stream entry id.
+func IDTime(id string) (time.Time, bool) {
+	for i := 0; i < len(id); i++ {
+		if id[i] == '-' {
+			ms, err := strconv.ParseInt(id[:i], 10, 64)
+			if err != nil {
+				return time.Time{}, false
+			}
+			return time.UnixMilli(ms), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// Round is the reply of one relay.lua round.
+type Round struct {
+	Owner   bool   // false: another relay holds the lease
+	Backlog int64  // entries in the journal (before this round's take)
+	Oldest  string // id of the oldest entry, "" when empty
+	Entries []Entry
+}
+
+func parseRound(arr []rueidis.RedisMessage) (Round, error) {
+	var r Round
+	if len(arr) == 0 {
+		return r, errors.New("relay round: empty reply")
+	}
+	code, err := arr[0].AsInt64()
+	if err != nil {
+		return r, fmt.Errorf("relay round: %w", err)
+	}
+	switch code {
+	case 0, 2:
+		return r, nil
+	case 1:
+	default:
+		return r, fmt.Errorf("relay round: unknown code %d", code)
+	}
+	if len(arr) < 3 {
+		return r, fmt.Errorf("relay round: reply of %d elements", len(arr))
+	}
+	r.Owner = true
+	if r.Backlog, err = arr[1].AsInt64(); err != nil || r.Backlog < 0 {
+		return r, fmt.Errorf("relay round: backlog: %v", err)
+	}
+	if r.Oldest, err = arr[2].ToString(); err != nil {
+		return r, fmt.Errorf("relay round: oldest: %w", err)
+	}
+	for _, m := range arr[3:] {
+		e, err := m.ToArray()
+		if err != nil || len(e) != 2 {
+			return r, fmt.Errorf("relay round: malformed entry")
+		}
+		id, err1 := e[0].ToString()
+		kv, err2 := e[1].ToArray()
+		if errors.Join(err1, err2) != nil || len(kv)%2 != 0 {
+			return r, fmt.Errorf("relay round: malformed entry %q", id)
+		}
+		f := make(map[string]string, len(kv)/2)
+		for i := 0; i < len(kv); i += 2 {
+			k, _ := kv[i].ToString()
+			v, _ := kv[i+1].ToString()
+			f[k] = v
+		}
+		r.Entries = append(r.Entries, Entry{ID: id, Fields: f})
+	}
+	return r, nil
+}

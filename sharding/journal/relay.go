@@ -1,0 +1,358 @@
+package journal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	mrand "math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"flashsale/lua"
+	"flashsale/sharding"
+	"flashsale/writer/orderevent"
+)
+
+// Shard names one journal: a shard of a sale.
+type Shard struct {
+	SaleID int64
+	Tag    string
+}
+
+// Observer is told what the relay does (the gateway's metrics). Its methods
+// must not block.
+type Observer interface {
+	// Journal reports a shard's backlog and the age of its oldest entry
+	// after each round of its owner; Released reports that this relay let
+	// the shard go (its gauges should be dropped).
+	Journal(sh Shard, backlog int64, oldest time.Duration)
+	Released(sh Shard)
+	// Relayed counts entries Kafka acknowledged.
+	Relayed(n int)
+	// Failed counts a failure by kind: "redis", "kafka", "malformed".
+	Failed(kind string)
+}
+
+// Config tunes a Relay.
+type Config struct {
+	// Topic and DeadLetterTopic: where events go, and where an entry that
+	// does not decode goes with its reason (so nothing is lost).
+	Topic, DeadLetterTopic string
+	// Lease is the lifetime of a shard's lease (default 3s): a dead owner's
+	// shards are taken over within about that.
+	Lease time.Duration
+	// Hold is how old an entry must be before it is taken (default 1s). It
+	// must exceed the time a gateway needs to void a purchase whose reply it
+	// lost: its budget plus its release budget.
+	Hold time.Duration
+	// Batch is the most entries one round takes (default 512).
+	Batch int
+	// Idle is the pause of a shard's loop after a round that took less than
+	// a full batch (default 50ms).
+	Idle time.Duration
+	// Scan is how often unowned shards are tried and stalled moves
+	// recovered (default 1s).
+	Scan time.Duration
+	// Recover finishes the stock moves journaled on a shard that have stayed
+	// unfinished for a whole Scan (a borrower that died mid-move); nil skips it.
+	Recover func(ctx context.Context, tag string, ids map[string]bool) (map[string]bool, error)
+	Log     *slog.Logger
+}
+
+func (c *Config) defaults() {
+	if c.Lease <= 0 {
+		c.Lease = 3 * time.Second
+	}
+	if c.Hold < 0 {
+		c.Hold = 0
+	} else if c.Hold == 0 {
+		c.Hold = time.Second
+	}
+	if c.Batch <= 0 {
+		c.Batch = 512
+	}
+	if c.Idle <= 0 {
+		c.Idle = 50 * time.Millisecond
+	}
+	if c.Scan <= 0 {
+		c.Scan = time.Second
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Topic == "" {
+		c.Topic = orderevent.DefaultTopic
+	}
+	if c.DeadLetterTopic == "" {
+		c.DeadLetterTopic = orderevent.DefaultDeadLetterTopic
+	}
+}
+
+var relayScript = rueidis.NewLuaScript(lua.Relay)
+
+// Relay moves the journals of the shards it can lease to Kafka. Create it with
+// New and drive it with Run.
+type Relay struct {
+	cfg    Config
+	redis  rueidis.Client
+	kafka  *kgo.Client
+	shards func() []Shard
+	obs    Observer
+	token  string
+
+	mu    sync.Mutex
+	owned map[Shard]context.CancelFunc
+	wg    sync.WaitGroup
+}
+
+// New returns a relay over redis and kafka (a producer client: the relay sets
+// the topic per record). shards lists the journals to relay, read at every
+// Scan.
+func New(cfg Config, redis rueidis.Client, kafka *kgo.Client, shards func() []Shard, obs Observer) *Relay {
+	cfg.defaults()
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return &Relay{cfg: cfg, redis: redis, kafka: kafka, shards: shards, obs: obs,
+		token: hex.EncodeToString(b[:]), owned: map[Shard]context.CancelFunc{}}
+}
+
+// ProducerOpts are the franz-go options of the relay's producer: acks from
+// all in-sync replicas, the idempotent producer (franz-go's default, kept),
+// a short linger, no compression.
+func ProducerOpts(brokers []string) []kgo.Opt {
+	return []kgo.Opt{
+		kgo.SeedBrokers(brokers...),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.ProducerLinger(time.Millisecond),
+		kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.AllowAutoTopicCreation(),
+	}
+}
+
+// Token returns this relay's lease token.
+func (r *Relay) Token() string { return r.token }
+
+// Owned returns how many shards this relay holds now.
+func (r *Relay) Owned() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.owned)
+}
+
+// Run tries every listed shard each Scan, relays the ones it leases, and on
+// ctx's end finishes each shard's round in flight and releases its leases.
+func (r *Relay) Run(ctx context.Context) {
+	t := time.NewTicker(r.cfg.Scan)
+	defer t.Stop()
+	moves := map[string]map[string]bool{} // tag -> move ids seen last scan
+	for {
+		r.scan(ctx, moves)
+		select {
+		case <-ctx.Done():
+			r.wg.Wait()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Relay) scan(ctx context.Context, moves map[string]map[string]bool) {
+	list := r.shards()
+	mrand.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+	r.mu.Lock()
+	listed := make(map[Shard]bool, len(list))
+	for _, sh := range list {
+		listed[sh] = true
+	}
+	for sh, cancel := range r.owned {
+		if !listed[sh] {
+			cancel() // a reshard replaced it: its journal was copied
+		}
+	}
+	var tags []string
+	for _, sh := range list {
+		if _, ok := r.owned[sh]; ok {
+			tags = append(tags, sh.Tag)
+			continue
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		r.owned[sh] = cancel
+		r.wg.Add(1)
+		go r.shard(sctx, sh)
+	}
+	r.mu.Unlock()
+	if r.cfg.Recover == nil {
+		return
+	}
+	for _, tag := range tags {
+		seen, err := r.cfg.Recover(ctx, tag, moves[tag])
+		if err != nil {
+			r.obs.Failed("redis")
+			continue
+		}
+		moves[tag] = seen
+	}
+}
+
+// shard runs rounds on sh while this relay holds its lease.
+func (r *Relay) shard(ctx context.Context, sh Shard) {
+	defer r.wg.Done()
+	defer func() {
+		r.mu.Lock()
+		if c := r.owned[sh]; c != nil {
+			c()
+		}
+		delete(r.owned, sh)
+		r.mu.Unlock()
+	}()
+	keys := []string{
+		string(sharding.AppendEventsKey(nil, sh.Tag)),
+		string(sharding.AppendRelayLeaseKey(nil, sh.Tag)),
+		string(sharding.AppendTakenKey(nil, sh.Tag)),
+	}
+	var acked []string
+	owner := false
+	for {
+		if ctx.Err() != nil {
+			if owner {
+				r.release(keys, acked)
+				r.obs.Released(sh)
+			}
+			return
+		}
+		rd, err := r.round(ctx, keys, acked, r.cfg.Lease)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.obs.Failed("redis")
+				r.cfg.Log.Warn("journal relay round failed", "shard", sh.Tag, "err", err)
+			}
+			if !owner {
+				return
+			}
+			// The acked ids are kept for the next round: deleting them is
+			// idempotent, and a new owner would only produce them again.
+			sleep(ctx, r.cfg.Idle*4)
+			continue
+		}
+		acked = acked[:0]
+		if !rd.Owner {
+			if owner {
+				r.obs.Released(sh)
+			}
+			return
+		}
+		owner = true
+		age := time.Duration(0)
+		if t, ok := IDTime(rd.Oldest); ok {
+			age = max(time.Since(t), 0)
+		}
+		r.obs.Journal(sh, rd.Backlog, age)
+		if len(rd.Entries) > 0 {
+			acked = r.produce(ctx, sh, rd.Entries, acked)
+		}
+		if len(rd.Entries) < r.cfg.Batch {
+			sleep(ctx, r.cfg.Idle)
+		}
+	}
+}
+
+// round runs relay.lua once.
+func (r *Relay) round(ctx context.Context, keys, acked []string, lease time.Duration) (Round, error) {
+	args := make([]string, 0, 4+len(acked))
+	args = append(args, r.token, strconv.FormatInt(lease.Milliseconds(), 10),
+		strconv.FormatInt(r.cfg.Hold.Milliseconds(), 10), strconv.Itoa(r.cfg.Batch))
+	args = append(args, acked...)
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.Lease/2)
+	defer cancel()
+	arr, err := relayScript.Exec(rctx, r.redis, keys, args).ToArray()
+	if err != nil {
+		return Round{}, err
+	}
+	return parseRound(arr)
+}
+
+// release deletes the acked entries and gives the lease up, on the way out.
+func (r *Relay) release(keys, acked []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	args := append([]string{r.token, "0", "0", "1"}, acked...)
+	if err := relayScript.Exec(ctx, r.redis, keys, args).Error(); err != nil {
+		r.cfg.Log.Warn("releasing a journal lease", "err", err)
+	}
+}
+
+// produce sends the entries to Kafka and returns (appended to acked) the ids
+// of those Kafka acknowledged, in order, stopping at the first failure so
+// that nothing is deleted past an entry still to be produced.
+func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry, acked []string) []string {
+	recs := make([]*kgo.Record, len(es))
+	for i := range es {
+		ev, err := es[i].Decode()
+		if err != nil {
+			r.obs.Failed("malformed")
+			r.cfg.Log.Error("journal entry does not decode; sending it to the dead-letter topic", "shard", sh.Tag, "err", err)
+			recs[i] = deadLetter(r.cfg.DeadLetterTopic, sh, &es[i], err)
+			continue
+		}
+		recs[i] = &kgo.Record{Topic: r.cfg.Topic, Key: orderevent.AppendKey(nil, &ev), Value: orderevent.AppendJSON(nil, &ev)}
+	}
+	pctx, cancel := context.WithTimeout(ctx, r.cfg.Lease/2)
+	defer cancel()
+	res := r.kafka.ProduceSync(pctx, recs...)
+	n := 0
+	for i, pr := range res {
+		if pr.Err != nil {
+			if ctx.Err() == nil {
+				r.obs.Failed("kafka")
+				r.cfg.Log.Warn("producing journal entries", "shard", sh.Tag, "err", pr.Err)
+			}
+			break
+		}
+		acked = append(acked, es[i].ID)
+		n++
+	}
+	if n > 0 {
+		r.obs.Relayed(n)
+	}
+	return acked
+}
+
+func deadLetter(topic string, sh Shard, e *Entry, why error) *kgo.Record {
+	b := []byte(`{"journal":"`)
+	b = append(b, sh.Tag...)
+	b = append(b, `","id":"`...)
+	b = append(b, e.ID...)
+	b = append(b, `","fields":{`...)
+	first := true
+	for k, v := range e.Fields {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = strconv.AppendQuote(b, k)
+		b = append(b, ':')
+		b = strconv.AppendQuote(b, v)
+	}
+	b = append(b, "}}"...)
+	return &kgo.Record{Topic: topic, Value: b, Headers: []kgo.RecordHeader{
+		{Key: "error", Value: []byte(why.Error())},
+		{Key: "origin", Value: []byte("journal " + sh.Tag + " " + e.ID)},
+	}}
+}
+
+// sleep waits d or until ctx ends, and reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

@@ -1,0 +1,219 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/lua"
+	"flashsale/sharding"
+)
+
+// The hand-off: every change a client is told 202 about (a reservation, a pay
+// or cancel request) is journaled, in the same script, in the shard's events
+// stream (sharding.AppendEventsKey), which the relay (package journal) moves
+// to Kafka. A purchase whose answer could not be given in time is undone by
+// Void before the client is told 503, so that the 503 is true.
+
+// VoidOutcome is what Void found.
+type VoidOutcome int8
+
+// Outcomes of Void (see void.lua).
+const (
+	// VoidNothing: the order id is held by another attempt or finished.
+	VoidNothing VoidOutcome = 0
+	// Voided: the attempt had reserved; its unit and journal entry are gone.
+	Voided VoidOutcome = 1
+	// VoidStands: the attempt had reserved and a relay already took its
+	// event: the order stands.
+	VoidStands VoidOutcome = 2
+	// VoidFenced: the attempt had not run; a late run of it will be refused.
+	VoidFenced VoidOutcome = 3
+)
+
+func (o VoidOutcome) String() string {
+	switch o {
+	case VoidNothing:
+		return "nothing to undo"
+	case Voided:
+		return "voided"
+	case VoidStands:
+		return "stands"
+	case VoidFenced:
+		return "fenced"
+	}
+	return "void(" + strconv.Itoa(int(o)) + ")"
+}
+
+// VoidTTL is how long the VOID record of an undone attempt stays: far longer
+// than a late script can take to arrive.
+const VoidTTL = time.Hour
+
+// Void undoes attempt r.Attempt of r's order, or makes sure it never takes
+// effect (see void.lua). It is idempotent; after it returns Voided,
+// VoidFenced or VoidNothing no order will come of the attempt.
+func (s *Store) Void(ctx context.Context, r Reservation) (VoidOutcome, error) {
+	keys := []string{
+		string(sharding.AppendStockKey(nil, r.Tag, r.ItemID)),
+		string(sharding.AppendBuyersKey(nil, r.Tag)),
+		string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)),
+		string(sharding.AppendFenceKey(nil, r.Tag)),
+		string(sharding.AppendEventsKey(nil, r.Tag)),
+		string(sharding.AppendTakenKey(nil, r.Tag)),
+	}
+	args := []string{strconv.FormatUint(r.UserID, 10), r.OrderID.String(), strconv.FormatUint(r.Attempt, 10),
+		strconv.Itoa(int(VoidTTL / time.Second))}
+	rr, _ := s.evalAck(ctx, s.voidSHA, lua.Void, s.void, keys, args)
+	n, err := rr.AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("voiding attempt: %w", err)
+	}
+	if n == -1 {
+		return 0, fmt.Errorf("voiding attempt: %w", ErrFrozen)
+	}
+	if n < 0 || n > 3 {
+		return 0, fmt.Errorf("voiding attempt: unknown reply %d", n)
+	}
+	return VoidOutcome(n), nil
+}
+
+// Act replies (see act.lua).
+const (
+	ActOK        = "OK"
+	ActAgain     = "AGAIN"
+	ActNotFound  = "NOTFOUND"
+	ActFull      = "FULL"
+	ActFrozen    = "FROZEN"
+	ActPay       = "pay"
+	ActCancel    = "cancel"
+	actExpired   = StatusExpired
+	actPaid      = StatusPaid
+	actCancelled = StatusCancelled
+	actFailed    = StatusFailed
+)
+
+// ActRequest is an owner's pay or cancel request.
+type ActRequest struct {
+	Tag     string // the order's home shard (the owner's)
+	Action  string // ActPay or ActCancel
+	SaleID  int64
+	UserID  uint64
+	OrderID sharding.OrderID
+	At      time.Time
+	Bound   int // most entries the shard's journal may hold (0: DefaultJournalBound)
+}
+
+// Act journals a pay or cancel request after checking it against the order
+// record (see act.lua) and returns the script's verdict: ActOK or ActAgain
+// (accepted), ActNotFound, a status the order is already past (PAID,
+// CANCELLED, EXPIRED, FAILED), ActFull or ActFrozen (nothing written). An
+// error leaves the outcome unknown; the request is idempotent, so the client
+// retries.
+func (s *Store) Act(ctx context.Context, a ActRequest) (string, error) {
+	keys := []string{
+		string(sharding.AppendOrderKey(nil, a.Tag, a.OrderID)),
+		string(sharding.AppendFenceKey(nil, a.Tag)),
+		string(sharding.AppendEventsKey(nil, a.Tag)),
+	}
+	args := []string{a.Action, strconv.FormatUint(a.UserID, 10), a.OrderID.String(), strconv.FormatInt(a.SaleID, 10),
+		strconv.Itoa(bound(a.Bound)), strconv.FormatInt(a.At.UnixMilli(), 10)}
+	rr, _ := s.evalAck(ctx, s.actSHA, lua.Act, s.act, keys, args)
+	v, err := rr.ToString()
+	if err != nil {
+		return "", fmt.Errorf("journaling %s: %w", a.Action, err)
+	}
+	switch v {
+	case ActOK, ActAgain, ActNotFound, ActFull, ActFrozen, actExpired, actPaid, actCancelled, actFailed:
+		return v, nil
+	}
+	return "", fmt.Errorf("journaling %s: unknown reply %q", a.Action, v)
+}
+
+// Claim verdicts of ExpireClaims (see expire_claim.lua).
+const (
+	ClaimNotDue    int8 = 0
+	Claimed        int8 = 1
+	ClaimPaid      int8 = 2
+	ClaimCancelled int8 = 3
+	ClaimFrozen    int8 = -1
+)
+
+// ClaimRef names an order record for ExpireClaims.
+type ClaimRef struct {
+	Tag     string
+	OrderID sharding.OrderID
+}
+
+// ExpireClaims claims each order for expiry on its home shard, one pipelined
+// round trip, and returns a verdict per order (Claimed, ClaimNotDue,
+// ClaimPaid, ClaimCancelled, ClaimFrozen), or an error for the whole call.
+func (s *Store) ExpireClaims(ctx context.Context, refs []ClaimRef) ([]int8, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	cmds := make(rueidis.Commands, 0, len(refs))
+	sha := sha1Hex(lua.ExpireClaim)
+	for _, r := range refs {
+		cmds = append(cmds, s.c.B().Evalsha().Sha1(sha).Numkeys(2).
+			Key(string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)), string(sharding.AppendFenceKey(nil, r.Tag))).Build())
+	}
+	res := s.c.DoMulti(ctx, cmds...)
+	out := make([]int8, len(refs))
+	for i, r := range res {
+		n, err := r.AsInt64()
+		if rerr, ok := rueidis.IsRedisErr(err); ok && rerr.IsNoScript() {
+			ref := refs[i]
+			n, err = s.claim.Exec(ctx, s.c, []string{string(sharding.AppendOrderKey(nil, ref.Tag, ref.OrderID)),
+				string(sharding.AppendFenceKey(nil, ref.Tag))}, nil).AsInt64()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("claiming orders for expiry: %w", err)
+		}
+		if n < -1 || n > 3 {
+			return nil, fmt.Errorf("claiming orders for expiry: unknown reply %d", n)
+		}
+		out[i] = int8(n)
+	}
+	return out, nil
+}
+
+// LoadScripts loads the purchase path's scripts (HotScripts) on every master
+// of the cluster and reports the first failure: a master that does not answer
+// or refuses. The gateway is ready only after it succeeded.
+func (s *Store) LoadScripts(ctx context.Context) error {
+	top, err := Topology(ctx, s.c)
+	var nodes []rueidis.Client
+	if err != nil {
+		nodes = []rueidis.Client{s.c} // a single Redis
+	} else {
+		all := s.c.Nodes()
+		for _, m := range top.Masters {
+			n, ok := all[m.Addr]
+			if !ok {
+				return fmt.Errorf("no connection to master %s", m.Addr)
+			}
+			nodes = append(nodes, n)
+		}
+	}
+	var errs []error
+	for _, n := range nodes {
+		cmds := make(rueidis.Commands, 0, len(HotScripts))
+		for _, src := range HotScripts {
+			cmds = append(cmds, n.B().ScriptLoad().Script(src).Build())
+		}
+		for _, r := range n.DoMulti(ctx, cmds...) {
+			if err := r.Error(); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("loading scripts: %w", err)
+	}
+	return nil
+}
