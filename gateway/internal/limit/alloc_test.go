@@ -40,6 +40,35 @@ func TestClientIPAllocs(t *testing.T) {
 	}
 }
 
+func TestClientIPLinesAllocs(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	peer := netip.MustParseAddr("10.0.0.1")
+	for _, lines := range [][]string{nil, {""}, {"198.51.100.77", "203.0.113.7"}, {"1.1.1.1, 10.0.0.9", "203.0.113.7, 10.0.0.2", "10.0.0.3"}, {"garbage", "[2001:db8::1]:443"}, {"10.0.0.3", "10.0.0.2"}} {
+		b := make([][]byte, len(lines))
+		for i, l := range lines {
+			b[i] = []byte(l)
+		}
+		if n := testing.AllocsPerRun(1000, func() { _ = ClientIPLines(peer, b, trusted) }); n != 0 {
+			t.Errorf("ClientIPLines(%q): %v allocs; want 0", lines, n)
+		}
+	}
+}
+
+func TestClientIPForwardedAllocs(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	peer := netip.MustParseAddr("10.0.0.1")
+	for _, lines := range [][]string{nil, {""}, {"for=198.51.100.77", "for=203.0.113.7;proto=https"},
+		{`for=192.0.2.43, for="[2001:db8:cafe::17]:4711"`}, {`for="203.0.113.\7:_p"`}, {`x="a\", b";For=203.0.113.7, for=10.0.0.2`}, {"for=unknown"}} {
+		b := make([][]byte, len(lines))
+		for i, l := range lines {
+			b[i] = []byte(l)
+		}
+		if n := testing.AllocsPerRun(1000, func() { _ = ClientIPForwarded(peer, b, trusted) }); n != 0 {
+			t.Errorf("ClientIPForwarded(%q): %v allocs; want 0", lines, n)
+		}
+	}
+}
+
 func TestIPKeyAllocs(t *testing.T) {
 	for _, s := range []string{"192.0.2.1", "::ffff:192.0.2.1", "2001:db8::1", "fe80::1%eth0"} {
 		a := netip.MustParseAddr(s)

@@ -5,55 +5,199 @@ import (
 	"net/netip"
 )
 
-// ClientIP returns the address a per-IP limit should key on. When peer (the
-// TCP peer) is not inside any of the trusted prefixes (the configured reverse
-// proxies), the answer is peer: a client can write anything into
+// ClientIP returns the address a per-IP limit should key on, given one
+// X-Forwarded-For header line; it is ClientIPLines with that one line. A
+// request may carry several lines (HAProxy's "option forwardfor" and others
+// add a line of their own rather than extend the client's), and reading only
+// the first one lets a client name any address it likes: give every line to
+// ClientIPLines instead.
+func ClientIP(peer netip.Addr, xff []byte, trusted []netip.Prefix) netip.Addr {
+	return ClientIPLines(peer, [][]byte{xff}, trusted)
+}
+
+// ClientIPLines returns the address a per-IP limit should key on. When peer
+// (the TCP peer) is not inside any of the trusted prefixes (the configured
+// reverse proxies), the answer is peer: a client can write anything into
 // X-Forwarded-For, so the header only counts when a trusted proxy sent it.
 //
-// Behind trusted proxies, xff (one X-Forwarded-For value, comma-separated,
-// hops appended on the right) is read from right to left, skipping hops that
-// are themselves trusted; the first untrusted hop is the client, because it
-// was written by a trusted proxy that saw it as its TCP peer. Entries further
-// left were supplied by the client and are ignored however they look. When
-// every hop is trusted the leftmost one is returned. A hop may carry a port
+// lines are the request's X-Forwarded-For header lines in the order received,
+// read exactly as if they were joined with commas into one value (RFC 9110
+// section 5.3): no lines, or one empty line, is no header. The hops of that
+// value (appended on the right) are read from right to left, skipping hops
+// that are themselves trusted; the first untrusted hop is the client, because
+// it was written by a trusted proxy that saw it as its TCP peer. Entries
+// further left were supplied by the client and are ignored however they
+// look, and so are whole lines further up: a proxy that adds its own line
+// after the client's puts the client's real address on the right. When every
+// hop is trusted the leftmost one is returned. A hop may carry a port
 // ("192.0.2.1:443", "[2001:db8::1]:443"); zones are refused.
 //
 // If the walk meets an empty or unparseable entry before it finds the client,
-// ClientIP returns peer: such an entry was not written by a proxy we trust to
-// write addresses, so nothing left of it identifies the client, and falling
-// back to the last address we know for certain is the only choice that a
-// client cannot steer. The cost is that such requests share the proxy's
-// bucket, which only hurts clients sending (or proxies forwarding) broken
-// headers. Callers with several X-Forwarded-For header lines must join them
-// with commas first.
+// ClientIPLines returns peer: such an entry was not written by a proxy we
+// trust to write addresses, so nothing left of it identifies the client, and
+// falling back to the last address we know for certain is the only choice
+// that a client cannot steer. The cost is that such requests share the
+// proxy's bucket, which only hurts clients sending (or proxies forwarding)
+// broken headers.
 //
-// Results are unmapped (an IPv4-mapped IPv6 address becomes IPv4). ClientIP
-// does not allocate.
-func ClientIP(peer netip.Addr, xff []byte, trusted []netip.Prefix) netip.Addr {
+// Results are unmapped (an IPv4-mapped IPv6 address becomes IPv4).
+// ClientIPLines does not allocate and keeps no reference to lines.
+func ClientIPLines(peer netip.Addr, lines [][]byte, trusted []netip.Prefix) netip.Addr {
 	peer = peer.Unmap()
-	if len(xff) == 0 || !isTrusted(peer, trusted) {
+	if len(lines) == 0 || (len(lines) == 1 && len(lines[0]) == 0) || !isTrusted(peer, trusted) {
 		return peer
 	}
 	var last netip.Addr
-	for rest := xff; ; {
-		var hop []byte
-		if i := bytes.LastIndexByte(rest, ','); i >= 0 {
-			hop, rest = rest[i+1:], rest[:i]
-		} else {
-			hop, rest = rest, nil
-		}
-		a, ok := parseHop(hop)
-		if !ok {
-			return peer
-		}
-		if !isTrusted(a, trusted) {
-			return a
-		}
-		last = a
-		if rest == nil {
-			return last
+	for l := len(lines) - 1; l >= 0; l-- {
+		rest, more := lines[l], true
+		for more {
+			var hop []byte
+			if i := bytes.LastIndexByte(rest, ','); i >= 0 {
+				hop, rest = rest[i+1:], rest[:i]
+			} else {
+				hop, more = rest, false
+			}
+			a, ok := parseHop(hop)
+			if !ok {
+				return peer
+			}
+			if !isTrusted(a, trusted) {
+				return a
+			}
+			last = a
 		}
 	}
+	return last
+}
+
+// ClientIPForwarded is ClientIPLines for the RFC 7239 Forwarded header: the
+// hops are the header's comma-separated forwarded-elements over every line in
+// order, each naming its hop in its for parameter (for=192.0.2.60,
+// for="[2001:db8:cafe::17]:4711", the name case-insensitive, the value a
+// token or a quoted string), walked with the same rules: from the right,
+// skipping trusted hops, peer when the walk meets an element it cannot read
+// first. An element without for, with for twice, or naming an obfuscated or
+// "unknown" node cannot be read; an obfuscated port (for="192.0.2.1:_abc")
+// is dropped. A quoted string does not continue onto the next line. Configure
+// the proxy to send one of Forwarded and X-Forwarded-For and key on that one
+// only: a client can send the other. ClientIPForwarded does not allocate.
+func ClientIPForwarded(peer netip.Addr, lines [][]byte, trusted []netip.Prefix) netip.Addr {
+	peer = peer.Unmap()
+	if !isTrusted(peer, trusted) {
+		return peer
+	}
+	// The right-to-left walk of ClientIPLines, folded left to right so that
+	// quoted strings are read in their own direction: got is the answer for
+	// the elements seen so far.
+	got, seen := peer, false
+	for _, line := range lines {
+		for i := 0; i <= len(line); i++ {
+			end := unquoted(line, i, ',')
+			a, ok := forwardedFor(line[i:end])
+			switch {
+			case !ok:
+				got = peer
+			case !isTrusted(a, trusted):
+				got = a
+			case !seen:
+				got = a
+			}
+			seen = true
+			i = end
+		}
+	}
+	return got
+}
+
+// unquoted returns the index of the first delim at or after b[i] outside a
+// quoted string (RFC 9110 section 5.6.4), or len(b).
+func unquoted(b []byte, i int, delim byte) int {
+	for quoted := false; i < len(b); i++ {
+		switch c := b[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == delim:
+			return i
+		}
+	}
+	return len(b)
+}
+
+// forwardedFor returns the address in the for parameter of one
+// forwarded-element.
+func forwardedFor(elem []byte) (netip.Addr, bool) {
+	var (
+		val   []byte
+		found bool
+	)
+	for i := 0; i <= len(elem); i++ {
+		end := unquoted(elem, i, ';')
+		pair := bytes.TrimSpace(elem[i:end])
+		i = end
+		if len(pair) == 0 {
+			continue
+		}
+		eq := bytes.IndexByte(pair, '=')
+		if eq < 0 {
+			return netip.Addr{}, false
+		}
+		if !bytes.EqualFold(bytes.TrimSpace(pair[:eq]), []byte("for")) {
+			continue
+		}
+		if found {
+			return netip.Addr{}, false
+		}
+		val, found = bytes.TrimSpace(pair[eq+1:]), true
+	}
+	if !found {
+		return netip.Addr{}, false
+	}
+	var buf [64]byte
+	if len(val) > 0 && val[0] == '"' {
+		var ok bool
+		if val, ok = unquote(buf[:0], val); !ok {
+			return netip.Addr{}, false
+		}
+	}
+	// An obfuscated port ("_" and token characters after the colon) names
+	// nothing we key on.
+	if i := bytes.LastIndexByte(val, ':'); i >= 0 && i+1 < len(val) && val[i+1] == '_' &&
+		(val[0] == '[' || bytes.IndexByte(val[:i], ':') < 0) {
+		val = val[:i]
+	}
+	return parseHop(val)
+}
+
+// unquote returns the contents of the quoted string q, unescaped into dst when
+// it holds a quoted-pair; ok is false if q is not exactly one quoted string
+// or does not fit in dst's capacity.
+func unquote(dst, q []byte) (_ []byte, ok bool) {
+	if len(q) < 2 || q[len(q)-1] != '"' {
+		return nil, false
+	}
+	q = q[1 : len(q)-1]
+	if bytes.IndexByte(q, '\\') < 0 {
+		return q, bytes.IndexByte(q, '"') < 0
+	}
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		switch c {
+		case '"':
+			return nil, false
+		case '\\':
+			if i++; i == len(q) {
+				return nil, false
+			}
+			c = q[i]
+		}
+		if len(dst) == cap(dst) {
+			return nil, false
+		}
+		dst = append(dst, c)
+	}
+	return dst, true
 }
 
 func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -294,6 +295,124 @@ func TestClientIP(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if got := ClientIP(c.peer, []byte(c.xff), trusted); got != c.want {
 				t.Fatalf("ClientIP(%v, %q) = %v; want %v", c.peer, c.xff, got, c.want)
+			}
+			// One line split into one line per hop means the same.
+			var lines [][]byte
+			for _, l := range strings.Split(c.xff, ",") {
+				lines = append(lines, []byte(l))
+			}
+			if got := ClientIPLines(c.peer, lines, trusted); got != c.want {
+				t.Fatalf("ClientIPLines(%v, %q) = %v; want %v", c.peer, lines, got, c.want)
+			}
+		})
+	}
+}
+
+func TestClientIPLines(t *testing.T) {
+	trusted := []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("2001:db8:ffff::/48"),
+	}
+	a := netip.MustParseAddr
+	proxy := a("10.0.0.1")
+	cases := []struct {
+		name  string
+		peer  netip.Addr
+		lines []string
+		want  netip.Addr
+	}{
+		{"no lines", proxy, nil, proxy},
+		{"one empty line", proxy, []string{""}, proxy},
+		{"two empty lines", proxy, []string{"", ""}, proxy},
+		// HAProxy "option forwardfor" adds its own line after the client's:
+		// the client's first line must not choose the key.
+		{"spoofed first line, proxy line", proxy, []string{"198.51.100.77", "203.0.113.7"}, a("203.0.113.7")},
+		{"spoofed first line with trusted hops", proxy, []string{"10.9.9.9, 198.51.100.77", "203.0.113.7"}, a("203.0.113.7")},
+		{"spoofed garbage first line", proxy, []string{"not an address", "203.0.113.7"}, a("203.0.113.7")},
+		{"two proxies, one line each", proxy, []string{"198.51.100.77", "203.0.113.7", "10.0.0.2"}, a("203.0.113.7")},
+		{"client line, proxy chain line", proxy, []string{"198.51.100.77, 1.2.3.4", "203.0.113.7, 10.0.0.2"}, a("203.0.113.7")},
+		{"all trusted across lines", proxy, []string{"10.0.0.3", "10.0.0.2"}, a("10.0.0.3")},
+		{"empty line right of the client", proxy, []string{"203.0.113.7", ""}, proxy},
+		{"empty line left of the client", proxy, []string{"", "203.0.113.7"}, a("203.0.113.7")},
+		{"empty line behind trusted", proxy, []string{"203.0.113.7", "", "10.0.0.2"}, proxy},
+		{"trailing comma before the next line", proxy, []string{"203.0.113.7,", "10.0.0.2"}, proxy},
+		{"ipv6 across lines", a("2001:db8:ffff::1"), []string{"2001:db8:1:2::5", "[2001:db8:ffff::2]:443"}, a("2001:db8:1:2::5")},
+		{"untrusted peer ignores every line", a("203.0.113.9"), []string{"1.2.3.4", "5.6.7.8"}, a("203.0.113.9")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var lines [][]byte
+			for _, l := range c.lines {
+				lines = append(lines, []byte(l))
+			}
+			if got := ClientIPLines(c.peer, lines, trusted); got != c.want {
+				t.Fatalf("ClientIPLines(%v, %q) = %v; want %v", c.peer, c.lines, got, c.want)
+			}
+			if c.lines == nil {
+				return
+			}
+			joined := strings.Join(c.lines, ",")
+			if got := ClientIP(c.peer, []byte(joined), trusted); got != c.want {
+				t.Fatalf("ClientIP(%v, %q) = %v; want %v", c.peer, joined, got, c.want)
+			}
+		})
+	}
+}
+
+func TestClientIPForwarded(t *testing.T) {
+	trusted := []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("2001:db8:ffff::/48"),
+	}
+	a := netip.MustParseAddr
+	proxy := a("10.0.0.1")
+	cases := []struct {
+		name  string
+		peer  netip.Addr
+		lines []string
+		want  netip.Addr
+	}{
+		{"no header", proxy, nil, proxy},
+		{"empty", proxy, []string{""}, proxy},
+		{"direct, spoofed", a("203.0.113.9"), []string{"for=1.2.3.4"}, a("203.0.113.9")},
+		{"one hop", proxy, []string{"for=203.0.113.7"}, a("203.0.113.7")},
+		{"RFC 7239 example", proxy, []string{`for=192.0.2.43, for="[2001:db8:cafe::17]"`}, a("2001:db8:cafe::17")},
+		{"with port", proxy, []string{`for="203.0.113.7:4711"`}, a("203.0.113.7")},
+		{"ipv6 with port", proxy, []string{`for="[2001:db8:cafe::17]:4711"`}, a("2001:db8:cafe::17")},
+		{"other parameters", proxy, []string{`proto=https;for=203.0.113.7;by=10.0.0.1;host="a.example"`}, a("203.0.113.7")},
+		{"name case", proxy, []string{`For=203.0.113.7`}, a("203.0.113.7")},
+		{"blanks and empty pairs", proxy, []string{` for = 203.0.113.7 ;; proto=http , for=10.0.0.2 `}, a("203.0.113.7")},
+		{"spoofed left ignored", proxy, []string{`for=1.1.1.1, for=203.0.113.7, for=10.0.0.2`}, a("203.0.113.7")},
+		{"spoofed line, proxy line", proxy, []string{`for=198.51.100.77`, `for=203.0.113.7`}, a("203.0.113.7")},
+		{"quoted comma is not a hop", proxy, []string{`for=203.0.113.7;x="a, for=198.51.100.77"`}, a("203.0.113.7")},
+		{"quoted comma in the client's part", proxy, []string{`for="198.51.100.77, for=1.1.1.1"`, `for=203.0.113.7`}, a("203.0.113.7")},
+		{"escaped quote", proxy, []string{`x="a\", for=198.51.100.77";for=203.0.113.7`}, a("203.0.113.7")},
+		{"quoted-pair in the value", proxy, []string{`for="203.0.113.\7"`}, a("203.0.113.7")},
+		{"all trusted", proxy, []string{`for=10.0.0.3, for=10.0.0.2`}, a("10.0.0.3")},
+		{"obfuscated port", proxy, []string{`for="203.0.113.7:_p1"`}, a("203.0.113.7")},
+		{"obfuscated ipv6 port", proxy, []string{`for="[2001:db8::7]:_p1"`}, a("2001:db8::7")},
+		{"unknown", proxy, []string{`for=unknown`}, proxy},
+		{"obfuscated node", proxy, []string{`for=_hidden, for=10.0.0.2`}, proxy},
+		{"unknown left of the client", proxy, []string{`for=unknown, for=203.0.113.7`}, a("203.0.113.7")},
+		{"no for", proxy, []string{`proto=https`}, proxy},
+		{"for twice", proxy, []string{`for=198.51.100.77;for=203.0.113.7`}, proxy},
+		{"pair without =", proxy, []string{`for=203.0.113.7;secure`}, proxy},
+		{"empty element", proxy, []string{`for=203.0.113.7,`}, proxy},
+		{"unterminated quote", proxy, []string{`for="203.0.113.7`}, proxy},
+		{"quote ends early", proxy, []string{`for="203.0.113.7"x`}, proxy},
+		{"quote does not continue onto the next line", proxy, []string{`for="198.51.100.77`, `for=203.0.113.7`}, a("203.0.113.7")},
+		{"zone", proxy, []string{`for="[fe80::1%eth0]"`}, proxy},
+		{"mapped", proxy, []string{`for="[::ffff:203.0.113.7]"`}, a("203.0.113.7")},
+		{"ipv6 proxy chain", a("2001:db8:ffff::1"), []string{`for="[2001:db8:1:2::5]", for="[2001:db8:ffff::2]"`}, a("2001:db8:1:2::5")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var lines [][]byte
+			for _, l := range c.lines {
+				lines = append(lines, []byte(l))
+			}
+			if got := ClientIPForwarded(c.peer, lines, trusted); got != c.want {
+				t.Fatalf("ClientIPForwarded(%v, %q) = %v; want %v", c.peer, c.lines, got, c.want)
 			}
 		})
 	}

@@ -80,6 +80,26 @@ func BenchmarkClientIP(b *testing.B) {
 	}
 }
 
+func BenchmarkClientIPLines(b *testing.B) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	peer := netip.MustParseAddr("10.0.0.1")
+	lines := [][]byte{[]byte("198.51.100.77, 1.1.1.1"), []byte("203.0.113.7, 10.0.0.2")}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = ClientIPLines(peer, lines, trusted)
+	}
+}
+
+func BenchmarkClientIPForwarded(b *testing.B) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	peer := netip.MustParseAddr("10.0.0.1")
+	lines := [][]byte{[]byte(`for=198.51.100.77;proto=https`), []byte(`for="[2001:db8:cafe::17]:4711", for=10.0.0.2`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = ClientIPForwarded(peer, lines, trusted)
+	}
+}
+
 func BenchmarkIPKey(b *testing.B) {
 	a := netip.MustParseAddr("2001:db8:1:2::5")
 	b.ReportAllocs()
