@@ -7,12 +7,18 @@
 //
 // Times are unix milliseconds. Types are "reserved" (a 202 answered to a
 // purchase), "pay" and "cancel" (the owner's requests, accepted with 202).
+//
+// The writer does not trust the topic: Decode checks the range of every
+// field before anything reaches PostgreSQL (see Decode), so a record that a
+// bad producer wrote cannot become user -1 or an order that expires in the
+// year 292278994.
 package orderevent
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -47,6 +53,18 @@ func (t Type) String() string {
 	}
 	return "type(" + strconv.Itoa(int(t)) + ")"
 }
+
+// The ranges Decode accepts. Times are unix milliseconds: MinUnixMilli is
+// 2020-01-01T00:00:00Z and MaxUnixMilli 2200-01-01T00:00:00Z, far from any
+// real clock on either side. MaxPaymentWindow bounds expiresAt - createdAt:
+// a payment window is minutes (sharding.DefaultPaymentWindow is 10), and a
+// week leaves room for any sale an operator means while refusing a record
+// that would hold a unit for years.
+const (
+	MinUnixMilli     = 1_577_836_800_000
+	MaxUnixMilli     = 7_258_118_400_000
+	MaxPaymentWindow = 7 * 24 * time.Hour
+)
 
 // Event is one order event.
 type Event struct {
@@ -93,31 +111,62 @@ type wire struct {
 	UserID    *uint64 `json:"userId"`
 	CreatedAt *int64  `json:"createdAt"`
 	ExpiresAt *int64  `json:"expiresAt"`
-	At        int64   `json:"at"`
+	At        *int64  `json:"at"`
 }
 
 // ErrMalformed wraps every reason Decode refuses a record.
 var ErrMalformed = errors.New("malformed order event")
 
 // Decode parses one record value. Any error wraps ErrMalformed and says what is
-// wrong: the writer dead-letters such records with that reason.
+// wrong, naming the field: the writer dead-letters such records with that
+// reason. Every field AppendJSON writes is required (unknown ones are
+// ignored), and each must be in range: v is Version; type is a known Type;
+// orderId is a flash-sale order id of sale saleId; saleId is in
+// 1..sharding.MaxSaleID; itemId and userId are in 1..math.MaxInt64 (user ids
+// become PostgreSQL bigints); createdAt, expiresAt and at are in
+// MinUnixMilli..MaxUnixMilli; expiresAt is after createdAt by at most
+// MaxPaymentWindow.
 func Decode(b []byte) (Event, error) {
 	var w wire
 	var e Event
 	if err := json.Unmarshal(b, &w); err != nil {
 		return e, fmt.Errorf("%w: %v", ErrMalformed, err)
 	}
+	bad := func(format string, a ...any) (Event, error) {
+		return Event{}, fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, a...)...)
+	}
 	switch {
 	case w.V == nil || *w.V != Version:
-		return e, fmt.Errorf("%w: version missing or not %d", ErrMalformed, Version)
-	case w.SaleID == nil || *w.SaleID <= 0 || *w.SaleID > sharding.MaxSaleID:
-		return e, fmt.Errorf("%w: saleId missing or out of range", ErrMalformed)
-	case w.ItemID == nil || *w.ItemID <= 0:
-		return e, fmt.Errorf("%w: itemId missing or not positive", ErrMalformed)
-	case w.UserID == nil || *w.UserID == 0:
-		return e, fmt.Errorf("%w: userId missing or zero", ErrMalformed)
-	case w.CreatedAt == nil || w.ExpiresAt == nil || *w.ExpiresAt < *w.CreatedAt:
-		return e, fmt.Errorf("%w: createdAt/expiresAt missing or reversed", ErrMalformed)
+		return bad("v (version) missing or not %d", Version)
+	case w.SaleID == nil:
+		return bad("saleId missing")
+	case *w.SaleID <= 0 || *w.SaleID > sharding.MaxSaleID:
+		return bad("saleId %d not in 1..%d", *w.SaleID, int64(sharding.MaxSaleID))
+	case w.ItemID == nil:
+		return bad("itemId missing")
+	case *w.ItemID <= 0:
+		return bad("itemId %d not in 1..%d", *w.ItemID, int64(math.MaxInt64))
+	case w.UserID == nil:
+		return bad("userId missing")
+	case *w.UserID == 0 || *w.UserID > math.MaxInt64:
+		return bad("userId %d not in 1..%d", *w.UserID, int64(math.MaxInt64))
+	}
+	for _, t := range []struct {
+		name string
+		v    *int64
+	}{{"createdAt", w.CreatedAt}, {"expiresAt", w.ExpiresAt}, {"at", w.At}} {
+		switch {
+		case t.v == nil:
+			return bad("%s missing", t.name)
+		case *t.v < MinUnixMilli || *t.v > MaxUnixMilli:
+			return bad("%s %d not in %d..%d (unix ms, 2020 to 2200)", t.name, *t.v, int64(MinUnixMilli), int64(MaxUnixMilli))
+		}
+	}
+	switch window := *w.ExpiresAt - *w.CreatedAt; {
+	case window <= 0:
+		return bad("expiresAt %d not after createdAt %d", *w.ExpiresAt, *w.CreatedAt)
+	case window > MaxPaymentWindow.Milliseconds():
+		return bad("expiresAt %d more than %v after createdAt %d", *w.ExpiresAt, MaxPaymentWindow, *w.CreatedAt)
 	}
 	for t, name := range typeNames {
 		if name != "" && name == w.Type {
@@ -125,17 +174,17 @@ func Decode(b []byte) (Event, error) {
 		}
 	}
 	if e.Type == 0 {
-		return e, fmt.Errorf("%w: unknown type %q", ErrMalformed, w.Type)
+		return bad("type %q is not reserved, pay or cancel", w.Type)
 	}
 	id, ok := sharding.ParseOrderID([]byte(w.OrderID))
 	if !ok {
-		return e, fmt.Errorf("%w: orderId %q is not a flash-sale order id", ErrMalformed, w.OrderID)
+		return bad("orderId %q is not a flash-sale order id", w.OrderID)
 	}
 	if id.SaleID() != *w.SaleID {
-		return e, fmt.Errorf("%w: orderId belongs to sale %d, event says %d", ErrMalformed, id.SaleID(), *w.SaleID)
+		return bad("orderId belongs to sale %d, saleId says %d", id.SaleID(), *w.SaleID)
 	}
 	e.OrderID, e.SaleID, e.ItemID, e.UserID = id, *w.SaleID, *w.ItemID, *w.UserID
 	e.Created, e.Expires = time.UnixMilli(*w.CreatedAt).UTC(), time.UnixMilli(*w.ExpiresAt).UTC()
-	e.At = time.UnixMilli(w.At).UTC()
+	e.At = time.UnixMilli(*w.At).UTC()
 	return e, nil
 }

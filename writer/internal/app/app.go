@@ -73,7 +73,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		QueueLen:       outboxQueueLen,
 		Sales:          cfg.Sales,
 	}, a.Store, a.Stock, a.Metrics, log)
-	a.Expiry = expiry.New(expiry.Config{Interval: cfg.ExpiryInterval, Batch: cfg.ExpiryBatch, Sales: cfg.Sales}, a.Store, a.Applier, a.Metrics, log)
+	a.Expiry = expiry.New(expiry.Config{Interval: cfg.ExpiryInterval, Batch: cfg.ExpiryBatch, Sales: cfg.Sales}, a.Store, a.Stock, a.Applier, a.Metrics, log)
 	a.Consumer, err = consume.New(consume.Config{
 		Brokers:         cfg.KafkaBrokers,
 		Topic:           cfg.Topic,

@@ -17,6 +17,7 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/journal"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/app"
 	"flashsale/writer/internal/config"
@@ -320,8 +321,8 @@ func reserveInRedis(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64,
 			defer wg.Done()
 			defer func() { <-sem }()
 			tag := s.Shards[sharding.HomeShard(e.UserID, s.ID, len(s.Shards))]
-			res, err := rs.Reserve(ctx, stock.Reservation{Tag: tag, ItemID: e.ItemID, UserID: e.UserID, OrderID: e.OrderID,
-				Created: e.Created, Expires: e.Expires, TTL: time.Hour})
+			res, err := rs.Reserve(ctx, stock.Reservation{Tag: tag, SaleID: s.ID, ItemID: e.ItemID, UserID: e.UserID, OrderID: e.OrderID,
+				Attempt: e.UserID, Created: e.Created, Expires: e.Expires, TTL: time.Hour})
 			if err == nil && res.Outcome != stock.Reserved {
 				// The home shard ran dry: the test sizes stock so this
 				// never happens.
@@ -339,3 +340,31 @@ func reserveInRedis(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64,
 	}
 	return events
 }
+
+// startRelay runs a journal relay, as a gateway does, moving the journals of
+// sale s to topic until the test ends.
+func startRelay(t *testing.T, rs *stock.Store, topic string, s *sharding.Sale) *journal.Relay {
+	t.Helper()
+	kc, err := kgo.NewClient(journal.ProducerOpts(testenv.KafkaBrokers())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards := make([]journal.Shard, len(s.Shards))
+	for i, tag := range s.Shards {
+		shards[i] = journal.Shard{SaleID: s.ID, Tag: tag}
+	}
+	r := journal.New(journal.Config{Topic: topic, Log: testLog(t), Recover: rs.RecoverStalled}, rs.Client(), kc,
+		func() []journal.Shard { return append([]journal.Shard(nil), shards...) }, nopObserver{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; kc.Close() })
+	return r
+}
+
+type nopObserver struct{}
+
+func (nopObserver) Journal(journal.Shard, int64, time.Duration) {}
+func (nopObserver) Released(journal.Shard)                      {}
+func (nopObserver) Relayed(int)                                 {}
+func (nopObserver) Failed(string)                               {}

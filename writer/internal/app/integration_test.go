@@ -7,10 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flashsale/deploy/testenv"
@@ -72,9 +74,11 @@ func TestPersistAndReplay(t *testing.T) {
 	}
 }
 
-// TestPayExpiryRace makes 1,000 orders due while their payments are in
-// flight: each ends PAID or EXPIRED, and Redis gets back exactly the expired
-// units.
+// TestPayExpiryRace makes 1,000 orders due while their owners pay them, the
+// way a gateway does (act.lua on the order record, the pay event through the
+// journal and a relay to Kafka): each order ends PAID or EXPIRED, every pay
+// accepted before the deadline ends PAID (never expired), every pay refused
+// as expired ends EXPIRED, and Redis gets back exactly the expired units.
 func TestPayExpiryRace(t *testing.T) {
 	stack(t)
 	st, rs := newStores(t)
@@ -82,13 +86,12 @@ func TestPayExpiryRace(t *testing.T) {
 	s := newSale(t, st, rs, 3, 2*n)
 	item := s.Items[0].ID
 	topic := testenv.NewTopic(t, "writer-race")
-	cl := newProducer(t, topic)
 	// Reserved in Redis as a gateway would; the due time is set below, once
 	// the orders are in PostgreSQL, so that a slow machine cannot let them
 	// all expire before the payments start.
 	events := reserveInRedis(t, rs, s, item, n, 10*time.Minute)
 	before := redisLeft(t, rs, s, item)
-	produce(t, cl, events)
+	startRelay(t, rs, topic, s)
 
 	cfg := testConfig(topic, groupName(t), s)
 	cfg.ExpiryInterval = 5 * time.Millisecond
@@ -96,15 +99,26 @@ func TestPayExpiryRace(t *testing.T) {
 	waitFor(t, 60*time.Second, "orders persisted", func() bool { return obs.Value(a.Metrics.Persisted) >= n })
 
 	// Spread the due times over 400 ms and pay the orders in random order
-	// over the same 400 ms: about half the payments land before their order
+	// over the same 400 ms: about half the payments come before their order
 	// is due, the rest after, many within milliseconds of an expiry pass
-	// (every 5 ms).
+	// (every 5 ms). The due time is set in both places, PostgreSQL's row and
+	// Redis's record, as the gateway's reservation sets both.
 	const spread = 400 * time.Millisecond
-	start := time.Now().Add(200 * time.Millisecond)
+	start := time.Now().Add(300 * time.Millisecond)
 	ids := make([][16]byte, n)
 	dues := make([]time.Time, n)
+	var cmds rueidis.Commands
+	rc := rs.Client()
 	for k, e := range events {
 		ids[k], dues[k] = e.OrderID, start.Add(time.Duration(k)*spread/n)
+		tag := s.Shards[sharding.HomeShard(e.UserID, s.ID, len(s.Shards))]
+		cmds = append(cmds, rc.B().Hset().Key(string(sharding.AppendOrderKey(nil, tag, e.OrderID))).FieldValue().
+			FieldValue("expires", strconv.FormatInt(dues[k].UnixMilli(), 10)).Build())
+	}
+	for _, r := range rc.DoMulti(context.Background(), cmds...) {
+		if err := r.Error(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := st.Pool().Exec(context.Background(), `
 		UPDATE orders SET expires_at = u.due FROM unnest($1::uuid[], $2::timestamptz[]) AS u(id, due)
@@ -112,15 +126,30 @@ func TestPayExpiryRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	order := rand.Perm(n)
+	accepted, refused := map[sharding.OrderID]bool{}, map[sharding.OrderID]bool{}
 	time.Sleep(time.Until(start))
 	const chunk = 25
 	for i := 0; i < n; i += chunk {
-		batch := make([]orderevent.Event, 0, chunk)
 		for _, k := range order[i:min(i+chunk, n)] {
-			batch = append(batch, follow(events[k], orderevent.Pay))
+			e := events[k]
+			v, err := rs.Act(context.Background(), stock.ActRequest{Tag: s.Shards[sharding.HomeShard(e.UserID, s.ID, len(s.Shards))],
+				Action: stock.ActPay, SaleID: s.ID, UserID: e.UserID, OrderID: e.OrderID, At: time.Now()})
+			switch {
+			case err != nil:
+				t.Fatal(err)
+			case v == stock.ActOK:
+				accepted[e.OrderID] = true
+			case v == stock.StatusExpired:
+				refused[e.OrderID] = true
+			default:
+				t.Fatalf("pay of %s: %s", e.OrderID, v)
+			}
 		}
-		produce(t, cl, batch)
 		time.Sleep(time.Until(start.Add(time.Duration(i+chunk) * spread / n)))
+	}
+	t.Logf("pays accepted %d, refused as expired %d", len(accepted), len(refused))
+	if len(accepted) == 0 || len(refused) == 0 {
+		t.Fatalf("the race did not happen: %d accepted, %d refused", len(accepted), len(refused))
 	}
 	var byStatus map[string]int64
 	waitFor(t, 30*time.Second, "every order settled", func() bool {
@@ -181,6 +210,14 @@ func TestPayExpiryRace(t *testing.T) {
 	}
 	if paidAndExpired != 0 {
 		t.Errorf("%d orders both paid and expired", paidAndExpired)
+	}
+	for id, st := range want {
+		if accepted[id] && st != store.StatusPaid {
+			t.Errorf("order %s: pay accepted before the deadline, order %s", id, st)
+		}
+		if refused[id] && st != store.StatusExpired {
+			t.Errorf("order %s: pay refused as expired, order %s", id, st)
+		}
 	}
 }
 
@@ -370,7 +407,7 @@ func TestOutboxReplayAfterCrash(t *testing.T) {
 	waitFor(t, 60*time.Second, "orders persisted", func() bool { return obs.Value(loader.Metrics.Persisted) >= n })
 	loader.stop(t)
 
-	effects, err := st.ExpireDue(context.Background(), 1000, []int64{s.ID})
+	effects, err := st.ExpireDue(context.Background(), 1000, []int64{s.ID}, store.ClaimAll)
 	if err != nil || len(effects) != n {
 		t.Fatalf("expired %d (%v), want %d", len(effects), err, n)
 	}

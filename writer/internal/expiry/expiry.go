@@ -1,12 +1,17 @@
 // Package expiry is the periodic job that expires unpaid orders once their
 // payment window has ended and gives their units back to Redis.
 //
-// Each pass moves due PENDING orders to EXPIRED in PostgreSQL (rows locked with
-// FOR UPDATE SKIP LOCKED, so a payment in flight or another writer's pass is
-// never waited for and never doubled), takes them out of items.sold and writes
-// their outbox rows in the same transaction; then, after the commit, it
-// returns the units to Redis through the outbox Applier. A writer that dies
-// between the two leaves outbox rows that any writer's replay applies later.
+// Each pass selects due PENDING orders in PostgreSQL (rows locked with FOR
+// UPDATE SKIP LOCKED, so a payment in flight or another writer's pass is never
+// waited for and never doubled), claims them in Redis (expire_claim.lua on
+// each order's record: an order whose pay or cancel was accepted there is not
+// expired, nor one not yet due by the Redis clock, which is the clock the
+// gateway's pay script reads), moves the claimed ones to EXPIRED, takes them
+// out of items.sold and writes their outbox rows in the same transaction;
+// then, after the commit, it returns the units to Redis through the outbox
+// Applier. A writer that dies between the two leaves outbox rows that any
+// writer's replay applies later; one that dies after the claim leaves a
+// claimed record, which the next pass claims again.
 package expiry
 
 import (
@@ -14,6 +19,8 @@ import (
 	"log/slog"
 	"time"
 
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/outbox"
 	"flashsale/writer/internal/store"
@@ -33,17 +40,18 @@ type Config struct {
 type Job struct {
 	cfg     Config
 	st      *store.Store
+	redis   *stock.Store
 	applier *outbox.Applier
 	m       *obs.Metrics
 	log     *slog.Logger
 }
 
 // New returns a Job.
-func New(cfg Config, st *store.Store, applier *outbox.Applier, m *obs.Metrics, log *slog.Logger) *Job {
+func New(cfg Config, st *store.Store, redis *stock.Store, applier *outbox.Applier, m *obs.Metrics, log *slog.Logger) *Job {
 	if cfg.Batch < 1 {
 		cfg.Batch = 1
 	}
-	return &Job{cfg: cfg, st: st, applier: applier, m: m, log: log}
+	return &Job{cfg: cfg, st: st, redis: redis, applier: applier, m: m, log: log}
 }
 
 // Run runs a pass every Interval until ctx ends. Errors are logged and the
@@ -74,7 +82,7 @@ func (j *Job) Run(ctx context.Context) {
 func (j *Job) Once(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		effects, err := j.st.ExpireDue(ctx, j.cfg.Batch, j.cfg.Sales)
+		effects, err := j.st.ExpireDue(ctx, j.cfg.Batch, j.cfg.Sales, j.claim)
 		if err != nil {
 			return total, err
 		}
@@ -88,4 +96,41 @@ func (j *Job) Once(ctx context.Context) (int, error) {
 			return total, nil
 		}
 	}
+}
+
+// claim claims the due orders in Redis and returns those that may expire. A
+// sale with no layout in Redis has no record there that a pay could mark.
+func (j *Job) claim(ctx context.Context, due []store.Due) ([]sharding.OrderID, error) {
+	refs := make([]stock.ClaimRef, 0, len(due))
+	var out []sharding.OrderID
+	var ask []sharding.OrderID
+	for _, d := range due {
+		tag, ok, err := j.applier.Tag(ctx, d.SaleID, d.UserID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			out = append(out, d.OrderID)
+			continue
+		}
+		refs = append(refs, stock.ClaimRef{Tag: tag, OrderID: d.OrderID})
+		ask = append(ask, d.OrderID)
+	}
+	verdicts, err := j.redis.ExpireClaims(ctx, refs)
+	if err != nil {
+		return nil, err
+	}
+	for i, v := range verdicts {
+		switch v {
+		case stock.Claimed:
+			out = append(out, ask[i])
+		case stock.ClaimPaid, stock.ClaimCancelled:
+			j.m.ExpirySkipped.WithLabelValues("request_accepted").Inc()
+		case stock.ClaimNotDue:
+			j.m.ExpirySkipped.WithLabelValues("not_due_by_redis").Inc()
+		default:
+			j.m.ExpirySkipped.WithLabelValues("frozen").Inc()
+		}
+	}
+	return out, nil
 }

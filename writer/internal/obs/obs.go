@@ -58,6 +58,16 @@ type Metrics struct {
 	ReserveToCommit prometheus.Histogram
 	// BatchSeconds is the time to persist one batch, in seconds.
 	BatchSeconds prometheus.Histogram
+	// ExpirySkipped counts due orders the Redis claim kept from expiring, by
+	// reason: request_accepted (a pay or cancel was accepted before the
+	// deadline; its event is on its way), not_due_by_redis, frozen.
+	ExpirySkipped *prometheus.CounterVec
+	// Ghosts counts reservations the ghost sweep found in Redis with no
+	// journal entry and no order after its grace, and released (FAILED).
+	Ghosts prometheus.Counter
+	// GhostSweepsSkipped counts sweeps that did not judge because the orders
+	// topic's consumer group had lag (an event could still be on its way).
+	GhostSweepsSkipped prometheus.Counter
 }
 
 // NewMetrics registers the writer's metrics in a new registry, with the Go
@@ -74,17 +84,22 @@ func NewMetrics() *Metrics {
 		Consumed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flashsale_writer_events_consumed_total", Help: "Order events consumed, by type (malformed for undecodable records).",
 		}, []string{"type"}),
-		Persisted:    f("orders_persisted_total", "Reservations that became new order rows."),
-		Duplicates:   f("duplicates_total", "Reservations whose order id was already stored; they changed nothing."),
-		DeadLetters:  f("dead_letters_total", "Records sent to the dead-letter topic."),
-		Failed:       f("failed_orders_total", "Orders stored as FAILED (refused by PostgreSQL)."),
-		Expired:      f("expired_total", "Orders expired after their payment window."),
-		Paid:         f("paid_total", "Orders paid."),
-		Cancelled:    f("cancelled_total", "Orders cancelled."),
-		Releases:     f("releases_total", "Units returned to Redis stock."),
-		ReleaseNoops: f("release_noops_total", "Release calls that found the unit already returned (replays)."),
-		Parked:       f("parked_actions_total", "Payments and cancellations that arrived before their reservation."),
-		RedisErrors:  f("redis_errors_total", "Outbox rows Redis failed to apply; they are replayed later."),
+		Persisted:          f("orders_persisted_total", "Reservations that became new order rows."),
+		Duplicates:         f("duplicates_total", "Reservations whose order id was already stored; they changed nothing."),
+		DeadLetters:        f("dead_letters_total", "Records sent to the dead-letter topic."),
+		Failed:             f("failed_orders_total", "Orders stored as FAILED (refused by PostgreSQL)."),
+		Expired:            f("expired_total", "Orders expired after their payment window."),
+		Paid:               f("paid_total", "Orders paid."),
+		Cancelled:          f("cancelled_total", "Orders cancelled."),
+		Releases:           f("releases_total", "Units returned to Redis stock."),
+		ReleaseNoops:       f("release_noops_total", "Release calls that found the unit already returned (replays)."),
+		Parked:             f("parked_actions_total", "Payments and cancellations that arrived before their reservation."),
+		RedisErrors:        f("redis_errors_total", "Outbox rows Redis failed to apply; they are replayed later."),
+		Ghosts:             f("ghost_reservations_total", "Reservations found in Redis with no journal entry and no order after the sweep's grace, released as FAILED (the journal makes this 0 by construction; anything else is a bug or a lost failover write)."),
+		GhostSweepsSkipped: f("ghost_sweeps_skipped_total", "Ghost sweeps that judged nothing because the orders consumer group had lag."),
+		ExpirySkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "flashsale_writer_expiry_skipped_total", Help: "Due orders the Redis claim kept from expiring, by reason.",
+		}, []string{"reason"}),
 		Lag: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "flashsale_writer_consumer_lag", Help: "Records behind the high watermark on this writer's partitions, as of the last poll.",
 		}),
@@ -107,7 +122,10 @@ func NewMetrics() *Metrics {
 	for _, t := range []string{"reserved", "pay", "cancel", "malformed"} {
 		m.Consumed.WithLabelValues(t)
 	}
-	r.MustRegister(m.Consumed, m.Lag, m.Retries, m.ReserveToCommit, m.BatchSeconds,
+	for _, t := range []string{"request_accepted", "not_due_by_redis", "frozen"} {
+		m.ExpirySkipped.WithLabelValues(t)
+	}
+	r.MustRegister(m.Consumed, m.Lag, m.ExpirySkipped, m.Retries, m.ReserveToCommit, m.BatchSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -214,6 +214,16 @@ func (a *Applier) applyOne(ctx context.Context, e *store.Effect) error {
 	}, a.cfg.StatusTTL)
 }
 
+// Tag returns the hash tag of userID's home shard in sale saleID's current
+// layout; ok is false when Redis has no layout of the sale.
+func (a *Applier) Tag(ctx context.Context, saleID int64, userID uint64) (tag string, ok bool, err error) {
+	sale, err := a.sale(ctx, saleID)
+	if err != nil || sale == nil || len(sale.Shards) == 0 {
+		return "", false, err
+	}
+	return sale.Shards[sharding.HomeShard(userID, saleID, len(sale.Shards))], true, nil
+}
+
 // sale returns the current layout of sale id, nil when Redis has none.
 func (a *Applier) sale(ctx context.Context, id int64) (*sharding.Sale, error) {
 	now := time.Now()

@@ -10,24 +10,73 @@ import (
 	"flashsale/sharding"
 )
 
+// Due is an order whose payment window has ended by PostgreSQL's clock, as
+// ExpireDue hands it to the claim.
+type Due struct {
+	OrderID sharding.OrderID
+	SaleID  int64
+	UserID  uint64
+}
+
 // ExpireDue moves up to limit PENDING orders whose payment window ended (of
-// the given sales; all sales when sales is empty) to EXPIRED, takes them out of items.sold and writes their outbox rows, all in
-// one statement and one transaction. Rows another writer holds (an expiry
-// running elsewhere, or a payment in flight) are skipped, not waited for, so
-// several writers expire disjoint sets and a paid order is never expired: the
-// outer status check re-reads each row after its lock.
-func (s *Store) ExpireDue(ctx context.Context, limit int, sales []int64) ([]Effect, error) {
-	rows, err := s.pool.Query(ctx, `
+// the given sales; all sales when sales is empty) to EXPIRED, takes them out
+// of items.sold and writes their outbox rows, in one transaction. Rows another
+// writer holds (an expiry running elsewhere, or a payment being applied) are
+// skipped, not waited for, so several writers expire disjoint sets.
+//
+// Between selecting the due rows (locked) and expiring them, claim is asked
+// which of them may be expired: the Redis side has the last word on the
+// deadline (a pay accepted before it marks the order record there, and the
+// claim makes later pays refuse; see expire_claim.lua), so a pay answered 202
+// before the deadline is never expired, whatever the clocks of the gateway,
+// Redis and PostgreSQL say. claim returns the ids it claimed; an error aborts
+// the pass with nothing expired.
+func (s *Store) ExpireDue(ctx context.Context, limit int, sales []int64,
+	claim func(context.Context, []Due) ([]sharding.OrderID, error)) ([]Effect, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("expiring orders: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	rows, err := tx.Query(ctx, `
+		SELECT id, sale_id, user_id FROM orders
+		WHERE status = 'PENDING' AND expires_at < now()
+		  AND ($2::bigint[] IS NULL OR sale_id = ANY($2::bigint[]))
+		ORDER BY expires_at
+		LIMIT $1
+		FOR UPDATE SKIP LOCKED`, limit, nilIfEmpty(sales))
+	if err != nil {
+		return nil, fmt.Errorf("expiring orders: %w", err)
+	}
+	var due []Due
+	var d Due
+	var id [16]byte
+	var user int64
+	if _, err = pgx.ForEachRow(rows, []any{&id, &d.SaleID, &user}, func() error {
+		d.OrderID, d.UserID = id, uint64(user)
+		due = append(due, d)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("expiring orders: %w", err)
+	}
+	if len(due) == 0 {
+		return nil, nil
+	}
+	claimed, err := claim(ctx, due)
+	if err != nil {
+		return nil, fmt.Errorf("expiring orders: claiming in redis: %w", err)
+	}
+	if len(claimed) == 0 {
+		return nil, nil
+	}
+	raw := make([][16]byte, len(claimed))
+	for i, c := range claimed {
+		raw[i] = c
+	}
+	rows, err = tx.Query(ctx, `
 		WITH e AS (
 			UPDATE orders SET status = 'EXPIRED', updated_at = now()
-			WHERE id IN (
-				SELECT id FROM orders
-				WHERE status = 'PENDING' AND expires_at < now()
-				  AND ($2::bigint[] IS NULL OR sale_id = ANY($2::bigint[]))
-				ORDER BY expires_at
-				LIMIT $1
-				FOR UPDATE SKIP LOCKED
-			) AND status = 'PENDING'
+			WHERE id = ANY($1::uuid[]) AND status = 'PENDING'
 			RETURNING id, sale_id, item_id, user_id, created_at, expires_at
 		), d AS (
 			UPDATE items SET sold = items.sold - x.n
@@ -38,7 +87,7 @@ func (s *Store) ExpireDue(ctx context.Context, limit int, sales []int64) ([]Effe
 			SELECT id, sale_id, item_id, user_id, 'EXPIRED' FROM e
 			ON CONFLICT (order_id) DO NOTHING
 		)
-		SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM e`, limit, nilIfEmpty(sales))
+		SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM e`, raw)
 	if err != nil {
 		return nil, fmt.Errorf("expiring orders: %w", err)
 	}
@@ -46,7 +95,21 @@ func (s *Store) ExpireDue(ctx context.Context, limit int, sales []int64) ([]Effe
 	if err != nil {
 		return nil, fmt.Errorf("expiring orders: %w", err)
 	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("expiring orders: %w", err)
+	}
 	return effects, nil
+}
+
+// ClaimAll is an ExpireDue claim that claims every due order: for a sale
+// with no Redis side (tests of PostgreSQL alone, a sale whose records are
+// gone).
+func ClaimAll(_ context.Context, due []Due) ([]sharding.OrderID, error) {
+	out := make([]sharding.OrderID, len(due))
+	for i, d := range due {
+		out[i] = d.OrderID
+	}
+	return out, nil
 }
 
 // MarkDone records that Redis has applied the outbox rows of ids.

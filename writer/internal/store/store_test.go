@@ -144,7 +144,7 @@ func TestPersistRules(t *testing.T) {
 	if _, err := pool.Exec(ctx, `UPDATE orders SET expires_at = now() - interval '1 second' WHERE sale_id = $1`, saleID); err != nil {
 		t.Fatal(err)
 	}
-	effects, err := st.ExpireDue(ctx, 100, []int64{saleID})
+	effects, err := st.ExpireDue(ctx, 100, []int64{saleID}, store.ClaimAll)
 	if err != nil || len(effects) != 1 || effects[0].OrderID != r2.OrderID || !effects[0].Releases() {
 		t.Fatalf("expiry: %+v, %v; want r2", effects, err)
 	}
