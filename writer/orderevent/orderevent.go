@@ -75,7 +75,7 @@ type Event struct {
 	UserID  uint64
 	Created time.Time // when the unit was reserved
 	Expires time.Time // end of the payment window
-	At      time.Time // when the gateway accepted this event
+	At      time.Time // when the gateway accepted this event; must be set (Decode refuses the zero time)
 }
 
 // AppendJSON appends e's wire form to dst.
