@@ -3,6 +3,12 @@
 // environment variables (a flag wins over the environment), then validates it.
 // Other packages receive small per-package structs derived from it by package
 // app; nothing here is a package-level global.
+//
+// The HS256 secret is best given as a file (-jwt-secret-file, say a mounted
+// Kubernetes secret) or in FLASHSALE_JWT_SECRET: a command-line flag can be
+// read by every local user in ps and /proc/<pid>/cmdline. Config's String,
+// GoString and LogValue redact it, and no error Load or Validate returns
+// quotes it.
 package config
 
 import (
@@ -10,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/netip"
 	"os"
 	"strconv"
@@ -33,7 +40,12 @@ type Config struct {
 	Topic  string   // order-event topic
 	Linger time.Duration
 
-	JWTSecret   string        // HS256 shared secret
+	// JWTSecret is the HS256 shared secret, from -jwt-secret,
+	// FLASHSALE_JWT_SECRET or the file JWTSecretFile names. Formatting or
+	// logging a Config redacts it, and it is never marshalled.
+	JWTSecret     string `json:"-"`
+	JWTSecretFile string // file Load read JWTSecret from, if any
+
 	JWKS        string        // JWKS file path or http(s) URL (RS256, ES256, EdDSA)
 	JWKSRefresh time.Duration // minimum refresh interval of a URL JWKS
 	Issuer      string        // required iss when set
@@ -159,7 +171,8 @@ func (c *Config) settings() []setting {
 		{"redis-multiplex", "FLASHSALE_REDIS_MULTIPLEX", "connections per Redis node as a power of two (0: rueidis default)", (*intVal)(&c.RedisMultiplex)},
 		{"repeat-read", "FLASHSALE_REPEAT_READ", "answer a repeat click of a buyer this gateway answered before from the buyer record (HGET), not the reserve script", (*boolVal)(&c.RepeatRead)},
 		{"redis-batch-lanes", "FLASHSALE_REDIS_BATCH_LANES", "most batching lanes for the purchase path's Redis calls: one per master, one batch in flight each (0: rueidis batches alone)", (*intVal)(&c.RedisBatchLanes)},
-		{"jwt-secret", "FLASHSALE_JWT_SECRET", "HS256 secret (the dev secret only with -dev)", (*strVal)(&c.JWTSecret)},
+		{"jwt-secret", "FLASHSALE_JWT_SECRET", "HS256 secret (the dev secret only with -dev); as a flag any local user can read it in ps, so prefer -jwt-secret-file or the environment", (*secretVal)(&c.JWTSecret)},
+		{"jwt-secret-file", "FLASHSALE_JWT_SECRET_FILE", "file holding the HS256 secret, one trailing newline dropped (preferred; not with -jwt-secret)", (*strVal)(&c.JWTSecretFile)},
 		{"jwks", "FLASHSALE_JWKS", "JWKS file path or URL for RS256/ES256/EdDSA", (*strVal)(&c.JWKS)},
 		{"jwks-refresh", "FLASHSALE_JWKS_REFRESH", "minimum refresh interval of a JWKS URL", (*durVal)(&c.JWKSRefresh)},
 		{"jwt-issuer", "FLASHSALE_JWT_ISSUER", "required token issuer (iss), empty to skip", (*strVal)(&c.Issuer)},
@@ -222,14 +235,43 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 		}
 		if v := getenv(s.env); v != "" {
 			if err := s.val.Set(v); err != nil {
+				if _, secret := s.val.(*secretVal); secret {
+					return c, fmt.Errorf("environment %s: %w", s.env, err)
+				}
 				return c, fmt.Errorf("environment %s=%q: %w", s.env, v, err)
 			}
 		}
+	}
+	if err := c.readSecretFile(); err != nil {
+		return c, err
 	}
 	if c.JWTSecret == "" && c.JWKS == "" && c.Dev {
 		c.JWTSecret = DevJWTSecret
 	}
 	return c, c.Validate()
+}
+
+// readSecretFile sets JWTSecret from JWTSecretFile, if one is named: its
+// contents without one trailing newline ("\n" or "\r\n"), so that a file
+// written by echo works. Naming a file and giving the secret too is an error:
+// which one wins would be a guess.
+func (c *Config) readSecretFile() error {
+	if c.JWTSecretFile == "" {
+		return nil
+	}
+	if c.JWTSecret != "" {
+		return errors.New("both -jwt-secret (FLASHSALE_JWT_SECRET) and -jwt-secret-file (FLASHSALE_JWT_SECRET_FILE) are set: give the secret one way")
+	}
+	b, err := os.ReadFile(c.JWTSecretFile)
+	if err != nil {
+		return fmt.Errorf("-jwt-secret-file: %w", err)
+	}
+	secret := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if secret == "" {
+		return fmt.Errorf("-jwt-secret-file %s is empty", c.JWTSecretFile)
+	}
+	c.JWTSecret = secret
+	return nil
 }
 
 // Validate reports every setting that cannot work, one per line.
@@ -252,13 +294,13 @@ func (c *Config) Validate() error {
 		bad("-topic is empty")
 	}
 	if c.JWTSecret == "" && c.JWKS == "" {
-		bad("no token verification configured: set -jwt-secret or -jwks (or -dev for the dev secret)")
+		bad("no token verification configured: set -jwt-secret-file, FLASHSALE_JWT_SECRET or -jwks (or -dev for the dev secret)")
 	}
 	if c.JWTSecret == DevJWTSecret && !c.Dev {
 		bad("the dev JWT secret is refused without -dev")
 	}
 	if c.JWTSecret != "" && len(c.JWTSecret) < 16 {
-		bad("-jwt-secret is %d bytes: want at least 16", len(c.JWTSecret))
+		bad("the HS256 secret (-jwt-secret or -jwt-secret-file) is %d bytes: want at least 16", len(c.JWTSecret))
 	}
 	if c.Skew < 0 || c.Skew > 30*time.Second {
 		bad("-jwt-skew %v: want 0..30s", c.Skew)
@@ -329,10 +371,48 @@ func Usage(w io.Writer) {
 	}
 }
 
+// redactedSecret stands for a non-empty secret wherever a Config is shown.
+const redactedSecret = "[redacted]"
+
+// plainConfig is Config without its methods, for the formatting below.
+type plainConfig Config
+
+func (c Config) redacted() plainConfig {
+	p := plainConfig(c)
+	if p.JWTSecret != "" {
+		p.JWTSecret = redactedSecret
+	}
+	return p
+}
+
+// String formats c as %+v would, with JWTSecret redacted; fmt uses it for
+// %v, %+v and %s, of a Config and of a *Config.
+func (c Config) String() string { return fmt.Sprintf("%+v", c.redacted()) }
+
+// GoString formats c as %#v would, with JWTSecret redacted.
+func (c Config) GoString() string {
+	return strings.Replace(fmt.Sprintf("%#v", c.redacted()), "config.plainConfig{", "config.Config{", 1)
+}
+
+// LogValue makes log/slog show c as String does, with either handler.
+func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
+
 type strVal string
 
 func (v *strVal) String() string     { return string(*v) }
 func (v *strVal) Set(s string) error { *v = strVal(s); return nil }
+
+// secretVal is a string flag whose String never shows the value, so that no
+// usage text or flag dump does.
+type secretVal string
+
+func (v *secretVal) String() string {
+	if *v == "" {
+		return ""
+	}
+	return redactedSecret
+}
+func (v *secretVal) Set(s string) error { *v = secretVal(s); return nil }
 
 type listVal []string
 

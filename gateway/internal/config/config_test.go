@@ -1,7 +1,13 @@
 package config
 
 import (
+	"encoding/json"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +67,133 @@ func TestUsageTable(t *testing.T) {
 	Usage(&b)
 	if !strings.Contains(b.String(), "| `-budget` | `FLASHSALE_BUDGET` | `250ms` |") {
 		t.Fatal(b.String())
+	}
+}
+
+const fileSecret = "file-secret-0123456789abcdef"
+
+func writeSecret(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "jwt-secret")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSecretFile(t *testing.T) {
+	for _, c := range []struct{ name, content, want string }{
+		{"plain", fileSecret, fileSecret},
+		{"trailing newline", fileSecret + "\n", fileSecret},
+		{"trailing CRLF", fileSecret + "\r\n", fileSecret},
+		{"only one newline dropped", fileSecret + "\n\n", fileSecret + "\n"},
+		{"blanks kept", " " + fileSecret + " \n", " " + fileSecret + " "},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeSecret(t, c.content)
+			cfg, err := Load([]string{"-jwt-secret-file", p}, env(nil), io.Discard)
+			if err != nil || cfg.JWTSecret != c.want || cfg.JWTSecretFile != p {
+				t.Fatalf("flag: secret %q, file %q, err %v; want %q", cfg.JWTSecret, cfg.JWTSecretFile, err, c.want)
+			}
+			cfg, err = Load(nil, env(map[string]string{"FLASHSALE_JWT_SECRET_FILE": p}), io.Discard)
+			if err != nil || cfg.JWTSecret != c.want {
+				t.Fatalf("environment: secret %q, err %v; want %q", cfg.JWTSecret, err, c.want)
+			}
+		})
+	}
+}
+
+func TestSecretFromEnvironment(t *testing.T) {
+	cfg, err := Load(nil, env(map[string]string{"FLASHSALE_JWT_SECRET": fileSecret}), io.Discard)
+	if err != nil || cfg.JWTSecret != fileSecret || cfg.JWTSecretFile != "" {
+		t.Fatalf("secret %q, file %q, err %v", cfg.JWTSecret, cfg.JWTSecretFile, err)
+	}
+}
+
+func TestSecretErrors(t *testing.T) {
+	p := writeSecret(t, fileSecret)
+	missing := filepath.Join(t.TempDir(), "nope")
+	short := writeSecret(t, "short-secret\n")
+	for _, c := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"flag and file", []string{"-jwt-secret", "flag-secret-0123456789", "-jwt-secret-file", p}, nil, "both -jwt-secret"},
+		{"environment and file", []string{"-jwt-secret-file", p}, map[string]string{"FLASHSALE_JWT_SECRET": "env-secret-0123456789"}, "both -jwt-secret"},
+		{"flag and file from the environment", []string{"-jwt-secret", "flag-secret-0123456789"}, map[string]string{"FLASHSALE_JWT_SECRET_FILE": p}, "both -jwt-secret"},
+		{"both in the environment", nil, map[string]string{"FLASHSALE_JWT_SECRET": "env-secret-0123456789", "FLASHSALE_JWT_SECRET_FILE": p}, "both -jwt-secret"},
+		{"missing file", []string{"-jwt-secret-file", missing}, nil, "-jwt-secret-file: open " + missing},
+		{"missing file even with -dev", []string{"-dev", "-jwt-secret-file", missing}, nil, "no such file"},
+		{"empty file", []string{"-jwt-secret-file", writeSecret(t, "")}, nil, "is empty"},
+		{"newline only", []string{"-jwt-secret-file", writeSecret(t, "\n")}, nil, "is empty"},
+		{"short secret in file", []string{"-jwt-secret-file", short}, nil, "is 12 bytes"},
+		{"dev secret in file without -dev", []string{"-jwt-secret-file", writeSecret(t, DevJWTSecret)}, nil, "refused without -dev"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(c.args, env(c.env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v; want it to say %q", err, c.want)
+			}
+			for _, s := range []string{fileSecret, "flag-secret", "env-secret", "short-secret"} {
+				if strings.Contains(err.Error(), s) {
+					t.Fatalf("error %q shows the secret", err)
+				}
+			}
+		})
+	}
+}
+
+// TestConfigNeverShowsTheSecret formats and logs a Config every way a
+// program might and requires that the secret appears in none of them.
+func TestConfigNeverShowsTheSecret(t *testing.T) {
+	const secret = "do-not-print-me-0123456789"
+	cfg, err := Load([]string{"-jwt-secret", secret}, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text, js strings.Builder
+	slog.New(slog.NewTextHandler(&text, nil)).Info("config", "cfg", cfg, "ptr", &cfg)
+	slog.New(slog.NewJSONHandler(&js, nil)).Info("config", "cfg", cfg, "ptr", &cfg)
+	marshalled, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usage strings.Builder
+	Usage(&usage)
+	outs := map[string]string{
+		"%v": fmt.Sprintf("%v", cfg), "%+v": fmt.Sprintf("%+v", cfg), "%s": fmt.Sprintf("%s", cfg),
+		"%#v": fmt.Sprintf("%#v", cfg), "%v of a pointer": fmt.Sprintf("%v", &cfg), "%+v of a pointer": fmt.Sprintf("%+v", &cfg),
+		"%v in a slice": fmt.Sprint([]Config{cfg}), "String": cfg.String(), "slog text": text.String(), "slog JSON": js.String(),
+		"json.Marshal": string(marshalled), "Usage": usage.String(),
+	}
+	for how, out := range outs {
+		if strings.Contains(out, secret) {
+			t.Errorf("%s shows the secret: %s", how, out)
+		}
+	}
+	for _, how := range []string{"%+v", "%#v", "slog text", "slog JSON"} {
+		if !strings.Contains(outs[how], redactedSecret) || !strings.Contains(outs[how], "127.0.0.1:8080") {
+			t.Errorf("%s lacks the redacted secret or the other settings: %s", how, outs[how])
+		}
+	}
+	if !strings.HasPrefix(outs["%#v"], "config.Config{") {
+		t.Errorf("%%#v = %s", outs["%#v"])
+	}
+	if cfg.JWTSecret != secret {
+		t.Fatal("formatting changed the secret")
+	}
+
+	// secretVal, the flag.Value of -jwt-secret, never shows what it holds.
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var v secretVal
+	fs.Var(&v, "s", "")
+	if err := fs.Parse([]string{"-s", secret}); err != nil || v.String() != redactedSecret {
+		t.Fatalf("secretVal: %q, %v", v.String(), err)
+	}
+	if empty := secretVal(""); empty.String() != "" {
+		t.Fatal("empty secretVal not empty")
 	}
 }
