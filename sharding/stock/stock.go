@@ -446,6 +446,21 @@ func (s *Store) StoreSale(ctx context.Context, sale *sharding.Sale) error {
 	return nil
 }
 
+// SaleIDs returns the ids in the sales index.
+func (s *Store) SaleIDs(ctx context.Context) ([]int64, error) {
+	members, err := s.c.Do(ctx, s.c.B().Smembers().Key(sharding.SalesKey).Build()).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("reading the sales index: %w", err)
+	}
+	out := make([]int64, 0, len(members))
+	for _, m := range members {
+		if id, err := strconv.ParseInt(m, 10, 64); err == nil && id > 0 {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
 // ErrNoSale is returned by LoadSale for an unknown sale id.
 var ErrNoSale = errors.New("no such sale")
 

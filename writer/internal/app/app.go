@@ -21,6 +21,7 @@ import (
 	"flashsale/writer/internal/config"
 	"flashsale/writer/internal/consume"
 	"flashsale/writer/internal/expiry"
+	"flashsale/writer/internal/ghost"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/outbox"
 	"flashsale/writer/internal/store"
@@ -39,6 +40,7 @@ type App struct {
 	Applier  *outbox.Applier
 	Expiry   *expiry.Job
 	Consumer *consume.Consumer
+	Ghost    *ghost.Sweeper // nil when -ghost-interval is 0
 }
 
 // New connects everything cfg names and, when cfg.Migrate is set, applies
@@ -90,6 +92,10 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	if err != nil {
 		return nil, err
 	}
+	if cfg.GhostInterval > 0 {
+		a.Ghost = ghost.New(ghost.Config{Interval: cfg.GhostInterval, Grace: cfg.GhostGrace, Sales: cfg.Sales},
+			a.Store, a.Stock, a.Consumer.GroupLag, a.Metrics, log)
+	}
 	return a, nil
 }
 
@@ -127,6 +133,9 @@ func (a *App) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Applier.Run(ctx) })
 	wg.Go(func() { a.Expiry.Run(ctx) })
+	if a.Ghost != nil {
+		wg.Go(func() { a.Ghost.Run(ctx) })
+	}
 	a.Log.Info("writer consuming", "topic", a.Cfg.Topic, "group", a.Cfg.Group)
 	err := a.Consumer.Run(ctx)
 	wg.Wait()

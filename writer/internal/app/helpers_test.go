@@ -54,6 +54,7 @@ func testConfig(topic, group string, s *sharding.Sale) config.Config {
 	c.RetryMin, c.RetryMax = 20*time.Millisecond, 500*time.Millisecond
 	c.ShutdownWait = 10 * time.Second
 	c.Sales = []int64{s.ID}
+	c.GhostInterval = 0 // ghost_test.go steps its sweeps itself
 	return c
 }
 
@@ -307,6 +308,12 @@ func redisLeft(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64) int6
 // a gateway would, and returns the reservation events.
 func reserveInRedis(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64, users int, window time.Duration) []orderevent.Event {
 	t.Helper()
+	return reserveFrom(t, rs, s, item, 1, users, window)
+}
+
+// reserveFrom is reserveInRedis for users first .. first+users-1.
+func reserveFrom(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64, first uint64, users int, window time.Duration) []orderevent.Event {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	events := make([]orderevent.Event, users)
@@ -314,7 +321,7 @@ func reserveInRedis(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64,
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64)
 	for i := range events {
-		events[i] = reserved(s, item, uint64(i+1), window)
+		events[i] = reserved(s, item, first+uint64(i), window)
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(e *orderevent.Event) {

@@ -34,6 +34,8 @@ type Config struct {
 	Sales          []int64
 	OutboxInterval time.Duration
 	OutboxGrace    time.Duration
+	GhostInterval  time.Duration
+	GhostGrace     time.Duration
 	StatusTTL      time.Duration
 	RedisParallel  int
 	AdminAddr      string
@@ -103,6 +105,10 @@ var Options = []Option{
 		"period of the replay of Redis effects not yet applied", func(c *Config) *time.Duration { return &c.OutboxInterval }),
 	dur("outbox-grace", "FLASHSALE_OUTBOX_GRACE", 2*time.Second,
 		"age before an unapplied outbox row is replayed by any writer", func(c *Config) *time.Duration { return &c.OutboxGrace }),
+	dur("ghost-interval", "FLASHSALE_GHOST_INTERVAL", 30*time.Second,
+		"period of the ghost sweep (reservations with no journal entry and no order; 0 turns it off)", func(c *Config) *time.Duration { return &c.GhostInterval }),
+	dur("ghost-grace", "FLASHSALE_GHOST_GRACE", 2*time.Minute,
+		"how long a reservation must stay without journal entry and order before the sweep releases it", func(c *Config) *time.Duration { return &c.GhostGrace }),
 	dur("status-ttl", "FLASHSALE_STATUS_TTL", 24*time.Hour,
 		"how long Redis keeps an order record after its final status", func(c *Config) *time.Duration { return &c.StatusTTL }),
 	integer("redis-parallel", "FLASHSALE_REDIS_PARALLEL", 64,
@@ -185,6 +191,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("status ttl %s: want at least 1s", c.StatusTTL)
 	case c.OutboxGrace < 0 || c.ShutdownWait <= 0 || c.SessionTimeout < 0:
 		return errors.New("outbox grace, shutdown timeout and session timeout must not be negative")
+	case c.GhostInterval < 0 || (c.GhostInterval > 0 && c.GhostGrace < 10*time.Second):
+		return fmt.Errorf("ghost sweep every %s with grace %s: want interval >= 0 and grace >= 10s", c.GhostInterval, c.GhostGrace)
 	}
 	return nil
 }

@@ -191,3 +191,24 @@ func nilIfEmpty(sales []int64) []int64 {
 	}
 	return sales
 }
+
+// Existing reports which of ids are order rows (in any status).
+func (s *Store) Existing(ctx context.Context, ids []sharding.OrderID) (map[sharding.OrderID]bool, error) {
+	out := make(map[sharding.OrderID]bool, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	raw := make([][16]byte, len(ids))
+	for i, id := range ids {
+		raw[i] = id
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id FROM orders WHERE id = ANY($1::uuid[])`, raw)
+	if err != nil {
+		return nil, fmt.Errorf("looking up orders: %w", err)
+	}
+	var id [16]byte
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { out[id] = true; return nil }); err != nil {
+		return nil, fmt.Errorf("looking up orders: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,276 @@
+// Package ghost is the writer's safety net for reservations that would
+// otherwise hold a unit for ever: a buyer record in Redis whose order has no
+// entry in the hand-off journal and no row in PostgreSQL. The journal makes
+// such a ghost impossible by construction (the reserve script writes the unit,
+// the buyer record and the journal entry in one step, and a 503 voids the
+// attempt); this sweep counts what would still slip through (a failover that
+// lost a journal entry but kept its buyer record, a bug, a hand-planted key)
+// and settles it: the unit goes back and the order record says FAILED, so the
+// buyer's GET shows it and the user may buy again.
+//
+// A reservation is judged a ghost only when all of these hold:
+//   - its order id is absent from PostgreSQL in two sweeps at least Grace apart;
+//   - its journal entry (the id the order record names) is no longer in the
+//     shard's stream: an entry still there will be relayed;
+//   - the orders topic's consumer group has no lag at a moment after the
+//     absence was seen, and PostgreSQL still lacks the order after that: an
+//     event already in Kafka but not persisted (a writer stopped or lagging
+//     for minutes) is therefore never mistaken for a ghost; while there is lag
+//     the sweep judges nothing.
+package ghost
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+	"flashsale/writer/internal/obs"
+	"flashsale/writer/internal/store"
+)
+
+// Config tunes a Sweeper.
+type Config struct {
+	// Interval is the time between sweeps (default 30s).
+	Interval time.Duration
+	// Grace is how long a candidate must stay absent from PostgreSQL before
+	// it is judged (default 2m).
+	Grace time.Duration
+	// Sales limits the sweep to these sales; empty means every sale in Redis.
+	Sales []int64
+}
+
+// Sweeper finds and settles ghost reservations. Drive it with Run, or step
+// it with Once in tests.
+type Sweeper struct {
+	cfg   Config
+	st    *store.Store
+	redis *stock.Store
+	lag   func(context.Context) (int64, error)
+	m     *obs.Metrics
+	log   *slog.Logger
+	seen  map[sharding.OrderID]time.Time // candidate -> first seen absent
+}
+
+// New returns a Sweeper. lag reports the orders consumer group's lag
+// (consume.Consumer.GroupLag).
+func New(cfg Config, st *store.Store, redis *stock.Store, lag func(context.Context) (int64, error), m *obs.Metrics, log *slog.Logger) *Sweeper {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 30 * time.Second
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = 2 * time.Minute
+	}
+	return &Sweeper{cfg: cfg, st: st, redis: redis, lag: lag, m: m, log: log, seen: map[sharding.OrderID]time.Time{}}
+}
+
+// Run sweeps every Interval until ctx ends.
+func (s *Sweeper) Run(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := s.Once(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			s.log.Warn("ghost sweep failed; retrying next sweep", "err", err)
+		}
+	}
+}
+
+// candidate is a buyer record whose order PostgreSQL lacks.
+type candidate struct {
+	tag    string
+	sale   *sharding.Sale
+	user   uint64
+	id     sharding.OrderID
+	itemID int64
+}
+
+// Once runs one sweep at now and returns how many ghosts it settled.
+func (s *Sweeper) Once(ctx context.Context, now time.Time) (int, error) {
+	sales, err := s.sales(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var all []candidate
+	for _, sale := range sales {
+		cs, err := s.absent(ctx, sale)
+		if err != nil {
+			return 0, err
+		}
+		all = append(all, cs...)
+	}
+	live := make(map[sharding.OrderID]bool, len(all))
+	var due []candidate
+	for _, c := range all {
+		live[c.id] = true
+		first, ok := s.seen[c.id]
+		if !ok {
+			s.seen[c.id] = now
+			continue
+		}
+		if now.Sub(first) >= s.cfg.Grace {
+			due = append(due, c)
+		}
+	}
+	for id := range s.seen {
+		if !live[id] {
+			delete(s.seen, id)
+		}
+	}
+	if len(due) == 0 {
+		return 0, nil
+	}
+	lag, err := s.lag(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if lag > 0 {
+		s.m.GhostSweepsSkipped.Inc()
+		s.log.Info("ghost sweep: the orders consumer group has lag; judging nothing", "lag", lag, "candidates", len(due))
+		return 0, nil
+	}
+	// After a moment of no lag: an event produced before it is persisted.
+	present, err := s.st.Existing(ctx, ids(due))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, c := range due {
+		if present[c.id] {
+			delete(s.seen, c.id)
+			continue
+		}
+		ok, err := s.redis.Release(ctx, c.tag, c.itemID, c.user, c.id, stock.StatusFailed)
+		if err != nil {
+			return n, fmt.Errorf("releasing ghost %s: %w", c.id, err)
+		}
+		delete(s.seen, c.id)
+		if ok {
+			n++
+			s.m.Ghosts.Inc()
+			s.log.Error("ghost reservation released: a buyer record with no journal entry and no order",
+				"sale", c.sale.ID, "shard", c.tag, "user", c.user, "order", c.id.String())
+		}
+	}
+	return n, nil
+}
+
+// sales lists the sales to sweep.
+func (s *Sweeper) sales(ctx context.Context) ([]*sharding.Sale, error) {
+	ids := s.cfg.Sales
+	if len(ids) == 0 {
+		var err error
+		if ids, err = s.redis.SaleIDs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*sharding.Sale, 0, len(ids))
+	for _, id := range ids {
+		sale, err := s.redis.LoadSale(ctx, id)
+		if err != nil {
+			s.log.Warn("ghost sweep: skipping a sale", "sale", id, "err", err)
+			continue
+		}
+		out = append(out, sale)
+	}
+	return out, nil
+}
+
+// absent returns the buyer records of sale whose order PostgreSQL lacks and
+// whose journal entry is gone (or was never written).
+func (s *Sweeper) absent(ctx context.Context, sale *sharding.Sale) ([]candidate, error) {
+	c := s.redis.Client()
+	var cands []candidate
+	for _, tag := range sale.Shards {
+		buyers, err := c.Do(ctx, c.B().Hgetall().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("reading buyers of %s: %w", tag, err)
+		}
+		for u, o := range buyers {
+			user, err1 := strconv.ParseUint(u, 10, 64)
+			id, ok := sharding.ParseOrderID([]byte(o))
+			if err1 != nil || !ok || user == 0 {
+				s.log.Warn("ghost sweep: malformed buyer record", "shard", tag, "user", u, "order", o)
+				continue
+			}
+			cands = append(cands, candidate{tag: tag, sale: sale, user: user, id: id})
+		}
+	}
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	present, err := s.st.Existing(ctx, ids(cands))
+	if err != nil {
+		return nil, err
+	}
+	out := cands[:0]
+	for _, cd := range cands {
+		if !present[cd.id] {
+			out = append(out, cd)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	// One pipelined round trip: each record's item and journal entry id,
+	// then whether the entry is still in the stream.
+	reads := make(rueidis.Commands, len(out))
+	for i, cd := range out {
+		reads[i] = c.B().Hmget().Key(string(sharding.AppendOrderKey(nil, cd.tag, cd.id))).Field("item", "j").Build()
+	}
+	res := c.DoMulti(ctx, reads...)
+	var checks rueidis.Commands
+	var checked []int
+	kept := out[:0]
+	for i, r := range res {
+		vals, err := r.ToArray()
+		if err != nil || len(vals) != 2 {
+			return nil, fmt.Errorf("reading order record %s: %v", out[i].id, err)
+		}
+		item, _ := vals[0].ToString()
+		out[i].itemID, _ = strconv.ParseInt(item, 10, 64)
+		if out[i].itemID <= 0 {
+			// No record to name the item (it expired or was lost): the unit's
+			// item is unknown here; reconcile settles it.
+			s.log.Warn("ghost sweep: buyer record without an order record", "shard", out[i].tag, "order", out[i].id.String())
+			continue
+		}
+		kept = append(kept, out[i])
+		if j, err := vals[1].ToString(); err == nil && j != "" {
+			checks = append(checks, c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, out[i].tag))).Start(j).End(j).Build())
+			checked = append(checked, len(kept)-1)
+		}
+	}
+	inJournal := map[int]bool{}
+	for k, r := range c.DoMulti(ctx, checks...) {
+		es, err := r.ToArray()
+		if err != nil {
+			return nil, fmt.Errorf("reading journal: %w", err)
+		}
+		inJournal[checked[k]] = len(es) > 0
+	}
+	final := make([]candidate, 0, len(kept))
+	for i, cd := range kept {
+		if !inJournal[i] {
+			final = append(final, cd)
+		}
+	}
+	return final, nil
+}
+
+func ids(cs []candidate) []sharding.OrderID {
+	out := make([]sharding.OrderID, len(cs))
+	for i, c := range cs {
+		out[i] = c.id
+	}
+	return out
+}
