@@ -59,7 +59,7 @@ pids+=($!)
 # user's address in X-Forwarded-For and the gateway trusts loopback as a proxy:
 # the per-IP limits then see 500,000 clients, as they would behind a load balancer.
 bin/gateway -listen "127.0.0.1:$port" -admin "127.0.0.1:$((port + 2))" -jwt-secret "$secret" \
-  -trusted-proxies 127.0.0.0/8 -budget 2s >"$run/gateway.log" 2>&1 &
+  -trusted-proxies 127.0.0.0/8 >"$run/gateway.log" 2>&1 &
 pids+=($!)
 wait_ready writer "http://127.0.0.1:$((port + 3))/readyz" "$run/writer.log"
 wait_ready gateway "http://127.0.0.1:$((port + 2))/readyz" "$run/gateway.log"

@@ -11,6 +11,10 @@ import (
 // DefaultPaymentWindow is how long a buyer has to pay when a sale names none.
 const DefaultPaymentWindow = 10 * time.Minute
 
+// MaxPaymentWindow is the longest payment window a sale may have: the order
+// event format refuses longer ones (orderevent.MaxPaymentWindow).
+const MaxPaymentWindow = 7 * 24 * time.Hour
+
 // Sale describes one flash sale. It is written by the writer (`writer sale
 // create`) to PostgreSQL and, as JSON, to Redis under SaleKey(ID); gateways and
 // the ops tool read it from there. A Sale is immutable once loaded: a change
@@ -98,6 +102,8 @@ func (s *Sale) Validate() error {
 		return fmt.Errorf("sale ends (%s) before it starts (%s)", s.EndsAt.Format(time.RFC3339), s.StartsAt.Format(time.RFC3339))
 	case s.PaymentWindow < 0:
 		return errors.New("paymentWindow is negative")
+	case s.PaymentWindow > 0 && (s.PaymentWindow < Duration(time.Second) || s.PaymentWindow > Duration(MaxPaymentWindow)):
+		return fmt.Errorf("paymentWindow %v: want 1s..%v (the writer refuses order events with a longer window)", time.Duration(s.PaymentWindow), MaxPaymentWindow)
 	case len(s.Items) == 0:
 		return errors.New("sale has no items")
 	case len(s.Shards) > MaxShards:

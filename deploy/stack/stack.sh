@@ -3,12 +3,13 @@
 # PostgreSQL and a Kafka-protocol broker (Apache Kafka in KRaft mode, or the embedded
 # franz-go kfake as a fallback), all on 127.0.0.1. All state lives under <repo>/.run/.
 #
-# Usage: deploy/stack/stack.sh up|down|status|redis-kill PORT|redis-start PORT|pg-restart
+# Usage: deploy/stack/stack.sh up|down|status|redis-kill PORT|redis-start PORT|pg-restart|broker-stop|broker-start
 #   up           start whatever is missing, wait until healthy, write .run/env
 #   down         stop everything this script started (add --purge to delete .run state)
 #   status       one line per component; exit code 1 if anything is unhealthy
 #   redis-kill   SIGKILL one cluster node (crash simulation); redis-start brings it back
 #   pg-restart   restart the private PostgreSQL (fast shutdown)
+#   broker-stop  stop the Kafka broker (an outage); broker-start brings it back with its data
 #
 # Environment: REDIS_BASE_PORT (7001), PG_PORT (55432), KAFKA_PORT (9092),
 # KAFKA_CONTROLLER_PORT (19093), KAFKA_VERSION (4.4.0), DATABASE_URL (use an external
@@ -720,6 +721,8 @@ main() {
 	redis-kill) cmd_redis_kill "$@" ;;
 	redis-start) cmd_redis_start "$@" ;;
 	pg-restart) pg_restart ;;
+	broker-stop) broker_down; log "broker: stopped" ;;
+	broker-start) broker_up ;;
 	*)
 		sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 		exit 2

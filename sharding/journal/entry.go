@@ -82,6 +82,11 @@ func (e *Entry) Decode() (orderevent.Event, error) {
 	}
 	ev.OrderID, ev.SaleID, ev.ItemID, ev.UserID = id, sale, item, user
 	ev.Created, ev.Expires, ev.At = time.UnixMilli(created).UTC(), time.UnixMilli(expires).UTC(), time.UnixMilli(at).UTC()
+	// The writer's own checks (time windows, payment window bounds): an
+	// entry it would dead-letter goes to the dead-letter topic from here.
+	if _, err := orderevent.Decode(orderevent.AppendJSON(nil, &ev)); err != nil {
+		return ev, fmt.Errorf("%w %s: %v", errEntry, e.ID, err)
+	}
 	return ev, nil
 }
 

@@ -1,0 +1,163 @@
+package e2e_test
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestColdStart: a gateway started on its default flags is asked for 1,000
+// purchases of 100 units the moment /readyz is green. Exactly 100 answers are
+// 202, none is 503, and PostgreSQL ends holding exactly the 202s.
+func TestColdStart(t *testing.T) {
+	need(t)
+	const units, users = 100, 1000
+	s := createSale(t, units, 4, -time.Second)
+	topic := "e2e-cold-" + randHex()
+	startWriter(t, topic, s.ID)
+	g := startGateway(t, topic)
+	g.waitReady(t, 30*time.Second)
+	buyers := crowd(t, users)
+	answers := buyAll(s, buyers, 200, func(int) string { return g.addr })
+	got := tally(answers)
+	t.Logf("answers right after /readyz: %v", got)
+	if got[202] != units || got[503] != 0 || got[410] != users-units {
+		t.Fatalf("answers %v: want %d x 202, %d x 410, no 503", got, units, users-units)
+	}
+	a := settled(t, s, 30*time.Second)
+	checkInvariants(t, s, units, a, buyers, answers)
+	if len(a.all) != units {
+		t.Fatalf("PostgreSQL holds %d orders, want exactly the %d answered 202", len(a.all), units)
+	}
+}
+
+// TestFaultBrokerStop: the Kafka broker is stopped for 20 seconds while
+// buyers keep coming. Purchases go on being accepted (the journal holds their
+// events), and after the broker is back every accepted order reaches
+// PostgreSQL; Q = S + P with no repair.
+func TestFaultBrokerStop(t *testing.T) {
+	need(t)
+	if brokerKind(t) != "kafka" {
+		t.Skip("the broker is the embedded kfake, which keeps no state across a restart")
+	}
+	const units = 3000
+	s := createSale(t, units, 4, -time.Second)
+	topic := "e2e-broker-" + randHex()
+	startWriter(t, topic, s.ID)
+	g := startGateway(t, topic)
+	g.waitReady(t, 30*time.Second)
+	buyers := crowd(t, 2000)
+	addr := func(int) string { return g.addr }
+	before := buyAll(s, buyers[:500], 64, addr)
+	if got := tally(before); got[202] != 500 {
+		t.Fatalf("before the stop: %v, want 500 x 202", got)
+	}
+	stack(t, "broker-stop")
+	stopped := time.Now()
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			stack(t, "broker-start")
+		}
+	})
+	// 1,500 buyers over the 20 seconds of the outage, in waves.
+	var during []answer
+	for w := 0; w < 20; w++ {
+		wave := buyers[500+75*w : 500+75*(w+1)]
+		during = append(during, buyAll(s, wave, 32, addr)...)
+		time.Sleep(time.Until(stopped.Add(time.Duration(w+1) * time.Second)))
+	}
+	got := tally(during)
+	t.Logf("answers while the broker was down (%v): %v", time.Since(stopped).Round(time.Second), got)
+	if got[202] != 1500 {
+		t.Fatalf("while the broker was down: %v, want 1500 x 202", got)
+	}
+	stack(t, "broker-start")
+	restarted = true
+	a := settled(t, s, 90*time.Second)
+	checkInvariants(t, s, units, a, buyers, append(before, during...))
+	if len(a.active) != 2000 {
+		t.Fatalf("PostgreSQL holds %d active orders, want 2000", len(a.active))
+	}
+}
+
+// TestFaultGatewayKill: two gateways share a crowd; one is SIGKILLed three
+// times while it sells (and restarted each time). Within 30 seconds every
+// order answered 202 is in PostgreSQL, no reservation is left without its
+// order (no ghost, no journal entry left), and Q = S + P; nothing was
+// repaired. The dead gateway's journal entries reach Kafka through the
+// survivor's relay, which takes its leases when they expire.
+func TestFaultGatewayKill(t *testing.T) {
+	need(t)
+	const units, users = 2000, 5000
+	s := createSale(t, units, 4, -time.Second)
+	topic := "e2e-kill-" + randHex()
+	startWriter(t, topic, s.ID)
+	a := startGateway(t, topic)
+	b := startGateway(t, topic)
+	a.waitReady(t, 30*time.Second)
+	b.waitReady(t, 30*time.Second)
+	buyers := crowd(t, users)
+	var mu sync.Mutex
+	answers := make([]answer, users)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// 1,000 buyers a second, every other one to the gateway that dies.
+		start := time.Now()
+		for w := 0; w < users/100; w++ {
+			lo := w * 100
+			part := buyAll(s, buyers[lo:lo+100], 50, func(i int) string {
+				if (lo+i)%2 == 0 {
+					return a.addr
+				}
+				return b.addr
+			})
+			mu.Lock()
+			copy(answers[lo:], part)
+			mu.Unlock()
+			time.Sleep(time.Until(start.Add(time.Duration(w+1) * 100 * time.Millisecond)))
+		}
+	}()
+	for k := 0; k < 3; k++ {
+		time.Sleep(700 * time.Millisecond)
+		a.kill(t)
+		t.Logf("kill %d of the gateway %s", k+1, a.addr)
+		time.Sleep(200 * time.Millisecond)
+		a.restart(t)
+		a.waitReady(t, 30*time.Second)
+	}
+	<-done
+	got := tally(answers)
+	t.Logf("answers: %v (0: no answer, the gateway died)", got)
+	if got[202] == 0 || got[0] == 0 {
+		t.Fatalf("answers %v: the crowd should have bought and met the kills", got)
+	}
+	au := settled(t, s, 30*time.Second)
+	checkInvariants(t, s, units, au, buyers, answers)
+}
+
+func brokerKind(t *testing.T) string {
+	t.Helper()
+	out, _ := exec.Command("bash", filepath.Join(root, "deploy/stack/stack.sh"), "status").CombinedOutput()
+	switch {
+	case strings.Contains(string(out), "kfake"):
+		return "kfake"
+	case strings.Contains(string(out), "KRaft"):
+		return "kafka"
+	}
+	return "none"
+}
+
+func stack(t *testing.T, cmd ...string) {
+	t.Helper()
+	t0 := time.Now()
+	out, err := exec.Command("bash", append([]string{filepath.Join(root, "deploy/stack/stack.sh")}, cmd...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("stack.sh %v: %v\n%s", cmd, err, out)
+	}
+	t.Logf("stack.sh %s: %v", strings.Join(cmd, " "), time.Since(t0).Round(100*time.Millisecond))
+}

@@ -1,0 +1,273 @@
+package journal_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"flashsale/deploy/testenv"
+	"flashsale/sharding"
+	"flashsale/sharding/journal"
+	"flashsale/sharding/stock"
+	"flashsale/writer/orderevent"
+)
+
+type counts struct {
+	mu       sync.Mutex
+	relayed  int
+	failed   map[string]int
+	backlogs map[string]int64
+}
+
+func (c *counts) Journal(sh journal.Shard, b int64, _ time.Duration) {
+	c.mu.Lock()
+	c.backlogs[sh.Tag] = b
+	c.mu.Unlock()
+}
+func (c *counts) Released(journal.Shard) {}
+func (c *counts) Relayed(n int)          { c.mu.Lock(); c.relayed += n; c.mu.Unlock() }
+func (c *counts) Failed(k string)        { c.mu.Lock(); c.failed[k]++; c.mu.Unlock() }
+
+type env struct {
+	st    *stock.Store
+	sale  *sharding.Sale
+	topic string
+}
+
+func setup(t *testing.T, shards int) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+	testenv.Require(t, "redis", "kafka")
+	c := testenv.NewRedis(t)
+	st := stock.New(c)
+	ctx := context.Background()
+	top, err := stock.Topology(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := 1 + rand.Int64N(sharding.MaxSaleID-1)
+	tags, err := sharding.PlaceTags(id, shards, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	sale := &sharding.Sale{ID: id, Name: "relay test", StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		Items: []sharding.Item{{ID: id*10 + 1, Name: "x", Price: 1, Currency: "JPY", Quantity: 1000}}, Shards: tags, Version: 1}
+	if err := st.Preload(ctx, sale, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Do(context.Background(), c.B().Srem().Key(sharding.SalesKey).Member(strconv.FormatInt(id, 10)).Build()).Error()
+	})
+	return &env{st: st, sale: sale, topic: testenv.NewTopic(t, "relay-test")}
+}
+
+func (e *env) shards() []journal.Shard {
+	out := make([]journal.Shard, len(e.sale.Shards))
+	for i, tag := range e.sale.Shards {
+		out[i] = journal.Shard{SaleID: e.sale.ID, Tag: tag}
+	}
+	return out
+}
+
+// run starts a relay with hold until the test ends (or stop is called).
+func (e *env) run(t *testing.T, hold time.Duration) (*journal.Relay, *counts, func()) {
+	t.Helper()
+	kc, err := kgo.NewClient(journal.ProducerOpts(testenv.KafkaBrokers())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &counts{failed: map[string]int{}, backlogs: map[string]int64{}}
+	r := journal.New(journal.Config{Topic: e.topic, Hold: hold, Lease: time.Second, Scan: 200 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, e.st.Client(), kc, e.shards, obs)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done; kc.Close() }) }
+	t.Cleanup(stop)
+	return r, obs, stop
+}
+
+func (e *env) reserve(t *testing.T, user uint64) stock.Reservation {
+	t.Helper()
+	sale := e.sale
+	now := time.Now()
+	r := stock.Reservation{Tag: sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))], SaleID: sale.ID,
+		ItemID: sale.Items[0].ID, UserID: user, OrderID: sharding.NewOrderID(sale.ID, rand.Uint64(), rand.Uint32()),
+		Attempt: rand.Uint64(), Created: now, Expires: now.Add(10 * time.Minute), TTL: time.Hour}
+	res, err := e.st.Reserve(context.Background(), r)
+	if err != nil || res.Outcome != stock.Reserved {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
+	return r
+}
+
+func (e *env) backlog(t *testing.T) int64 {
+	t.Helper()
+	c := e.st.Client()
+	var n int64
+	for _, tag := range e.sale.Shards {
+		k, err := c.Do(context.Background(), c.B().Xlen().Key(string(sharding.AppendEventsKey(nil, tag))).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += k
+	}
+	return n
+}
+
+func consume(t *testing.T, topic string, want int, within time.Duration) map[sharding.OrderID]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.KafkaBrokers()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := map[sharding.OrderID]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for len(seen) < want && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			ev, err := orderevent.Decode(r.Value)
+			if err != nil {
+				t.Errorf("record %q: %v", r.Value, err)
+				return
+			}
+			if string(r.Key) != strconv.FormatInt(ev.ItemID, 10) {
+				t.Errorf("key %q for item %d", r.Key, ev.ItemID)
+			}
+			seen[ev.OrderID]++
+		})
+	}
+	return seen
+}
+
+// Journaled reservations reach Kafka, keyed by item, and leave the journal
+// only once Kafka acknowledged them.
+func TestRelayMovesTheJournal(t *testing.T) {
+	e := setup(t, 4)
+	var rs []stock.Reservation
+	for u := uint64(1); u <= 50; u++ {
+		rs = append(rs, e.reserve(t, u))
+	}
+	if n := e.backlog(t); n != 50 {
+		t.Fatalf("journal holds %d entries, want 50", n)
+	}
+	_, obs, _ := e.run(t, 100*time.Millisecond)
+	seen := consume(t, e.topic, 50, 20*time.Second)
+	for _, r := range rs {
+		if seen[r.OrderID] == 0 {
+			t.Fatalf("order %s not relayed", r.OrderID)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.backlog(t) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := e.backlog(t); n != 0 {
+		t.Fatalf("%d entries left after they were relayed", n)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if obs.relayed < 50 || len(obs.failed) != 0 {
+		t.Fatalf("relayed %d, failures %v", obs.relayed, obs.failed)
+	}
+}
+
+// An entry younger than the hold is not taken: a void within the hold removes
+// it and it never reaches Kafka; a void after a relay took an entry answers
+// that the order stands.
+func TestRelayHoldLeavesTimeToVoid(t *testing.T) {
+	e := setup(t, 1)
+	e.run(t, 2*time.Second)
+	voided := e.reserve(t, 1)
+	out, err := e.st.Void(context.Background(), voided)
+	if err != nil || out != stock.Voided {
+		t.Fatalf("void within the hold: %v %v, want voided", out, err)
+	}
+	kept := e.reserve(t, 2)
+	seen := consume(t, e.topic, 1, 20*time.Second)
+	if seen[kept.OrderID] == 0 || seen[voided.OrderID] != 0 {
+		t.Fatalf("relayed %v: want the kept order and not the voided one", seen)
+	}
+	out, err = e.st.Void(context.Background(), kept)
+	if err != nil || out != stock.VoidStands {
+		t.Fatalf("void after the relay took the entry: %v %v, want stands", out, err)
+	}
+	if held, ok, _ := e.st.Holder(context.Background(), kept.Tag, 2); !ok || held != kept.OrderID {
+		t.Fatal("the standing order lost its buyer record")
+	}
+}
+
+// A shard whose lease another (dead) relay holds is taken over once the
+// lease expires, and its entries are relayed.
+func TestRelayTakesOverAnExpiredLease(t *testing.T) {
+	e := setup(t, 1)
+	tag := e.sale.Shards[0]
+	c := e.st.Client()
+	lease := string(sharding.AppendRelayLeaseKey(nil, tag))
+	if err := c.Do(context.Background(), c.B().Set().Key(lease).Value("dead-relay").Px(1500*time.Millisecond).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.reserve(t, 1)
+	began := time.Now()
+	relay, _, _ := e.run(t, 100*time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
+	if relay.Owned() != 0 {
+		t.Fatal("took a shard whose lease another relay holds")
+	}
+	seen := consume(t, e.topic, 1, 20*time.Second)
+	if seen[r.OrderID] == 0 {
+		t.Fatal("the dead relay's entry never reached Kafka")
+	}
+	took := time.Since(began)
+	t.Logf("entry relayed %v after start, behind a lease with 1.5s left", took.Round(10*time.Millisecond))
+	if took < time.Second {
+		t.Fatalf("relayed after %v, before the foreign lease expired", took)
+	}
+	if v, _ := c.Do(context.Background(), c.B().Get().Key(lease).Build()).ToString(); v != relay.Token() {
+		t.Fatalf("lease holds %q, want this relay's token", v)
+	}
+}
+
+// On a clean stop a relay releases its leases, so another one takes the
+// shards at once.
+func TestRelayReleasesItsLeasesOnStop(t *testing.T) {
+	e := setup(t, 2)
+	a, _, stopA := e.run(t, 100*time.Millisecond)
+	deadline := time.Now().Add(5 * time.Second)
+	for a.Owned() < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if a.Owned() != 2 {
+		t.Fatalf("relay owns %d shards, want 2", a.Owned())
+	}
+	stopA()
+	c := e.st.Client()
+	for _, tag := range e.sale.Shards {
+		n, err := c.Do(context.Background(), c.B().Exists().Key(string(sharding.AppendRelayLeaseKey(nil, tag))).Build()).AsInt64()
+		if err != nil || n != 0 {
+			t.Fatalf("lease of %s still held after a clean stop (%v)", tag, err)
+		}
+	}
+	b, _, _ := e.run(t, 100*time.Millisecond)
+	deadline = time.Now().Add(2 * time.Second)
+	for b.Owned() < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if b.Owned() != 2 {
+		t.Fatal(fmt.Sprintf("the next relay owns %d shards, want 2", b.Owned()))
+	}
+}
