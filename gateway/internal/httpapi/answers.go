@@ -65,10 +65,6 @@ func errBody(code string) []byte { return []byte(`{"error":"` + code + `"}`) }
 
 // Header names and values, in the forms the handler writes or looks up.
 var (
-	hdrAuth         = []byte("Authorization")
-	hdrAuthLower    = []byte("authorization")
-	hdrXFF          = []byte("X-Forwarded-For")
-	hdrXFFLower     = []byte("x-forwarded-for")
 	hdrIdem         = []byte("Idempotency-Key")
 	hdrIdemLower    = []byte("idempotency-key")
 	hdrRetryAfter   = []byte("Retry-After")

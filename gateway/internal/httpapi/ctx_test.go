@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net"
+	"net/netip"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -50,6 +51,12 @@ func cheapPaths() []pathCase {
 			e := newEnv(tb, envOpt{stockPerShard: 0, ipBurst: 1})
 			ctx := newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1))
 			run(e.h, ctx)
+			return e.h, ctx
+		}},
+		{"sold-out-behind-proxy-two-xff-lines", 410, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 0, trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+			ctx := newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Forwarded-For", "198.51.100.7, 10.1.1.1")
+			ctx.Request.Header.Add("x-forwarded-for", "203.0.113.9")
 			return e.h, ctx
 		}},
 		{"rate-limited-user", 429, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {

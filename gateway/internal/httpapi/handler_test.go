@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -500,5 +502,58 @@ func TestRepeatReadOff(t *testing.T) {
 	want(t, do(t, c, "POST", purchasePath, tok), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+orderIDOf(t, r.body).String()+`"}`)
 	if reserves, _ := e.st.counts(); reserves != 2 || e.st.holders != 0 {
 		t.Fatalf("%d reserves, %d holder reads; want 2 and 0", reserves, e.st.holders)
+	}
+}
+
+// A request with more than one Authorization header, in any spelling, has no
+// token: a proxy in front and the gateway could each read another one.
+func TestTwoAuthorizationHeadersAre401(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 5})
+	good, bad := e.token(42), "not.a.token"
+	reqs := map[string]string{
+		"valid then bad":          "Authorization: Bearer " + good + "\nAuthorization: Bearer " + bad,
+		"bad then valid":          "Authorization: Bearer " + bad + "\nAuthorization: Bearer " + good,
+		"lower bad, canonical":    "authorization: Bearer " + bad + "\nAuthorization: Bearer " + good,
+		"valid twice":             "Authorization: Bearer " + good + "\nAUTHORIZATION: Bearer " + good,
+		"odd spelling then valid": "AuThOrIzAtIoN: Bearer " + bad + "\nauthorization: Bearer " + good,
+	}
+	for name, hdrs := range reqs {
+		code, body := e.raw("10.0.0.1", "POST "+purchasePath+" HTTP/1.1\nHost: gateway\n"+hdrs+"\nContent-Length: 0\n\n")
+		if code != 401 || body != `{"error":"UNAUTHORIZED"}` {
+			t.Errorf("%s: %d %s, want 401", name, code, body)
+		}
+	}
+	if n, _ := e.st.counts(); n != 0 {
+		t.Fatalf("%d reserve calls for requests with two tokens", n)
+	}
+	// One header in any spelling is fine.
+	if code, body := e.raw("10.0.0.1", "POST "+purchasePath+" HTTP/1.1\nHost: gateway\nAUTHORIZATION: Bearer "+good+"\nContent-Length: 0\n\n"); code != 202 {
+		t.Fatalf("one upper-case header: %d %s", code, body)
+	}
+}
+
+// Behind a proxy that appends its own X-Forwarded-For line, a client that
+// writes a random first line still lands in the bucket of the address the
+// proxy saw.
+func TestEveryForwardedForLineIsRead(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 100, ipBurst: 10, trusted: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	codes := map[int]int{}
+	for i := range 14 {
+		req := fmt.Sprintf("POST %s HTTP/1.1\nHost: gateway\nAuthorization: Bearer %s\nX-Forwarded-For: 198.51.%d.%d\nx-forwarded-for: 203.0.113.9\nContent-Length: 0\n\n",
+			purchasePath, e.token(uint64(500+i)), i, i+1)
+		code, _ := e.raw("127.0.0.1", req)
+		codes[code]++
+	}
+	if codes[202] != 10 || codes[429] != 4 {
+		t.Fatalf("answers %v: want 10 x 202 then 4 x 429 (one bucket: 203.0.113.9's)", codes)
+	}
+	// Too many lines to read: the request is keyed on its peer, the proxy.
+	var many strings.Builder
+	for i := range maxXFFLines + 1 {
+		fmt.Fprintf(&many, "X-Forwarded-For: 192.0.2.%d\n", i+1)
+	}
+	code, _ := e.raw("127.0.0.2", "POST "+purchasePath+" HTTP/1.1\nHost: gateway\nAuthorization: Bearer "+e.token(900)+"\n"+many.String()+"Content-Length: 0\n\n")
+	if code != 202 {
+		t.Fatalf("with %d lines: %d", maxXFFLines+1, code)
 	}
 }

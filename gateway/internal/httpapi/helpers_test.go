@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -286,6 +289,7 @@ type envOpt struct {
 	shards             int
 	ipBurst, userBurst int
 	noRepeatRead       bool
+	trusted            []netip.Prefix
 }
 
 func newEnv(t testing.TB, o envOpt) *env {
@@ -320,7 +324,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := New(Config{NoRepeatRead: o.noRepeatRead}, Deps{
+	h := New(Config{NoRepeatRead: o.noRepeatRead, TrustedProxies: o.trusted}, Deps{
 		Catalog: cat, Store: st, Verifier: v,
 		IPLimit:   limit.New(limit.Config{Rate: 0.001, Burst: o.ipBurst, MaxKeys: 1024}),
 		UserLimit: limit.New(limit.Config{Rate: 0.001, Burst: o.userBurst, MaxKeys: 1024}),
@@ -342,12 +346,37 @@ func (e *env) token(user uint64) string {
 // serve starts a fasthttp server with the handler on an in-memory listener and
 // returns a client that dials it from peer.
 func (e *env) serve(peer string) *fasthttp.Client {
+	ln := e.listen()
+	addr := &net.TCPAddr{IP: net.ParseIP(peer), Port: 40000}
+	return &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.DialWithLocalAddr(addr) }}
+}
+
+// raw sends request bytes exactly as written (header names, repeats and all)
+// from peer and returns the response.
+func (e *env) raw(peer, request string) (int, string) {
+	e.t.Helper()
+	ln := e.listen()
+	conn, err := ln.DialWithLocalAddr(&net.TCPAddr{IP: net.ParseIP(peer), Port: 40001})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte(strings.ReplaceAll(request, "\n", "\r\n"))); err != nil {
+		e.t.Fatal(err)
+	}
+	var resp fasthttp.Response
+	if err := resp.Read(bufio.NewReader(conn)); err != nil {
+		e.t.Fatal(err)
+	}
+	return resp.StatusCode(), string(resp.Body())
+}
+
+func (e *env) listen() *fasthttputil.InmemoryListener {
 	ln := fasthttputil.NewInmemoryListener()
 	srv := NewServer(e.h.Handle, ServerConfig{ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second, IdleTimeout: time.Minute, Concurrency: 1000})
 	go func() { _ = srv.Serve(ln) }()
 	e.t.Cleanup(func() { _ = srv.Shutdown(); _ = ln.Close() })
-	addr := &net.TCPAddr{IP: net.ParseIP(peer), Port: 40000}
-	return &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.DialWithLocalAddr(addr) }}
+	return ln
 }
 
 type reply struct {

@@ -35,7 +35,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"flashsale/gateway/internal/auth"
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
@@ -200,11 +199,14 @@ func (h *Handler) clientAllowed(ctx *fasthttp.RequestCtx, now time.Time, route o
 	if tcp, ok := ctx.RemoteAddr().(interface{ AddrPort() netip.AddrPort }); ok {
 		peer = tcp.AddrPort().Addr()
 	}
-	var xff []byte
+	client := peer
 	if len(h.cfg.TrustedProxies) > 0 {
-		xff = peek(ctx, hdrXFF, hdrXFFLower)
+		var buf [maxXFFLines][]byte
+		if lines, ok := xffLines(&ctx.Request.Header, &buf); ok {
+			client = limit.ClientIPLines(peer, lines, h.cfg.TrustedProxies)
+		}
 	}
-	ok, retry := h.IPLimit.Allow(now, limit.IPKey(limit.ClientIP(peer, xff, h.cfg.TrustedProxies)))
+	ok, retry := h.IPLimit.Allow(now, limit.IPKey(client))
 	if !ok {
 		h.Metrics.RateLimited(false)
 		h.limited(ctx, route, retry)
@@ -216,7 +218,7 @@ func (h *Handler) clientAllowed(ctx *fasthttp.RequestCtx, now time.Time, route o
 // returns the user and the bearer token (valid while the request is served);
 // on refusal it has answered 401 or 429.
 func (h *Handler) user(ctx *fasthttp.RequestCtx, now time.Time, route obs.Route) (uint64, []byte, bool) {
-	tok, ok := auth.Bearer(peek(ctx, hdrAuth, hdrAuthLower))
+	tok, ok := bearer(&ctx.Request.Header)
 	if !ok {
 		h.answer(ctx, route, aUnauthorized)
 		return 0, nil, false

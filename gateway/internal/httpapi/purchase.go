@@ -10,7 +10,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"flashsale/gateway/internal/auth"
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/obs"
 	"flashsale/sharding"
@@ -241,7 +240,7 @@ func pickDonor(rem []int64, home int) int {
 // soldOut answers 410 SOLD_OUT, or 409 with the order id to a bearer this
 // gateway already answered with that order (see winners).
 func (h *Handler) soldOut(ctx *fasthttp.RequestCtx, saleID int64) {
-	if tok, ok := auth.Bearer(peek(ctx, hdrAuth, hdrAuthLower)); ok {
+	if tok, ok := bearer(&ctx.Request.Header); ok {
 		if id, ok := h.winners.lookup(tok, saleID); ok {
 			h.answerOrder(ctx, obs.RoutePurchase, aAlreadyPurchased, id, "")
 			return
