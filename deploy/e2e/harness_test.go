@@ -162,12 +162,13 @@ type gateway struct {
 }
 
 // startGateway runs a gateway on the default flags but for the test's
-// ports, topic, secret and trusted loopback proxies.
-func startGateway(t *testing.T, topic string, extra ...string) *gateway {
+// ports, topic, secret, trusted loopback proxies and, since other tests
+// share the Redis, a relay limited to the test's sale.
+func startGateway(t *testing.T, topic string, s *sale, extra ...string) *gateway {
 	t.Helper()
 	g := &gateway{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), admin: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	g.args = append([]string{"-listen", g.addr, "-admin", g.admin, "-topic", topic, "-jwt-secret", secret,
-		"-trusted-proxies", "127.0.0.0/8"}, extra...)
+		"-trusted-proxies", "127.0.0.0/8", "-relay-sales", strconv.FormatInt(s.ID, 10)}, extra...)
 	g.proc = start(t, "gateway "+g.addr, g.args...)
 	return g
 }

@@ -43,11 +43,16 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_gateway_requests_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_request_duration_seconds", dto.MetricType_HISTOGRAM, "gateway"},
 	{"flashsale_gateway_redis_errors_total", dto.MetricType_COUNTER, "gateway"},
-	{"flashsale_gateway_kafka_errors_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_soldout", dto.MetricType_GAUGE, "gateway"},
 	{"flashsale_gateway_ratelimited_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_ambiguous_reservations_total", dto.MetricType_COUNTER, "gateway"},
-	{"flashsale_gateway_releases_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_gateway_voids_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_gateway_journal_full_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_gateway_replica_ack_shortfalls_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_journal_backlog", dto.MetricType_GAUGE, "gateway"},
+	{"flashsale_journal_oldest_age_seconds", dto.MetricType_GAUGE, "gateway"},
+	{"flashsale_relay_entries_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_relay_errors_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_redis_batched_commands_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_redis_batches_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_writer_events_consumed_total", dto.MetricType_COUNTER, "writer"},
@@ -61,6 +66,9 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_writer_paid_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_cancelled_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_reservation_to_commit_seconds", dto.MetricType_HISTOGRAM, "writer"},
+	{"flashsale_writer_ghost_reservations_total", dto.MetricType_COUNTER, "writer"},
+	{"flashsale_writer_ghost_sweeps_skipped_total", dto.MetricType_COUNTER, "writer"},
+	{"flashsale_writer_expiry_skipped_total", dto.MetricType_COUNTER, "writer"},
 }
 
 // seriesNames returns every series name a query may use for the exported metrics: the family
@@ -125,7 +133,9 @@ func TestMetricsLiveScrape(t *testing.T) {
 	}
 	gwAdmin, wrAdmin := freeAddr(t), freeAddr(t)
 	start(t, ctx, filepath.Join(bin, "gateway"), nil, append(common,
-		"FLASHSALE_LISTEN="+freeAddr(t), "FLASHSALE_ADMIN="+gwAdmin, "FLASHSALE_JWT_SECRET="+randomHex(t)))
+		"FLASHSALE_LISTEN="+freeAddr(t), "FLASHSALE_ADMIN="+gwAdmin, "FLASHSALE_JWT_SECRET="+randomHex(t),
+		// Relay only our sale's journals: other tests share Redis.
+		"FLASHSALE_RELAY_SALES="+strconv.FormatInt(saleID, 10)))
 	start(t, ctx, filepath.Join(bin, "writer"), []string{"run"}, append(common,
 		"DATABASE_URL="+testenv.DatabaseURL(), "FLASHSALE_DLQ_TOPIC="+dlq,
 		"FLASHSALE_GROUP="+topic+"-writer", "FLASHSALE_WRITER_ADMIN="+wrAdmin,

@@ -176,7 +176,8 @@ func TestDashboard(t *testing.T) {
 	for _, m := range []string{
 		"flashsale_gateway_requests_total", "flashsale_gateway_request_duration_seconds", "flashsale_gateway_soldout",
 		"flashsale_writer_consumer_lag", "flashsale_writer_orders_persisted_total", "flashsale_writer_expired_total",
-		"flashsale_writer_releases_total", "flashsale_gateway_releases_total",
+		"flashsale_writer_releases_total", "flashsale_gateway_voids_total", "flashsale_journal_backlog",
+		"flashsale_journal_oldest_age_seconds", "flashsale_relay_errors_total", "flashsale_gateway_replica_ack_shortfalls_total",
 	} {
 		if !used[m] {
 			t.Errorf("the dashboard shows nothing of %s", m)
@@ -276,10 +277,13 @@ func TestAlertRules(t *testing.T) {
 			}
 		}
 	}
-	// The alert classes: invariant breach, 5xx rate, Redis or Kafka errors, consumer lag,
-	// expiry backlog.
+	// The issues' alert classes: invariant breach, 5xx rate, Redis or relay errors, consumer lag,
+	// expiry backlog, and the hand-off journal (backlog growing, an entry too old, full, replica
+	// shortfalls, ghosts).
 	for _, a := range []string{"FlashsaleOrderFailed", "FlashsaleDeadLetters", "FlashsaleHigh5xxRate",
-		"FlashsaleRedisErrors", "FlashsaleKafkaErrors", "FlashsaleConsumerLag", "FlashsaleExpiryBacklog"} {
+		"FlashsaleRedisErrors", "FlashsaleRelayErrors", "FlashsaleConsumerLag", "FlashsaleExpiryBacklog",
+		"FlashsaleJournalBacklogGrowing", "FlashsaleJournalEntryOld", "FlashsaleJournalFull",
+		"FlashsaleReplicaAckShortfall", "FlashsaleGhostReservations", "FlashsaleVoidGaveUp"} {
 		if !alerts[a] {
 			t.Errorf("no alert %s", a)
 		}

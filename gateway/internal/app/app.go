@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"sync"
 	"time"
 
@@ -278,10 +279,14 @@ func (a *App) ready(ctx context.Context) error {
 	return err
 }
 
-// shards lists every shard of every loaded sale, for the relay.
+// shards lists every shard of every loaded sale (of -relay-sales when set),
+// for the relay.
 func (a *App) shards() []journal.Shard {
 	var out []journal.Shard
 	for _, s := range a.Catalog.Snapshot().Sales() {
+		if len(a.cfg.RelaySales) > 0 && !slices.Contains(a.cfg.RelaySales, s.ID) {
+			continue
+		}
 		for _, tag := range s.Shards {
 			out = append(out, journal.Shard{SaleID: s.ID, Tag: tag})
 		}

@@ -96,6 +96,9 @@ type Config struct {
 	Relay      bool
 	RelayHold  time.Duration
 	RelayLease time.Duration
+	// RelaySales limits the relay to these sales' journals; empty means
+	// every sale (production). Tests that share one Redis set it.
+	RelaySales []int64
 
 	OrderTTL     time.Duration // lifetime of order records written by reserve
 	PollInterval time.Duration // sold-out flag poll of flagged items
@@ -193,6 +196,7 @@ func (c *Config) settings() []setting {
 		{"journal-bound", "FLASHSALE_JOURNAL_BOUND", "most entries in a shard's hand-off journal before purchases on it answer 503", (*intVal)(&c.JournalBound)},
 		{"relay", "FLASHSALE_RELAY", "run the journal relay (Redis to Kafka) in this process", (*boolVal)(&c.Relay)},
 		{"relay-hold", "FLASHSALE_RELAY_HOLD", "age a journal entry must reach before a relay takes it; must exceed -budget plus -release-budget", (*durVal)(&c.RelayHold)},
+		{"relay-sales", "FLASHSALE_RELAY_SALES", "sale ids whose journals the relay moves, comma separated (empty: every sale)", (*idListVal)(&c.RelaySales)},
 		{"relay-lease", "FLASHSALE_RELAY_LEASE", "lifetime of a shard's relay lease: a dead gateway's shards are taken over within it", (*durVal)(&c.RelayLease)},
 		{"order-ttl", "FLASHSALE_ORDER_TTL", "lifetime of order records in Redis", (*durVal)(&c.OrderTTL)},
 		{"poll-interval", "FLASHSALE_POLL_INTERVAL", "poll of sold-out items for returned stock", (*durVal)(&c.PollInterval)},
@@ -474,6 +478,32 @@ func (v *boolVal) Set(s string) error {
 		return fmt.Errorf("want true or false: %w", err)
 	}
 	*v = boolVal(b)
+	return nil
+}
+
+type idListVal []int64
+
+func (v *idListVal) String() string {
+	parts := make([]string, len(*v))
+	for i, id := range *v {
+		parts[i] = strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (v *idListVal) Set(s string) error {
+	var out []int64
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		id, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || id <= 0 {
+			return fmt.Errorf("%q is not a sale id", p)
+		}
+		out = append(out, id)
+	}
+	*v = out
 	return nil
 }
 
