@@ -137,7 +137,7 @@ func (sh *shopper) buy(ctx context.Context, item int64, user uint64) (stock.Resu
 		home := sharding.HomeShard(user, sale.ID, len(sale.Shards))
 		now := time.Now()
 		cctx, cancel := context.WithTimeout(ctx, sh.timeout)
-		r, err := sh.st.Reserve(cctx, stock.Reservation{Tag: sale.Shards[home], ItemID: item, UserID: user,
+		r, err := sh.st.Reserve(cctx, stock.Reservation{Tag: sale.Shards[home], SaleID: sale.ID, ItemID: item, UserID: user, Attempt: rand.Uint64(),
 			OrderID: sharding.NewOrderID(sale.ID, rand.Uint64(), rand.Uint32()),
 			Created: now, Expires: now.Add(10 * time.Minute), TTL: 15 * time.Minute})
 		cancel()

@@ -42,7 +42,7 @@ func BenchmarkReserveShards(b *testing.B) {
 				reserve := func(u uint64) (stock.Result, int, error) {
 					home := sharding.HomeShard(u, sale.ID, s)
 					now := time.Now()
-					r, err := e.t.Store.Reserve(ctx, stock.Reservation{Tag: sale.Shards[home], ItemID: item, UserID: u,
+					r, err := e.t.Store.Reserve(ctx, stock.Reservation{Tag: sale.Shards[home], SaleID: sale.ID, ItemID: item, UserID: u,
 						OrderID: sharding.NewOrderID(sale.ID, rand.Uint64(), rand.Uint32()),
 						Created: now, Expires: now.Add(time.Minute), TTL: 30 * time.Second})
 					return r, master[home], err

@@ -32,9 +32,9 @@ const (
 	// could buy a second time. Repair: RestoreBuyer, and recreate the order
 	// record for GET.
 	KindLostBuyer = "lost-buyer"
-	// KindOrphan: a buyer record whose order PostgreSQL does not know and
-	// whose reservation is older than the grace period: the hand-off to the
-	// writer was lost. Repair: Release with FAILED, which returns the unit.
+	// KindOrphan: a buyer record whose order PostgreSQL does not know, whose
+	// entry is no longer in the hand-off journal and whose reservation is
+	// older than the grace period: the hand-off to the writer was lost. Repair: Release with FAILED, which returns the unit.
 	KindOrphan = "orphan-reservation"
 	// KindOrphanNoItem: like KindOrphan, but the order record is gone too, so
 	// the item is unknown. Repair: drop the buyer record (guarded); the unit
@@ -261,8 +261,16 @@ func (t *Tool) check(ctx context.Context, sale *sharding.Sale, grace time.Durati
 		if err != nil {
 			return nil, err
 		}
+		journaled := false
+		if found {
+			if journaled, err = t.Store.InJournal(ctx, tag, rec.Journal); err != nil {
+				return nil, err
+			}
+		}
 		switch {
-		case found && now.Sub(rec.Created) < grace:
+		case found && (journaled || now.Sub(rec.Created) < grace):
+			// Still in the hand-off journal (Kafka away, however long), or
+			// young enough to be on its way: in flight, not lost.
 			handOff[rec.ItemID]++
 			continue
 		case found:

@@ -217,3 +217,17 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 	}
 	return nil
 }
+
+// InJournal reports whether the hand-off journal of the shard with tag still
+// holds entry id: its event has not been acknowledged by Kafka yet, so its
+// order is in flight, not lost.
+func (s *Store) InJournal(ctx context.Context, tag, id string) (bool, error) {
+	if id == "" {
+		return false, nil
+	}
+	es, err := s.c.Do(ctx, s.c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start(id).End(id).Build()).ToArray()
+	if err != nil {
+		return false, fmt.Errorf("reading the journal of %s: %w", tag, err)
+	}
+	return len(es) > 0, nil
+}

@@ -330,6 +330,9 @@ type OrderRecord struct {
 	Status  string
 	Created time.Time
 	Expires time.Time
+	// Journal is the id of the reservation's entry in the shard's hand-off
+	// journal, "" for a record the reserve script did not write.
+	Journal string
 }
 
 // SetStatus records status for order id on tag's shard. When the record is
@@ -377,7 +380,7 @@ func parseRecord(m map[string]string) (OrderRecord, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return rec, fmt.Errorf("order record: times: %w", err)
 	}
-	rec.Created, rec.Expires, rec.Status = time.UnixMilli(c).UTC(), time.UnixMilli(e).UTC(), m["status"]
+	rec.Created, rec.Expires, rec.Status, rec.Journal = time.UnixMilli(c).UTC(), time.UnixMilli(e).UTC(), m["status"], m["j"]
 	return rec, nil
 }
 

@@ -54,8 +54,8 @@ func tagOffFirstMaster(t *testing.T, c rueidis.Client, saleID int64) (string, st
 
 func reservation(tag string, item int64, user uint64, id sharding.OrderID) stock.Reservation {
 	now := time.Now()
-	return stock.Reservation{Tag: tag, ItemID: item, UserID: user, OrderID: id,
-		Created: now, Expires: now.Add(10 * time.Minute), TTL: time.Hour}
+	return stock.Reservation{Tag: tag, SaleID: id.SaleID(), ItemID: item, UserID: user, OrderID: id,
+		Attempt: rand.Uint64(), Created: now, Expires: now.Add(10 * time.Minute), TTL: time.Hour}
 }
 
 func getInt(t *testing.T, c rueidis.Client, key []byte) int64 {

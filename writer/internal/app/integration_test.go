@@ -455,7 +455,7 @@ func TestDuplicateAfterLostBuyerRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := reserved(s, item, first.UserID, 10*time.Minute)
-	res, err := rs.Reserve(ctx, stock.Reservation{Tag: tag, ItemID: item, UserID: second.UserID, OrderID: second.OrderID,
+	res, err := rs.Reserve(ctx, stock.Reservation{Tag: tag, SaleID: s.ID, ItemID: item, UserID: second.UserID, OrderID: second.OrderID,
 		Created: second.Created, Expires: second.Expires, TTL: time.Hour})
 	if err != nil || res.Outcome != stock.Reserved {
 		t.Fatalf("second reservation after the lost record: %+v %v", res, err)
@@ -482,7 +482,7 @@ func TestDuplicateAfterLostBuyerRecord(t *testing.T) {
 	if err != nil || !found || rec.Status != stock.StatusFailed {
 		t.Fatalf("duplicate's record %+v found=%v err=%v: want FAILED", rec, found, err)
 	}
-	again, err := rs.Reserve(ctx, stock.Reservation{Tag: tag, ItemID: item, UserID: first.UserID, OrderID: sharding.NewOrderID(s.ID, 9, 9),
+	again, err := rs.Reserve(ctx, stock.Reservation{Tag: tag, SaleID: s.ID, ItemID: item, UserID: first.UserID, OrderID: sharding.NewOrderID(s.ID, 9, 9),
 		Created: time.Now(), Expires: time.Now().Add(time.Minute), TTL: time.Hour})
 	if err != nil || again.Outcome != stock.AlreadyPurchased || again.OrderID != first.OrderID {
 		t.Fatalf("a third purchase: %+v %v, want already purchased with %s", again, err, first.OrderID)
