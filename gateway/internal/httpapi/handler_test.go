@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"maps"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -237,11 +238,13 @@ func TestRateLimited(t *testing.T) {
 func TestUnavailable(t *testing.T) {
 	settled := func(t *testing.T, e *env) {
 		t.Helper()
-		if got := e.st.stock[stockKey{e.sale.Shards[0], 7}]; got != 1 {
-			t.Fatalf("stock %d after a 503, want 1", got)
-		}
 		if j := e.st.journal(); len(j) != 0 {
 			t.Fatalf("journal %+v after a 503", j)
+		}
+		e.st.mu.Lock()
+		defer e.st.mu.Unlock()
+		if got := e.st.stock[stockKey{e.sale.Shards[0], 7}]; got != 1 {
+			t.Fatalf("stock %d after a 503, want 1", got)
 		}
 		if len(e.st.buyers[e.sale.Shards[0]]) != 0 {
 			t.Fatal("buyer record left behind")
@@ -257,7 +260,10 @@ func TestUnavailable(t *testing.T) {
 		}
 		// The void left a VOID record: the same attempt arriving late is refused.
 		e.st.set(func(f *fakeStore) { f.err = nil })
-		for id, rec := range e.st.records {
+		e.st.mu.Lock()
+		records := maps.Clone(e.st.records)
+		e.st.mu.Unlock()
+		for id, rec := range records {
 			if rec.Status != stock.StatusVoid {
 				t.Fatalf("record %v is %s, want VOID", id, rec.Status)
 			}
