@@ -4,6 +4,11 @@
 #
 #   sold-out path:          gateway vs the bare fasthttp "limit" server and vs
 #                           the OpenResty peer's shared-dict sold-out flag
+#   accepted path:          every click a new buyer: the gateway (token cache
+#                           hit, reserve script with its journal entry, WAIT
+#                           for a replica; its relay produces the journal to
+#                           Kafka meanwhile, on the same cores) vs the OpenResty
+#                           peer's reserve script (no journal, no Kafka)
 #   already-purchased path: gateway (token cache hit + one Redis round trip:
 #                           the buyer record of a buyer it answered before)
 #                           vs the OpenResty peer (its reserve script, no JWT);
@@ -28,11 +33,32 @@ cd "$ROOT"
 PEERS=${PEERS:-$(cd "$ROOT/../shared/peers" 2>/dev/null && pwd || echo /work/shared/peers)}
 RUN=$ROOT/.run/peers
 USERS=20000
+# wrk's LuaJIT interns every formatted request; tokens this alike collide in
+# its string hash, so init time grows much faster than the count: 50,000
+# takes a few seconds, 200,000 minutes. Each round buys in a sale of its own,
+# and a run that used up its users would show non-2xx answers (printed).
+ACCEPT_USERS=${ACCEPT_USERS:-50000}
 GO_PROCS=${GO_PROCS:-1}
 rm -rf "$RUN" && mkdir -p "$RUN"
 source .run/env
-for t in wrk nginx redis-server; do command -v $t >/dev/null || { echo "peers: $t is missing (apt-get install -y wrk nginx-light libnginx-mod-http-lua lua-nginx-redis redis-server)" >&2; exit 1; }; done
-[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || { echo "peers: apt-get install -y libnginx-mod-http-lua lua-nginx-redis" >&2; exit 1; }
+# The peers' tools come from Debian's packages; install what is missing (as root,
+# the way `make up` installs the stack's).
+PKGS="wrk nginx-light libnginx-mod-http-lua lua-nginx-redis redis-server bc"
+missing=0
+for t in wrk nginx redis-server bc; do command -v $t >/dev/null || missing=1; done
+[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || missing=1
+if [ $missing = 1 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "peers: installing Debian packages: $PKGS" >&2
+    (apt-get install -y -q $PKGS >/dev/null 2>&1 || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $PKGS >/dev/null; }) ||
+      { echo "peers: apt-get install $PKGS failed" >&2; exit 1; }
+    # nginx-light's package starts a system nginx on port 80; the peer runs its own.
+    command -v systemctl >/dev/null && systemctl stop nginx >/dev/null 2>&1 || true
+    pkill -f 'nginx: master process /usr/sbin/nginx' 2>/dev/null || true
+  else
+    echo "peers: missing tools; as root run: apt-get install -y $PKGS" >&2; exit 1
+  fi
+fi
 
 pids=()
 cleanup() {
@@ -59,22 +85,28 @@ seq 1 $USERS | awk '{print "SADD {item:1}:buyers " $1}' | redis-cli -p 16379 >/d
 secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
 base=$(( ( $(date +%s) % 1000000 ) * 1000 + RANDOM % 1000 ))
 starts=$(date -u -d '-1 second' +%Y-%m-%dT%H:%M:%SZ); ends=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
-for s in 1 2; do
-  q=1; [ $s = 2 ] && q=1000000
+# Sales 3.. are the accepted path's, one per round (and one to warm the token
+# cache): every user may buy once per sale.
+for s in $(seq 1 $((ROUNDS + 3))); do
+  q=1; [ $s = 2 ] && q=1000000; [ $s -ge 3 ] && q=3000000
   echo "{\"id\": $((base + s)), \"name\": \"peers $s\", \"startsAt\": \"$starts\", \"endsAt\": \"$ends\",
     \"items\": [{\"id\": $(( (base + s) * 10 + 1 )), \"name\": \"x\", \"price\": 1, \"currency\": \"JPY\", \"quantity\": $q}]}" >"$RUN/sale$s.json"
   bin/writer sale create --file "$RUN/sale$s.json" --shards 8 >/dev/null
 done
 soldItem=$(( (base + 1) * 10 + 1 )); repeatItem=$(( (base + 2) * 10 + 1 ))
 bin/bench -tokens-out "$RUN/tokens.txt" -users $USERS -jwt-secret "$secret" 2>/dev/null
+bin/bench -tokens-out "$RUN/accept-tokens.txt" -users $ACCEPT_USERS -jwt-secret "$secret" 2>/dev/null
+acceptItem() { echo $(( (base + 3 + $1) * 10 + 1 )); } # round 0 warms up
 gw() { # listen port, admin port, then extra flags
   local port=$1 admin=$2; shift 2
   GOMAXPROCS=$GO_PROCS bin/gateway -listen 127.0.0.1:$port -admin 127.0.0.1:$admin -jwt-secret "$secret" -ip-rate 1e9 -ip-burst 1000000000 \
     -user-rate 1e9 -user-burst 1000000000 -max-conns-per-ip 0 "$@" >"$RUN/gateway-$port.log" 2>&1 &
   pids+=($!)
 }
-gw 18090 18092
-gw 18094 18096 -repeat-read=false
+# GW_FLAGS: extra gateway flags, for experiments (the figures quoted in the
+# README run without any).
+gw 18090 18092 ${GW_FLAGS:-}
+gw 18094 18096 -repeat-read=false ${GW_FLAGS:-}
 for a in 18092 18096; do for _ in $(seq 100); do curl -fsS -o /dev/null http://127.0.0.1:$a/readyz 2>/dev/null && break; sleep 0.2; done; done
 for p in 18090 18094; do for _ in $(seq 50); do curl -fsS -o /dev/null "http://127.0.0.1:$p/api/flash-sales/sales/$((base + 2))" 2>/dev/null && break; sleep 0.2; done; done
 tok1=$(sed -n 1p "$RUN/tokens.txt"); tok2=$(sed -n 2p "$RUN/tokens.txt")
@@ -84,24 +116,36 @@ TOKENS=$RUN/tokens.txt WARMUP=1 wrk -t1 -c64 -d3s -s bench/peers/repeat-gateway.
 TOKENS=$RUN/tokens.txt WARMUP=1 wrk -t1 -c64 -d2s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18094 -- $repeatItem >/dev/null
 echo "setup: repeat item: a click now answers $(buy "$tok1" $repeatItem) (want 409); gateways run with GOMAXPROCS=$GO_PROCS"
 curl -s -o /dev/null -X POST -H 'X-User-Id: 1' http://127.0.0.1:18081/api/flash-sales/items/2/purchase # sets the peer's sold-out flag for item 2
+redis-cli -p 16379 set '{item:3}:stock' 100000000 >/dev/null
+# Warm the gateway's token cache for the accepted path (a sale of its own).
+TOKENS=$RUN/accept-tokens.txt WARMUP=1 wrk -t1 -c64 -d3s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- "$(acceptItem 0)" >/dev/null
 
 rate() { awk '/Requests\/sec/ {print $2}'; }
 codes() { awk '/Non-2xx/ {print $NF}'; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-run() { # name, then the wrk arguments
-  local name=$1; shift
-  local out; out=$(wrk -t1 -c64 -d${DUR}s --latency "$@")
+run() { # name, then the wrk arguments (ADUR: the accepted rows' duration)
+  local name=$1 d=$DUR; shift
+  case $name in *accept*) d=${ADUR:-3} ;; esac
+  local out; out=$(wrk -t1 -c64 -d${d}s --latency "$@")
   echo "$out" | rate >>"$RUN/$name.txt"
+  echo "$out" | codes >>"$RUN/$name.codes"
   printf '  %-22s %10.0f req/s  p99 %s\n' "$name" "$(echo "$out" | rate)" "$(echo "$out" | awk '/ 99%/ {print $2}')"
 }
 for r in $(seq "$ROUNDS"); do
   echo "round $r"
+  if [ "${ONLY:-}" = accept ]; then
+    TOKENS=$RUN/accept-tokens.txt WARMUP=1 run gateway-accept -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- "$(acceptItem "$r")"
+    BASE=$((r * 10000000)) USERS=$ACCEPT_USERS run openresty-accept -s bench/peers/accept-peer.lua http://127.0.0.1:18081 -- 3
+    continue
+  fi
   run gateway-soldout -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18090 -- $soldItem
   run limit -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18070 -- 1
   run openresty-soldout -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18081 -- 2
   TOKENS=$RUN/tokens.txt run gateway-repeat -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- $repeatItem
   USERS=$USERS run openresty-repeat -s bench/peers/repeat-peer.lua http://127.0.0.1:18081 -- 1
   TOKENS=$RUN/tokens.txt run gateway-repeat-script -s bench/peers/repeat-gateway.lua http://127.0.0.1:18094 -- $repeatItem
+  TOKENS=$RUN/accept-tokens.txt WARMUP=1 run gateway-accept -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- "$(acceptItem "$r")"
+  BASE=$((r * 10000000)) USERS=$ACCEPT_USERS run openresty-accept -s bench/peers/accept-peer.lua http://127.0.0.1:18081 -- 3
 done
 # Check that each target answered what it was meant to.
 printf 'answers: gateway sold-out %s, limit %s, openresty sold-out %s, gateway repeat %s, openresty repeat %s\n' \
@@ -113,9 +157,12 @@ printf 'answers: gateway sold-out %s, limit %s, openresty sold-out %s, gateway r
 
 m() { median <"$RUN/$1.txt"; }
 echo
-printf 'medians of %d rounds (req/s): gateway sold-out %.0f, limit %.0f, openresty sold-out %.0f, gateway repeat %.0f (script %.0f), openresty repeat %.0f\n' \
-  "$ROUNDS" "$(m gateway-soldout)" "$(m limit)" "$(m openresty-soldout)" "$(m gateway-repeat)" "$(m gateway-repeat-script)" "$(m openresty-repeat)"
+printf 'medians of %d rounds (req/s): gateway sold-out %.0f, limit %.0f, openresty sold-out %.0f, gateway repeat %.0f (script %.0f), openresty repeat %.0f, gateway accept %.0f, openresty accept %.0f\n' \
+  "$ROUNDS" "$(m gateway-soldout)" "$(m limit)" "$(m openresty-soldout)" "$(m gateway-repeat)" "$(m gateway-repeat-script)" "$(m openresty-repeat)" "$(m gateway-accept)" "$(m openresty-accept)"
 printf 'ratio sold-out path, gateway / limit:              %.3f  (target >= 0.95)\n' "$(echo "$(m gateway-soldout) / $(m limit)" | bc -l)"
 printf 'ratio sold-out path, gateway / openresty:          %.3f\n' "$(echo "$(m gateway-soldout) / $(m openresty-soldout)" | bc -l)"
 printf 'ratio already-purchased path, gateway / openresty: %.3f  (target >= 2.5)\n' "$(echo "$(m gateway-repeat) / $(m openresty-repeat)" | bc -l)"
 printf '  the same with the reserve script (-repeat-read=false): %.3f\n' "$(echo "$(m gateway-repeat-script) / $(m openresty-repeat)" | bc -l)"
+printf 'ratio accepted path (new buyers), gateway / openresty: %.3f  (target >= 1.5; the gateway journals, waits for a replica and relays to Kafka, the peer does none of it)\n' "$(echo "$(m gateway-accept) / $(m openresty-accept)" | bc -l)"
+# Every accepted click must have been a 202 (a 409 would mean the tokens ran out).
+for f in "$RUN"/gateway-accept.codes "$RUN"/openresty-accept.codes; do [ -f "$f" ] && printf '%s: non-2xx %s\n' "$(basename "$f" .codes)" "$(paste -sd, "$f")"; done
