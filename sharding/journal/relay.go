@@ -256,9 +256,31 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			acked = r.produce(ctx, sh, rd.Entries, acked)
 		}
 		if len(rd.Entries) < r.cfg.Batch {
-			sleep(ctx, r.cfg.Idle)
+			sleep(ctx, r.pause(rd, len(acked) > 0))
 		}
 	}
+}
+
+// idleMax is the longest pause of a shard's loop: an idle shard costs one
+// round per idleMax (and its lease, 3s by default, is renewed in time).
+const idleMax = 500 * time.Millisecond
+
+// pause is how long a shard's loop waits after a round that took less than a
+// batch: Idle when it took entries (more may follow) or has acknowledgements
+// to send, until the oldest entry is old enough to take when there is a
+// backlog, idleMax when the journal is empty. A machine with many sales
+// (hundreds of shards) then pays for the busy shards only.
+func (r *Relay) pause(rd Round, acked bool) time.Duration {
+	if len(rd.Entries) > 0 || acked {
+		return r.cfg.Idle
+	}
+	if rd.Backlog == 0 {
+		return idleMax
+	}
+	if t, ok := IDTime(rd.Oldest); ok {
+		return min(max(time.Until(t.Add(r.cfg.Hold)), r.cfg.Idle/5), idleMax)
+	}
+	return r.cfg.Idle
 }
 
 // round runs relay.lua once.

@@ -576,7 +576,7 @@ func (w *worker) afterResponse(a *Action, now int64) {
 	switch {
 	case st == 202:
 		if id, ok := sharding.ParseOrderID(jsonString(w.resp.body, `"orderId"`)); ok {
-			w.rec.Accepted = append(w.rec.Accepted, Accepted{User: a.User, Item: a.Item, Order: id})
+			w.rec.Accepted = append(w.rec.Accepted, Accepted{User: a.User, Item: a.Item, Order: id, At: now})
 			if a.Click > 0 || a.Try > 0 {
 				// Only the first click's first answer decides what the user does
 				// with the order; a replay answers with the same order.

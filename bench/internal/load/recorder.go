@@ -55,6 +55,7 @@ type Accepted struct {
 	User  uint32 // user index
 	Item  uint16 // item index
 	Order sharding.OrderID
+	At    int64 // when the 202 arrived, ns since the run's start
 }
 
 // Recorder collects one worker's measurements. Only its worker writes to it,

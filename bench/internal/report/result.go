@@ -81,6 +81,11 @@ type Result struct {
 	Retries    int64   `json:"retries"`
 	Accepted   int     `json:"accepted"` // 202 answers to purchases
 	Winners    int     `json:"winners"`  // distinct order ids among them
+	// FirstAcceptedS and LastAcceptedS are when the first and the last 202
+	// of a purchase arrived, seconds after the run's start: with a sale that
+	// sells out, the last is the time to sell out (0 when none).
+	FirstAcceptedS float64 `json:"firstAcceptedSeconds"`
+	LastAcceptedS  float64 `json:"lastAcceptedSeconds"`
 
 	Latency  Latency  `json:"latencyMs"`
 	Status   []Count  `json:"status"`
@@ -151,8 +156,16 @@ func Build(res *load.Result, lateBy time.Duration) *Result {
 	}
 	out.Accepted = len(r.Accepted)
 	seen := map[[16]byte]bool{}
+	first, last := int64(-1), int64(0)
 	for _, a := range r.Accepted {
 		seen[a.Order] = true
+		if first < 0 || a.At < first {
+			first = a.At
+		}
+		last = max(last, a.At)
+	}
+	if first >= 0 {
+		out.FirstAcceptedS, out.LastAcceptedS = float64(first)/1e9, float64(last)/1e9
 	}
 	out.Winners = len(seen)
 	return out
@@ -209,6 +222,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	}
 	if r.Retries > 0 || r.Accepted > 0 {
 		fmt.Fprintf(w, "retries scheduled %d, purchases accepted (202) %d, distinct orders %d\n", r.Retries, r.Accepted, r.Winners)
+		if r.Accepted > 0 {
+			fmt.Fprintf(w, "accepted purchases: first 202 at %.3fs, last at %.3fs after the start (with a sale that sells out: the time to sell out)\n",
+				r.FirstAcceptedS, r.LastAcceptedS)
+		}
 	}
 	l := r.Latency
 	fmt.Fprintf(w, "latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  mean %.3f\n", l.P50, l.P90, l.P99, l.P999, l.Max, l.Mean)
