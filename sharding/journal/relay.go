@@ -215,7 +215,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 		string(sharding.AppendRelayLeaseKey(nil, sh.Tag)),
 		string(sharding.AppendTakenKey(nil, sh.Tag)),
 	}
-	var acked []string
+	var acked string // the last entry id Kafka acknowledged, "" when none
 	owner := false
 	for {
 		if ctx.Err() != nil {
@@ -239,7 +239,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			sleep(ctx, r.cfg.Idle*4)
 			continue
 		}
-		acked = acked[:0]
+		acked = ""
 		if !rd.Owner {
 			if owner {
 				r.obs.Released(sh)
@@ -253,10 +253,10 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 		}
 		r.obs.Journal(sh, rd.Backlog, age)
 		if len(rd.Entries) > 0 {
-			acked = r.produce(ctx, sh, rd.Entries, acked)
+			acked = r.produce(ctx, sh, rd.Entries)
 		}
 		if len(rd.Entries) < r.cfg.Batch {
-			sleep(ctx, r.pause(rd, len(acked) > 0))
+			sleep(ctx, r.pause(rd, acked != ""))
 		}
 	}
 }
@@ -284,11 +284,12 @@ func (r *Relay) pause(rd Round, acked bool) time.Duration {
 }
 
 // round runs relay.lua once.
-func (r *Relay) round(ctx context.Context, keys, acked []string, lease time.Duration) (Round, error) {
-	args := make([]string, 0, 4+len(acked))
-	args = append(args, r.token, strconv.FormatInt(lease.Milliseconds(), 10),
-		strconv.FormatInt(r.cfg.Hold.Milliseconds(), 10), strconv.Itoa(r.cfg.Batch))
-	args = append(args, acked...)
+func (r *Relay) round(ctx context.Context, keys []string, acked string, lease time.Duration) (Round, error) {
+	args := []string{r.token, strconv.FormatInt(lease.Milliseconds(), 10),
+		strconv.FormatInt(r.cfg.Hold.Milliseconds(), 10), strconv.Itoa(r.cfg.Batch)}
+	if acked != "" {
+		args = append(args, acked)
+	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.Lease/2)
 	defer cancel()
 	arr, err := relayScript.Exec(rctx, r.redis, keys, args).ToArray()
@@ -299,19 +300,22 @@ func (r *Relay) round(ctx context.Context, keys, acked []string, lease time.Dura
 }
 
 // release deletes the acked entries and gives the lease up, on the way out.
-func (r *Relay) release(keys, acked []string) {
+func (r *Relay) release(keys []string, acked string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	args := append([]string{r.token, "0", "0", "1"}, acked...)
+	args := []string{r.token, "0", "0", "1"}
+	if acked != "" {
+		args = append(args, acked)
+	}
 	if err := relayScript.Exec(ctx, r.redis, keys, args).Error(); err != nil {
 		r.cfg.Log.Warn("releasing a journal lease", "err", err)
 	}
 }
 
-// produce sends the entries to Kafka and returns (appended to acked) the ids
-// of those Kafka acknowledged, in order, stopping at the first failure so
-// that nothing is deleted past an entry still to be produced.
-func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry, acked []string) []string {
+// produce sends the entries to Kafka and returns the id of the last one of
+// the prefix Kafka acknowledged ("" when none): it stops at the first
+// failure, so that nothing is deleted past an entry still to be produced.
+func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry) string {
 	recs := make([]*kgo.Record, len(es))
 	for i := range es {
 		ev, err := es[i].Decode()
@@ -327,7 +331,7 @@ func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry, acked []strin
 	defer cancel()
 	res := r.kafka.ProduceSync(pctx, recs...)
 	n := 0
-	for i, pr := range res {
+	for _, pr := range res {
 		if pr.Err != nil {
 			if ctx.Err() == nil {
 				r.obs.Failed("kafka")
@@ -335,13 +339,13 @@ func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry, acked []strin
 			}
 			break
 		}
-		acked = append(acked, es[i].ID)
 		n++
 	}
-	if n > 0 {
-		r.obs.Relayed(n)
+	if n == 0 {
+		return ""
 	}
-	return acked
+	r.obs.Relayed(n)
+	return es[n-1].ID
 }
 
 func deadLetter(topic string, sh Shard, e *Entry, why error) *kgo.Record {
