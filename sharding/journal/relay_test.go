@@ -2,7 +2,6 @@ package journal_test
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -268,6 +267,6 @@ func TestRelayReleasesItsLeasesOnStop(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if b.Owned() != 2 {
-		t.Fatal(fmt.Sprintf("the next relay owns %d shards, want 2", b.Owned()))
+		t.Fatalf("the next relay owns %d shards, want 2", b.Owned())
 	}
 }

@@ -162,8 +162,9 @@ func TestConfigNeverShowsTheSecret(t *testing.T) {
 	}
 	var usage strings.Builder
 	Usage(&usage)
+	verbS := "%s" // a variable: the test is of what each verb prints
 	outs := map[string]string{
-		"%v": fmt.Sprintf("%v", cfg), "%+v": fmt.Sprintf("%+v", cfg), "%s": fmt.Sprintf("%s", cfg),
+		"%v": fmt.Sprintf("%v", cfg), "%+v": fmt.Sprintf("%+v", cfg), "%s": fmt.Sprintf(verbS, cfg),
 		"%#v": fmt.Sprintf("%#v", cfg), "%v of a pointer": fmt.Sprintf("%v", &cfg), "%+v of a pointer": fmt.Sprintf("%+v", &cfg),
 		"%v in a slice": fmt.Sprint([]Config{cfg}), "String": cfg.String(), "slog text": text.String(), "slog JSON": js.String(),
 		"json.Marshal": string(marshalled), "Usage": usage.String(),

@@ -2,9 +2,9 @@ package httpapi
 
 import (
 	"context"
-	"maps"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"strings"
 	"testing"

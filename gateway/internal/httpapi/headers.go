@@ -19,12 +19,12 @@ const maxXFFLines = 16
 func bearer(h *fasthttp.RequestHeader) ([]byte, bool) {
 	var v []byte
 	n := 0
-	h.VisitAll(func(k, val []byte) {
+	for k, val := range h.All() {
 		if equalFoldLower(k, "authorization") {
 			n++
 			v = val
 		}
-	})
+	}
 	if n != 1 {
 		return nil, false
 	}
@@ -36,14 +36,14 @@ func bearer(h *fasthttp.RequestHeader) ([]byte, bool) {
 // more than maxXFFLines.
 func xffLines(h *fasthttp.RequestHeader, dst *[maxXFFLines][]byte) (lines [][]byte, ok bool) {
 	n := 0
-	h.VisitAll(func(k, val []byte) {
+	for k, val := range h.All() {
 		if equalFoldLower(k, "x-forwarded-for") {
 			if n < maxXFFLines {
 				dst[n] = val
 			}
 			n++
 		}
-	})
+	}
 	if n > maxXFFLines {
 		return nil, false
 	}

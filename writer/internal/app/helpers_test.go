@@ -188,12 +188,6 @@ func reserved(s *sharding.Sale, item int64, user uint64, window time.Duration) o
 	}
 }
 
-// follow returns a pay or cancel event of an order.
-func follow(e orderevent.Event, typ orderevent.Type) orderevent.Event {
-	e.Type, e.At = typ, time.Now()
-	return e
-}
-
 // newProducer returns a Kafka producer closed when the test ends.
 func newProducer(t *testing.T, topic string) *kgo.Client {
 	t.Helper()
