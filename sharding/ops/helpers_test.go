@@ -110,8 +110,8 @@ func (e *env) dropSale(id int64) {
 }
 
 // shopper buys the way a gateway does: reserve on the user's home shard; on
-// SOLD_OUT while the item has units on other shards, borrow some to the home
-// shard and retry; on a frozen shard, reload the sale and retry.
+// SOLD_OUT while the item has units on other shards, borrow one, reserved in
+// the crediting script; on a frozen shard, reload the sale and retry.
 type shopper struct {
 	st       *stock.Store
 	sale     atomic.Pointer[sharding.Sale]
@@ -130,8 +130,13 @@ func newShopper(st *stock.Store, sale *sharding.Sale) *shopper {
 	return sh
 }
 
-// buy returns the final answer to one purchase click of user for item.
+// buy returns the final answer to one purchase click of user for item, the
+// way the gateway's purchase does it: on SOLD_OUT, a reading of every shard
+// with moves in flight (Available); sold out only when it is all zero; else
+// one unit taken from a donor and reserved in the script that credits it.
 func (sh *shopper) buy(ctx context.Context, item int64, user uint64) (stock.Result, error) {
+	var credit stock.Credit
+	var from string
 	for try := 0; try < sh.tries; {
 		sale := sh.sale.Load()
 		home := sharding.HomeShard(user, sale.ID, len(sale.Shards))
@@ -139,7 +144,7 @@ func (sh *shopper) buy(ctx context.Context, item int64, user uint64) (stock.Resu
 		cctx, cancel := context.WithTimeout(ctx, sh.timeout)
 		r, err := sh.st.Reserve(cctx, stock.Reservation{Tag: sale.Shards[home], SaleID: sale.ID, ItemID: item, UserID: user, Attempt: rand.Uint64(),
 			OrderID: sharding.NewOrderID(sale.ID, rand.Uint64(), rand.Uint32()),
-			Created: now, Expires: now.Add(10 * time.Minute), TTL: 15 * time.Minute})
+			Created: now, Expires: now.Add(10 * time.Minute), TTL: 15 * time.Minute, Credit: credit})
 		cancel()
 		if errors.Is(err, stock.ErrFrozen) {
 			sh.frozen.Add(1)
@@ -151,13 +156,19 @@ func (sh *shopper) buy(ctx context.Context, item int64, user uint64) (stock.Resu
 				time.Sleep(time.Millisecond)
 			}
 			sh.sale.CompareAndSwap(sale, fresh)
+			credit = stock.Credit{}
 			continue
 		}
+		if err == nil && credit.Units > 0 {
+			_ = sh.st.DropMove(ctx, from, credit.MoveID)
+			sh.borrowed.Add(credit.Units)
+		}
+		credit = stock.Credit{}
 		if err != nil || r.Outcome != stock.SoldOut {
 			return r, err
 		}
 		try++
-		rem, err := sh.st.Remaining(ctx, sale, item)
+		rem, err := sh.st.Available(ctx, sale, item)
 		if err != nil {
 			return r, err
 		}
@@ -167,7 +178,17 @@ func (sh *shopper) buy(ctx context.Context, item int64, user uint64) (stock.Resu
 		if try == sh.tries {
 			break
 		}
-		k, err := sh.st.Borrow(ctx, sale, item, home, rem)
+		donor, most := -1, int64(0)
+		for i, n := range rem {
+			if i != home && n > most {
+				donor, most = i, n
+			}
+		}
+		if donor < 0 {
+			continue // the units are on the home shard now
+		}
+		from = sale.Shards[donor]
+		id, k, err := sh.st.MoveOut(ctx, item, from, sale.Shards[home], 1)
 		if errors.Is(err, stock.ErrFrozen) {
 			continue
 		}
@@ -175,9 +196,11 @@ func (sh *shopper) buy(ctx context.Context, item int64, user uint64) (stock.Resu
 			return r, err
 		}
 		sh.borrows.Add(1)
-		sh.borrowed.Add(k)
+		if k > 0 {
+			credit = stock.Credit{MoveID: id, Units: k}
+		}
 	}
-	if rem, err := sh.st.Remaining(ctx, sh.sale.Load(), item); err == nil && sum(rem) > 0 {
+	if rem, err := sh.st.Available(ctx, sh.sale.Load(), item); err == nil && sum(rem) > 0 {
 		sh.soldOutWithStock.Add(1)
 	}
 	return stock.Result{Outcome: stock.SoldOut}, nil
