@@ -10,6 +10,11 @@ const MaxShards = 256
 // SalesKey is the Redis set of the ids of all sales.
 const SalesKey = "fs:sales"
 
+// RelaysKey returns the key of the Redis sorted set of the live journal
+// relays of a sale: token -> the last time (unix ms) the relay said it was
+// alive. The relays of a sale share its shards by it.
+func RelaysKey(saleID int64) string { return "fs:relays:" + strconv.FormatInt(saleID, 10) }
+
 // SaleKey returns the Redis key of a sale's JSON description.
 func SaleKey(saleID int64) string { return "fs:sale:" + strconv.FormatInt(saleID, 10) }
 

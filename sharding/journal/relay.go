@@ -106,7 +106,9 @@ type Relay struct {
 	token  string
 
 	mu    sync.Mutex
-	owned map[Shard]context.CancelFunc
+	owned map[Shard]context.CancelFunc // shards with a worker: held or being tried
+	held  map[Shard]bool               // shards whose lease this relay holds
+	sales []int64                      // the sales of the last scan (Run's goroutine only)
 	wg    sync.WaitGroup
 }
 
@@ -118,7 +120,7 @@ func New(cfg Config, redis rueidis.Client, kafka *kgo.Client, shards func() []Sh
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return &Relay{cfg: cfg, redis: redis, kafka: kafka, shards: shards, obs: obs,
-		token: hex.EncodeToString(b[:]), owned: map[Shard]context.CancelFunc{}}
+		token: hex.EncodeToString(b[:]), owned: map[Shard]context.CancelFunc{}, held: map[Shard]bool{}}
 }
 
 // ProducerOpts are the franz-go options of the relay's producer: acks from
@@ -137,11 +139,11 @@ func ProducerOpts(brokers []string) []kgo.Opt {
 // Token returns this relay's lease token.
 func (r *Relay) Token() string { return r.token }
 
-// Owned returns how many shards this relay holds now.
+// Owned returns how many shards this relay holds the lease of now.
 func (r *Relay) Owned() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.owned)
+	return len(r.held)
 }
 
 // Run tries every listed shard each Scan, relays the ones it leases, and on
@@ -155,14 +157,73 @@ func (r *Relay) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			r.wg.Wait()
+			r.leave(r.sales)
 			return
 		case <-t.C:
 		}
 	}
 }
 
+// relayAlive is how long a relay counts as live after it last said so.
+const relayAlive = 5 * time.Second
+
+// live records this relay as alive for each of sales and returns, per sale,
+// how many relays are (at least 1): a sale's shards are shared by that count.
+// Relays that move other sales (a -relay-sales filter) do not count.
+func (r *Relay) live(ctx context.Context, sales []int64) map[int64]int {
+	out := make(map[int64]int, len(sales))
+	if len(sales) == 0 {
+		return out
+	}
+	c, cancel := context.WithTimeout(ctx, r.cfg.Lease/2)
+	defer cancel()
+	now := time.Now()
+	old := strconv.FormatInt(now.Add(-relayAlive).UnixMilli(), 10)
+	cmds := make(rueidis.Commands, 0, 4*len(sales))
+	for _, id := range sales {
+		k := sharding.RelaysKey(id)
+		cmds = append(cmds,
+			r.redis.B().Zadd().Key(k).ScoreMember().ScoreMember(float64(now.UnixMilli()), r.token).Build(),
+			r.redis.B().Zremrangebyscore().Key(k).Min("-inf").Max(old).Build(),
+			r.redis.B().Zcard().Key(k).Build(),
+			r.redis.B().Pexpire().Key(k).Milliseconds(int64(10*relayAlive/time.Millisecond)).Build())
+	}
+	res := r.redis.DoMulti(c, cmds...)
+	for i, id := range sales {
+		n, err := res[4*i+2].AsInt64()
+		out[id] = max(int(n), 1)
+		if err != nil {
+			out[id] = 1
+		}
+	}
+	return out
+}
+
+// leave removes this relay from the live sets of sales.
+func (r *Relay) leave(sales []int64) {
+	c, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	cmds := make(rueidis.Commands, 0, len(sales))
+	for _, id := range sales {
+		cmds = append(cmds, r.redis.B().Zrem().Key(sharding.RelaysKey(id)).Member(r.token).Build())
+	}
+	if len(cmds) > 0 {
+		r.redis.DoMulti(c, cmds...)
+	}
+}
+
 func (r *Relay) scan(ctx context.Context, moves map[string]map[string]bool) {
 	list := r.shards()
+	perSale := map[int64]int{}
+	for _, sh := range list {
+		perSale[sh.SaleID]++
+	}
+	sales := make([]int64, 0, len(perSale))
+	for id := range perSale {
+		sales = append(sales, id)
+	}
+	r.sales = sales
+	live := r.live(ctx, sales)
 	mrand.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
 	r.mu.Lock()
 	listed := make(map[Shard]bool, len(list))
@@ -174,12 +235,37 @@ func (r *Relay) scan(ctx context.Context, moves map[string]map[string]bool) {
 			cancel() // a reshard replaced it: its journal was copied
 		}
 	}
+	// A fair share of each sale's shards: the first relay to start takes
+	// them all, and gives the surplus up as others come (a released lease is
+	// taken by another relay at its next scan).
+	fair := make(map[int64]int, len(perSale))
+	held, tried := map[int64]int{}, map[int64]int{}
+	for id, k := range perSale {
+		fair[id] = (k + live[id] - 1) / live[id]
+	}
+	for sh := range r.owned {
+		if r.held[sh] {
+			held[sh.SaleID]++
+		} else {
+			tried[sh.SaleID]++
+		}
+	}
+	for sh := range r.held {
+		if held[sh.SaleID] > fair[sh.SaleID] {
+			r.owned[sh]()
+			held[sh.SaleID]--
+		}
+	}
 	var tags []string
 	for _, sh := range list {
 		if _, ok := r.owned[sh]; ok {
 			tags = append(tags, sh.Tag)
 			continue
 		}
+		if held[sh.SaleID]+tried[sh.SaleID] >= fair[sh.SaleID] {
+			continue
+		}
+		tried[sh.SaleID]++
 		sctx, cancel := context.WithCancel(ctx)
 		r.owned[sh] = cancel
 		r.wg.Add(1)
@@ -208,6 +294,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			c()
 		}
 		delete(r.owned, sh)
+		delete(r.held, sh)
 		r.mu.Unlock()
 	}()
 	keys := []string{
@@ -246,7 +333,12 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			}
 			return
 		}
-		owner = true
+		if !owner {
+			owner = true
+			r.mu.Lock()
+			r.held[sh] = true
+			r.mu.Unlock()
+		}
 		age := time.Duration(0)
 		if t, ok := IDTime(rd.Oldest); ok {
 			age = max(time.Since(t), 0)

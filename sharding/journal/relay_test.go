@@ -270,3 +270,36 @@ func TestRelayReleasesItsLeasesOnStop(t *testing.T) {
 		t.Fatalf("the next relay owns %d shards, want 2", b.Owned())
 	}
 }
+
+// Two relays share a sale's shards: the first takes them all, and gives up
+// its surplus once the second says it is alive.
+func TestRelaysShareTheShards(t *testing.T) {
+	e := setup(t, 6)
+	a, _, _ := e.run(t, 100*time.Millisecond)
+	deadline := time.Now().Add(3 * time.Second)
+	for a.Owned() < 6 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if a.Owned() != 6 {
+		t.Fatalf("the first relay holds %d of 6 shards", a.Owned())
+	}
+	b, _, _ := e.run(t, 100*time.Millisecond)
+	deadline = time.Now().Add(8 * time.Second)
+	for (a.Owned() != 3 || b.Owned() != 3) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if a.Owned() != 3 || b.Owned() != 3 {
+		t.Fatalf("relays hold %d and %d of 6 shards, want 3 and 3", a.Owned(), b.Owned())
+	}
+	// Every entry still reaches Kafka.
+	var rs []stock.Reservation
+	for u := uint64(1); u <= 30; u++ {
+		rs = append(rs, e.reserve(t, u))
+	}
+	seen := consume(t, e.topic, 30, 20*time.Second)
+	for _, r := range rs {
+		if seen[r.OrderID] == 0 {
+			t.Fatalf("order %s not relayed after the shards were shared", r.OrderID)
+		}
+	}
+}
