@@ -563,3 +563,29 @@ func TestEveryForwardedForLineIsRead(t *testing.T) {
 		t.Fatalf("with %d lines: %d", maxXFFLines+1, code)
 	}
 }
+
+// A pay whose reply is lost is asked again: the second call finds the first
+// one's mark and the answer is 202, journaled once; with Redis down the whole
+// release budget the answer is 503 and nothing was journaled.
+func TestPayReplyLostIsAskedAgain(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 5})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	r := do(t, c, "POST", purchasePath, tok)
+	want(t, r, 202, "")
+	id := orderIDOf(t, r.body)
+	e.st.set(func(f *fakeStore) { f.lostActs = 1 })
+	want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id.String()+"/pay", tok), 202, `{"orderId":"`+id.String()+`","status":"PENDING"}`)
+	if j := e.st.journal(); len(j) != 2 {
+		t.Fatalf("journal %+v: want the reservation and one pay", j)
+	}
+	tok2 := e.token(43)
+	r = do(t, c, "POST", purchasePath, tok2)
+	want(t, r, 202, "")
+	id2 := orderIDOf(t, r.body)
+	e.st.set(func(f *fakeStore) { f.actErr = errRedisDown })
+	want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id2.String()+"/pay", tok2), 503, `{"error":"UNAVAILABLE"}`)
+	if j := e.st.journal(); len(j) != 3 {
+		t.Fatalf("journal %+v: the pay refused with 503 was journaled", j)
+	}
+}

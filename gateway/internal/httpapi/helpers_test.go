@@ -63,6 +63,10 @@ type fakeStore struct {
 	// when the reply is lost on the way back.
 	lostReply bool
 	voidErr   error // returned by Void when set
+	// lostActs makes that many Act calls apply and then report an error;
+	// actErr fails every Act call before it applies.
+	lostActs int
+	actErr   error
 	taken     bool  // a relay has taken every journal entry so far
 	bound     int   // journal bound, when > 0
 	reserves  int
@@ -175,6 +179,18 @@ func (f *fakeStore) Act(_ context.Context, a stock.ActRequest) (string, error) {
 	if f.err != nil {
 		return "", f.err
 	}
+	if f.actErr != nil {
+		return "", f.actErr
+	}
+	v, err := f.act(a)
+	if f.lostActs > 0 {
+		f.lostActs--
+		return "", errRedisDown
+	}
+	return v, err
+}
+
+func (f *fakeStore) act(a stock.ActRequest) (string, error) {
 	rec, ok := f.records[a.OrderID]
 	if !ok || rec.UserID != a.UserID || rec.Status == stock.StatusVoid {
 		return stock.ActNotFound, nil

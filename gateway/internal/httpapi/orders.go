@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -76,8 +77,9 @@ func (h *Handler) loadOrder(ctx *fasthttp.RequestCtx, now time.Time, route obs.R
 // (stock.Store.Act), which checks it against the order record in the same
 // step; see the README for the table of answers. A 202 means the same as a
 // purchase's: the request is journaled and reaches the writer after the
-// order's reservation. A 503 after a Redis error means the outcome is not
-// known; both requests are idempotent, so the client retries.
+// order's reservation. A failed call is asked again within the release budget
+// (the request is idempotent): a 503 is left only when Redis stays
+// unreachable, and then the outcome is not known; the client retries.
 func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs.Route, arg []byte) {
 	rec, id, ok := h.loadOrder(ctx, now, route, arg)
 	if !ok {
@@ -93,7 +95,14 @@ func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs
 	rctx, _ := h.deadlines.get(now)
 	v, err := h.Store.Act(rctx, a)
 	if err != nil {
+		// The request may have been journaled (a lost reply). It is
+		// idempotent: asking again within the release budget turns a lost
+		// reply into its verdict (AGAIN when the first one took), so that
+		// a 503 is left only when Redis stays unreachable.
 		h.Metrics.RedisError()
+		v, err = h.actAgain(a)
+	}
+	if err != nil {
 		h.answer(ctx, route, aUnavailable)
 		return
 	}
@@ -124,6 +133,24 @@ func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs
 		h.answer(ctx, route, aOrderExpired)
 	default:
 		h.answer(ctx, route, aOrderFailed)
+	}
+}
+
+// actAgain repeats a after a failed Act until it gets a verdict or the
+// release budget ends.
+func (h *Handler) actAgain(a stock.ActRequest) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.ReleaseBudget)
+	defer cancel()
+	backoff := 5 * time.Millisecond
+	for {
+		v, err := h.Store.Act(ctx, a)
+		if err == nil {
+			return v, nil
+		}
+		if !sleepCtx(ctx, jitter(backoff)) {
+			return "", err
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
 	}
 }
 
