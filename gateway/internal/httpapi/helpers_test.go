@@ -67,11 +67,11 @@ type fakeStore struct {
 	// actErr fails every Act call before it applies.
 	lostActs int
 	actErr   error
-	taken     bool  // a relay has taken every journal entry so far
-	bound     int   // journal bound, when > 0
-	reserves  int
-	voids     int
-	holders   int // Holder calls
+	taken    bool // a relay has taken every journal entry so far
+	bound    int  // journal bound, when > 0
+	reserves int
+	voids    int
+	holders  int // Holder calls
 }
 
 type fakeRecord struct {
