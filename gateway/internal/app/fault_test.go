@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"flashsale/deploy/testenv"
-	"flashsale/gateway/internal/config"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 )
@@ -21,9 +20,10 @@ import (
 // (queued in the background) undoes it, or, when the void runs first, makes
 // it refuse. Nothing stays reserved or journaled, and the next purchase
 // sells. A fault test: the pause stalls every client of that master, so it
-// runs alone. The gateway runs on its default flags.
+// runs alone. The gateway runs on its default flags, its relay included: no
+// event of the attempt reaches Kafka.
 func TestFaultRedisStallSettles(t *testing.T) {
-	s := startWith(t, 5, 1, nil, "", func(c *config.Config) { c.Relay = false })
+	s := start(t, 5, 1, nil, "")
 	ctx := context.Background()
 	rc := testenv.NewRedis(t)
 	top, err := stock.Topology(ctx, rc)
@@ -85,6 +85,16 @@ func TestFaultRedisStallSettles(t *testing.T) {
 	}
 	if n, err := rc.Do(ctx, rc.B().Xlen().Key(string(sharding.AppendEventsKey(nil, tag))).Build()).AsInt64(); err != nil || n != 0 {
 		t.Fatalf("journal of the shard holds %d entries (%v) after a 503, want 0", n, err)
+	}
+	for _, o := range []string{"stands", "gave_up"} {
+		if n := counter(t, s, "flashsale_gateway_voids_total", o); n != 0 {
+			t.Fatalf("voids_total{outcome=%q} = %v, want 0", o, n)
+		}
+	}
+	// Past the relay's hold: nothing of the attempt was relayed.
+	time.Sleep(1500 * time.Millisecond)
+	if seen := consume(t, testenv.KafkaBrokers(), s.topic, 1, 2*time.Second); len(seen) != 0 {
+		t.Fatalf("the topic holds reserved orders %v for a purchase answered 503", seen)
 	}
 	if code, body := s.do("POST", s.purchasePath(), token(t, 1)); code != 202 {
 		t.Fatalf("after the stall: %d %s", code, body)
