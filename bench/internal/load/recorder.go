@@ -6,6 +6,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"flashsale/sharding"
+	"flashsale/sharding/api"
 )
 
 // Histogram ranges: latencies are recorded in microseconds from 1µs to one hour.
@@ -31,12 +32,10 @@ const (
 // ErrNames names the transport failures by index.
 var ErrNames = [numErrs]string{"connect", "write", "read", "timeout", "protocol"}
 
-// KnownCodes are the error codes of SPEC.md's API, counted without
-// allocating; any other code is counted under its own name too, allocating
-// once per new name.
-var KnownCodes = []string{"ALREADY_PURCHASED", "SOLD_OUT", "UNAUTHORIZED", "SALE_NOT_STARTED",
-	"SALE_ENDED", "ITEM_NOT_FOUND", "RATE_LIMITED", "UNAVAILABLE", "NOT_FOUND", "ORDER_NOT_FOUND",
-	"ORDER_EXPIRED", "ORDER_CANCELLED", "ORDER_PAID", "CONFLICT", "BAD_REQUEST", "INTERNAL"}
+// KnownCodes are the error codes of SPEC.md's API (package api, shared
+// with the gateway), counted without allocating; any other code is counted
+// under its own name too, allocating once per new name.
+var KnownCodes = api.Codes
 
 // maxCodes bounds the distinct codes a recorder keeps; more go to "OTHER".
 const maxCodes = 64

@@ -24,6 +24,7 @@ import (
 
 	"flashsale/gateway/internal/soldout"
 	"flashsale/sharding"
+	"flashsale/sharding/api"
 )
 
 // Source is where sales and stock readings come from (in the gateway, the
@@ -312,7 +313,7 @@ func preferred(a, b *Sale, now time.Time) *Sale {
 
 func newSale(sl *sharding.Sale, now time.Time) *Sale {
 	s := &Sale{Sale: sl, Start: sl.StartsAt.UnixNano(), End: sl.EndsAt.UnixNano()}
-	b := append([]byte(nil), `{"error":"SALE_NOT_STARTED","startsAt":"`...)
+	b := append([]byte(nil), `{"error":"`+api.SaleNotStarted+`","startsAt":"`...)
 	b = sl.StartsAt.UTC().AppendFormat(b, time.RFC3339)
 	s.NotStarted = append(b, `"}`...)
 	shards := len(sl.Shards)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"github.com/valyala/fasthttp"
+
+	"flashsale/sharding/api"
 )
 
 // answer is one kind of reply; answers holds its status and body. This table
@@ -43,25 +45,23 @@ var answers = [numAnswers]answerSpec{
 	aOK:               {status: fasthttp.StatusOK},
 	aAccepted:         {status: fasthttp.StatusAccepted},
 	aAlreadyPurchased: {status: fasthttp.StatusConflict},
-	aSoldOut:          {status: fasthttp.StatusGone, body: errBody("SOLD_OUT")},
-	aSaleEnded:        {status: fasthttp.StatusGone, body: errBody("SALE_ENDED")},
+	aSoldOut:          {status: fasthttp.StatusGone, body: api.ErrorBody(api.SoldOut)},
+	aSaleEnded:        {status: fasthttp.StatusGone, body: api.ErrorBody(api.SaleEnded)},
 	aSaleNotStarted:   {status: fasthttp.StatusForbidden},
-	aUnauthorized:     {status: fasthttp.StatusUnauthorized, body: errBody("UNAUTHORIZED")},
-	aItemNotFound:     {status: fasthttp.StatusNotFound, body: errBody("ITEM_NOT_FOUND")},
-	aOrderNotFound:    {status: fasthttp.StatusNotFound, body: errBody("ORDER_NOT_FOUND")},
-	aSaleNotFound:     {status: fasthttp.StatusNotFound, body: errBody("SALE_NOT_FOUND")},
-	aNotFound:         {status: fasthttp.StatusNotFound, body: errBody("NOT_FOUND")},
-	aMethodGet:        {status: fasthttp.StatusMethodNotAllowed, body: errBody("METHOD_NOT_ALLOWED"), allow: []byte("GET")},
-	aMethodPost:       {status: fasthttp.StatusMethodNotAllowed, body: errBody("METHOD_NOT_ALLOWED"), allow: []byte("POST")},
-	aRateLimited:      {status: fasthttp.StatusTooManyRequests, body: errBody("RATE_LIMITED")},
-	aUnavailable:      {status: fasthttp.StatusServiceUnavailable, body: errBody("UNAVAILABLE")},
-	aOrderExpired:     {status: fasthttp.StatusConflict, body: errBody("ORDER_EXPIRED")},
-	aOrderCancelled:   {status: fasthttp.StatusConflict, body: errBody("ORDER_CANCELLED")},
-	aOrderPaid:        {status: fasthttp.StatusConflict, body: errBody("ORDER_PAID")},
-	aOrderFailed:      {status: fasthttp.StatusConflict, body: errBody("ORDER_FAILED")},
+	aUnauthorized:     {status: fasthttp.StatusUnauthorized, body: api.ErrorBody(api.Unauthorized)},
+	aItemNotFound:     {status: fasthttp.StatusNotFound, body: api.ErrorBody(api.ItemNotFound)},
+	aOrderNotFound:    {status: fasthttp.StatusNotFound, body: api.ErrorBody(api.OrderNotFound)},
+	aSaleNotFound:     {status: fasthttp.StatusNotFound, body: api.ErrorBody(api.SaleNotFound)},
+	aNotFound:         {status: fasthttp.StatusNotFound, body: api.ErrorBody(api.NotFound)},
+	aMethodGet:        {status: fasthttp.StatusMethodNotAllowed, body: api.ErrorBody(api.MethodNotAllowed), allow: []byte("GET")},
+	aMethodPost:       {status: fasthttp.StatusMethodNotAllowed, body: api.ErrorBody(api.MethodNotAllowed), allow: []byte("POST")},
+	aRateLimited:      {status: fasthttp.StatusTooManyRequests, body: api.ErrorBody(api.RateLimited)},
+	aUnavailable:      {status: fasthttp.StatusServiceUnavailable, body: api.ErrorBody(api.Unavailable)},
+	aOrderExpired:     {status: fasthttp.StatusConflict, body: api.ErrorBody(api.OrderExpired)},
+	aOrderCancelled:   {status: fasthttp.StatusConflict, body: api.ErrorBody(api.OrderCancelled)},
+	aOrderPaid:        {status: fasthttp.StatusConflict, body: api.ErrorBody(api.OrderPaid)},
+	aOrderFailed:      {status: fasthttp.StatusConflict, body: api.ErrorBody(api.OrderFailed)},
 }
-
-func errBody(code string) []byte { return []byte(`{"error":"` + code + `"}`) }
 
 // Header names and values, in the forms the handler writes or looks up.
 var (

@@ -39,6 +39,7 @@ import (
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
 	"flashsale/sharding"
+	"flashsale/sharding/api"
 	"flashsale/sharding/stock"
 )
 
@@ -258,7 +259,7 @@ func (h *Handler) answerOrder(ctx *fasthttp.RequestCtx, route obs.Route, a answe
 	var buf [96]byte
 	var b []byte
 	if status == "" {
-		b = append(buf[:0], `{"error":"ALREADY_PURCHASED","orderId":"`...)
+		b = append(buf[:0], `{"error":"`+api.AlreadyPurchased+`","orderId":"`...)
 		b = id.AppendText(b)
 		b = append(b, `"}`...)
 	} else {

@@ -1,0 +1,43 @@
+// Package api holds what the gateway and its clients (the bench, tests)
+// share of the public API's wire format: the error codes of SPEC.md's API
+// table, sent in bodies as {"error":"CODE"}. The gateway builds its answers
+// from these constants and the bench counts responses by them, so a code
+// cannot be added to one side only.
+package api
+
+// Error codes, in the order of SPEC.md's API section.
+const (
+	AlreadyPurchased = "ALREADY_PURCHASED" // 409: the user holds an active order in this sale
+	SoldOut          = "SOLD_OUT"          // 410: no stock left for the item
+	Unauthorized     = "UNAUTHORIZED"      // 401: missing, malformed, expired or wrongly signed token
+	SaleNotStarted   = "SALE_NOT_STARTED"  // 403: before the sale opens (with startsAt)
+	SaleEnded        = "SALE_ENDED"        // 410: after the sale closes
+	ItemNotFound     = "ITEM_NOT_FOUND"    // 404: unknown or malformed item id
+	RateLimited      = "RATE_LIMITED"      // 429: per-IP or per-user bucket empty (with Retry-After)
+	TicketRequired   = "TICKET_REQUIRED"   // 403: the sale requires a purchase ticket and none was sent
+	TicketInvalid    = "TICKET_INVALID"    // 403: a bad, expired or other user's ticket
+	SalePaused       = "SALE_PAUSED"       // 503: an operator paused the sale; nothing is reserved
+	Unavailable      = "UNAVAILABLE"       // 503: Redis cannot be reached in time; nothing is reserved
+	ProofRequired    = "PROOF_REQUIRED"    // 428: the ticket endpoint wants a proof of work first
+
+	OrderNotFound  = "ORDER_NOT_FOUND" // 404: no such order, or another user's
+	OrderExpired   = "ORDER_EXPIRED"   // 409: pay or cancel after the payment deadline
+	OrderCancelled = "ORDER_CANCELLED" // 409: pay or cancel of a cancelled order
+	OrderPaid      = "ORDER_PAID"      // 409: cancel (or a second pay) of a paid order
+	OrderFailed    = "ORDER_FAILED"    // 409: pay or cancel of an order the hand-off failed
+
+	SaleNotFound     = "SALE_NOT_FOUND"     // 404: unknown sale id
+	NotFound         = "NOT_FOUND"          // 404: no such route
+	MethodNotAllowed = "METHOD_NOT_ALLOWED" // 405: wrong method (with Allow)
+)
+
+// Codes lists every error code above, the order of the constants.
+var Codes = []string{
+	AlreadyPurchased, SoldOut, Unauthorized, SaleNotStarted, SaleEnded, ItemNotFound, RateLimited,
+	TicketRequired, TicketInvalid, SalePaused, Unavailable, ProofRequired,
+	OrderNotFound, OrderExpired, OrderCancelled, OrderPaid, OrderFailed,
+	SaleNotFound, NotFound, MethodNotAllowed,
+}
+
+// ErrorBody is the body {"error":"<code>"} of an answer that carries no other field.
+func ErrorBody(code string) []byte { return []byte(`{"error":"` + code + `"}`) }
