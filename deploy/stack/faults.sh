@@ -1,0 +1,40 @@
+# shellcheck shell=bash
+# faults.sh: fault injection for the TestFault* tests and for rehearsals: crash and
+# revive one Redis node, restart PostgreSQL, stop and start the broker.
+
+cmd_redis_kill() {
+	local port=${1:?usage: redis-kill PORT} pidfile
+	pidfile="$RUN/redis/$port/redis.pid"
+	pid_alive "$pidfile" || die "redis node $port is not running"
+	kill -KILL "$(cat "$pidfile")"
+	while pid_alive "$pidfile"; do sleep 0.05; done
+	rm -f "$pidfile"
+	log "redis $port: killed (SIGKILL)"
+}
+
+cmd_redis_start() {
+	local port=${1:?usage: redis-start PORT} t0
+	[[ -f "$RUN/redis/$port/redis.conf" ]] || die "redis node $port was never set up (run: up)"
+	t0=$(now)
+	redis_start_node "$port"
+	redis_wait_ok "$port"
+	log "redis $port: back in the cluster as $(redis_cli -p "$port" role | head -n1) in $(since "$t0")"
+}
+
+cmd_pg_restart() {
+	((EXTERNAL_PG)) && die "DATABASE_URL is set: the private PostgreSQL is not used"
+	pg_bin || die "PostgreSQL binaries not found"
+	pid_alive "$PG_DATA/postmaster.pid" || die "the private PostgreSQL is not running (run: up)"
+	local t0
+	t0=$(now)
+	as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_LOG" -m fast -w -t "$READY_TIMEOUT" restart >/dev/null ||
+		{ tail_log "$PG_LOG"; die "postgres restart failed"; }
+	log "postgres: restarted in $(since "$t0")"
+}
+
+cmd_broker_stop() {
+	broker_down
+	log "broker: stopped"
+}
+
+cmd_broker_start() { broker_up; }

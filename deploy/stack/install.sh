@@ -1,0 +1,57 @@
+# shellcheck shell=bash
+# install.sh: installing the Debian packages the stack and the tests need.
+#
+# ensure_pkg CMD PKG [PKG...] is the one way to depend on a tool: when CMD is not on
+# PATH it apt-installs PKG (as root), or, not root, stops with the exact apt-get line
+# to run. Service files call it for their own servers (redis.sh, postgres.sh,
+# kafka.sh); tools that no service owns (a browser for the page tests, promtool for
+# the alert rules) go in STACK_TOOLS below, which `up` installs before the services.
+
+# STACK_TOOLS: "CMD PKG" pairs that `up` ensures; add a line to add a tool.
+STACK_TOOLS=()
+
+# wait_apt: if a background apt-get is running (it logs to /tmp/apt-install.log and
+# writes "done" at the end), wait for it instead of fighting over the dpkg lock.
+wait_apt() {
+	local f=/tmp/apt-install.log i
+	[[ -f $f ]] || return 0
+	for ((i = 0; i < 600; i++)); do
+		[[ "$(tail -n1 "$f" 2>/dev/null)" == done* ]] && return 0
+		((i % 30 == 0)) && log "waiting for the background apt-get (see $f)..."
+		sleep 1
+	done
+	log "background apt-get did not finish in 10 minutes; going on"
+}
+
+# ensure_pkg CMD PKG [PKG...]: make sure CMD exists, installing the Debian package(s)
+# if root; otherwise die naming what to install.
+ensure_pkg() {
+	local cmd=$1
+	shift
+	command -v "$cmd" >/dev/null 2>&1 && return 0
+	wait_apt
+	command -v "$cmd" >/dev/null 2>&1 && return 0
+	is_root || die "'$cmd' is missing: install the Debian package '$*' (sudo apt-get install -y $*)"
+	install_pkg "$@"
+	command -v "$cmd" >/dev/null 2>&1 || die "'$cmd' still missing after installing $*"
+}
+
+# install_pkg PKG...: apt-get install, with one apt-get update and retry on failure.
+install_pkg() {
+	log "installing Debian package(s): $*"
+	if ! DEBIAN_FRONTEND=noninteractive apt-get install -y "$@" >"$RUN/apt.log" 2>&1; then
+		log "install failed; running apt-get update first"
+		DEBIAN_FRONTEND=noninteractive apt-get update >>"$RUN/apt.log" 2>&1 || true
+		DEBIAN_FRONTEND=noninteractive apt-get install -y "$@" >>"$RUN/apt.log" 2>&1 ||
+			{ tail_log "$RUN/apt.log"; die "apt-get install $* failed"; }
+	fi
+}
+
+# tools_up: ensure every STACK_TOOLS entry.
+tools_up() {
+	local entry
+	for entry in "${STACK_TOOLS[@]}"; do
+		# shellcheck disable=SC2086 # "CMD PKG..." splits on purpose
+		ensure_pkg $entry
+	done
+}
