@@ -82,6 +82,7 @@ type Store struct {
 	c                       rueidis.Client
 	reserve, release, state *rueidis.Lua
 	void, act, claim        *rueidis.Lua
+	persisted               *rueidis.Lua
 	reserveSHA, voidSHA     string
 	actSHA                  string
 	batch                   *Batcher
@@ -90,13 +91,14 @@ type Store struct {
 // New returns a Store over c, a cluster (or single-node) rueidis client.
 func New(c rueidis.Client) *Store {
 	return &Store{
-		c:       c,
-		reserve: rueidis.NewLuaScript(lua.Reserve),
-		release: rueidis.NewLuaScript(lua.Release),
-		state:   rueidis.NewLuaScript(lua.Status),
-		void:    rueidis.NewLuaScript(lua.Void),
-		act:     rueidis.NewLuaScript(lua.Act),
-		claim:   rueidis.NewLuaScript(lua.ExpireClaim),
+		c:         c,
+		reserve:   rueidis.NewLuaScript(lua.Reserve),
+		release:   rueidis.NewLuaScript(lua.Release),
+		state:     rueidis.NewLuaScript(lua.Status),
+		void:      rueidis.NewLuaScript(lua.Void),
+		act:       rueidis.NewLuaScript(lua.Act),
+		claim:     rueidis.NewLuaScript(lua.ExpireClaim),
+		persisted: rueidis.NewLuaScript(lua.Persisted),
 		// rueidis.Lua keeps its SHA-1 to itself; the batched calls need it.
 		reserveSHA: sha1Hex(lua.Reserve),
 		voidSHA:    sha1Hex(lua.Void),
@@ -333,6 +335,25 @@ type OrderRecord struct {
 	// Journal is the id of the reservation's entry in the shard's hand-off
 	// journal, "" for a record the reserve script did not write.
 	Journal string
+	// Persisted is true once the writer marked the record after PostgreSQL
+	// committed the order (MarkPersisted), or the writer recorded a status
+	// other than PENDING (only the writer records those, after its commit).
+	Persisted bool
+}
+
+// MarkPersisted marks order id's record on tag's shard as held by PostgreSQL
+// (persisted.lua); marked is false when there is no record (or a VOID one) to
+// mark. A frozen shard answers ErrFrozen. Marking twice is harmless.
+func (s *Store) MarkPersisted(ctx context.Context, tag string, id sharding.OrderID) (marked bool, err error) {
+	keys := []string{string(sharding.AppendOrderKey(nil, tag, id)), string(sharding.AppendFenceKey(nil, tag))}
+	n, err := s.persisted.Exec(ctx, s.c, keys, nil).AsInt64()
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("marking order persisted: %w", err)
+	case n < 0:
+		return false, fmt.Errorf("marking order persisted: %w", ErrFrozen)
+	}
+	return n == 1, nil
 }
 
 // SetStatus records status for order id on tag's shard. When the record is
@@ -381,6 +402,7 @@ func parseRecord(m map[string]string) (OrderRecord, error) {
 		return rec, fmt.Errorf("order record: times: %w", err)
 	}
 	rec.Created, rec.Expires, rec.Status, rec.Journal = time.UnixMilli(c).UTC(), time.UnixMilli(e).UTC(), m["status"], m["j"]
+	rec.Persisted = m["p"] == "1" || (rec.Status != StatusPending && rec.Status != StatusVoid)
 	return rec, nil
 }
 

@@ -243,6 +243,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 
 	reserve, release, status := rueidis.NewLuaScript(lua.Reserve), rueidis.NewLuaScript(lua.Release), rueidis.NewLuaScript(lua.Status)
 	void, act, claim, relay := rueidis.NewLuaScript(lua.Void), rueidis.NewLuaScript(lua.Act), rueidis.NewLuaScript(lua.ExpireClaim), rueidis.NewLuaScript(lua.Relay)
+	persisted := rueidis.NewLuaScript(lua.Persisted)
 	events := string(sharding.AppendEventsKey(nil, tag))
 	marker := string(sharding.AppendNoMoveKey(nil, tag))
 	taken := string(sharding.AppendTakenKey(nil, tag))
@@ -292,6 +293,8 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"release: missing stock key", release, []string{missing, buyers, order, fence}, []string{"77", id.String(), "EXPIRED"}, "stock key missing"},
 		{"status: unknown status", status, []string{order, fence}, []string{"SHIPPED", "60", "", "", "", ""}, "bad arguments"},
 		{"status: wrong arg count", status, []string{order, fence}, []string{"PAID"}, "want 2 keys and 6 args"},
+		{"persisted: args given", persisted, []string{order, fence}, []string{"x"}, "want 2 keys and no args"},
+		{"persisted: one key", persisted, []string{order}, nil, "want 2 keys and no args"},
 	}
 	for _, tc := range cases {
 		err := tc.script.Exec(ctx, c, tc.keys, tc.args).Error()
@@ -408,5 +411,53 @@ func TestHolderReadsTheBuyerRecord(t *testing.T) {
 	}
 	if _, found, err := s.Holder(ctx, tag, 44); err == nil || found || !strings.Contains(err.Error(), "malformed order id") {
 		t.Fatalf("malformed record: found %v, err %v", found, err)
+	}
+}
+
+// TestMarkPersisted: the writer's mark makes Order report Persisted; a
+// missing or VOID record is not marked (nor created), a frozen shard refuses.
+func TestMarkPersisted(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, _ := tagOffFirstMaster(t, c, sale)
+	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 1))).Value("3").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	id := sharding.NewOrderID(sale, 9, 9)
+	if res, err := s.Reserve(ctx, reservation(tag, 1, 42, id)); err != nil || res.Outcome != stock.Reserved {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
+	if rec, _, err := s.Order(ctx, tag, id); err != nil || rec.Persisted {
+		t.Fatalf("before the mark: %+v %v", rec, err)
+	}
+	for range 2 { // marking twice is harmless
+		if ok, err := s.MarkPersisted(ctx, tag, id); err != nil || !ok {
+			t.Fatalf("mark: %v %v", ok, err)
+		}
+	}
+	if rec, _, err := s.Order(ctx, tag, id); err != nil || !rec.Persisted || rec.Status != stock.StatusPending {
+		t.Fatalf("after the mark: %+v %v", rec, err)
+	}
+	missing := sharding.NewOrderID(sale, 10, 10)
+	if ok, err := s.MarkPersisted(ctx, tag, missing); err != nil || ok {
+		t.Fatalf("mark of a missing record: %v %v", ok, err)
+	}
+	if _, found, _ := s.Order(ctx, tag, missing); found {
+		t.Fatal("the mark created a record")
+	}
+	void := sharding.NewOrderID(sale, 11, 11)
+	r := reservation(tag, 1, 43, void)
+	if _, err := s.Void(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.MarkPersisted(ctx, tag, void); err != nil || ok {
+		t.Fatalf("mark of a VOID record: %v %v", ok, err)
+	}
+	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendFenceKey(nil, tag))).Value("1").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.MarkPersisted(ctx, tag, id); !errors.Is(err, stock.ErrFrozen) {
+		t.Fatalf("frozen shard: %v", err)
 	}
 }

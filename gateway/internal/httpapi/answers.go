@@ -75,6 +75,7 @@ var (
 var (
 	contentJSON     = []byte("application/json")
 	valCacheControl = []byte("public, max-age=1")
+	valNoStore      = []byte("no-store")
 	// retryAfter[n] is the decimal text of n seconds, up to one hour.
 	retryAfter = func() [][]byte {
 		out := make([][]byte, 3601)

@@ -67,9 +67,20 @@ func TestPurchaseAcceptedThenAlreadyPurchased(t *testing.T) {
 		t.Fatalf("order %s", r.body)
 	}
 	for _, k := range []string{"createdAt", "expiresAt"} {
-		if _, err := time.Parse(time.RFC3339, got[k].(string)); err != nil {
-			t.Fatalf("%s: %v", k, err)
+		v := got[k].(string)
+		if _, err := time.Parse(time.RFC3339, v); err != nil || len(v) != len("2006-01-02T15:04:05.000Z") || v[19] != '.' {
+			t.Fatalf("%s %q: want RFC 3339 with milliseconds (%v)", k, v, err)
 		}
+	}
+	if got["persisted"] != false {
+		t.Fatalf("persisted before the writer marked the order: %s", r.body)
+	}
+	e.st.mu.Lock()
+	e.st.records[id].Persisted = true
+	e.st.mu.Unlock()
+	r = do(t, c, "GET", "/api/flash-sales/orders/"+id.String(), tok)
+	if !strings.HasSuffix(r.body, `,"persisted":true}`) {
+		t.Fatalf("persisted after the writer marked the order: %s", r.body)
 	}
 	want(t, do(t, c, "GET", "/api/flash-sales/orders/"+id.String(), e.token(43)), 404, `{"error":"ORDER_NOT_FOUND"}`)
 	want(t, do(t, c, "GET", "/api/flash-sales/orders/"+id.String(), ""), 401, `{"error":"UNAUTHORIZED"}`)
@@ -588,4 +599,26 @@ func TestPayReplyLostIsAskedAgain(t *testing.T) {
 	if j := e.st.journal(); len(j) != 3 {
 		t.Fatalf("journal %+v: the pay refused with 503 was journaled", j)
 	}
+}
+
+func TestServerTime(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 1})
+	c := e.serve("10.0.0.1")
+	before := time.Now().Truncate(time.Millisecond)
+	r := do(t, c, "GET", "/api/flash-sales/time", "")
+	want(t, r, 200, "")
+	var got struct {
+		ServerTime string `json:"serverTime"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+		t.Fatal(err)
+	}
+	at, err := time.Parse(time.RFC3339, got.ServerTime)
+	if err != nil || len(got.ServerTime) != len("2006-01-02T15:04:05.000Z") || at.Before(before) || at.After(time.Now()) {
+		t.Fatalf("serverTime %q (%v): want RFC 3339 with ms, now", got.ServerTime, err)
+	}
+	if cc := r.header["Cache-Control"]; cc != "no-store" {
+		t.Fatalf("Cache-Control %q", cc)
+	}
+	want(t, do(t, c, "POST", "/api/flash-sales/time", ""), 405, `{"error":"METHOD_NOT_ALLOWED"}`)
 }

@@ -418,7 +418,7 @@ func do(t testing.TB, c *fasthttp.Client, method, path, token string, hdr ...str
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
 	r := reply{status: resp.StatusCode(), body: string(resp.Body()), header: map[string]string{}}
-	for _, k := range []string{"Retry-After", "Allow", "Cache-Control", "Content-Type"} {
+	for _, k := range []string{"Retry-After", "Allow", "Cache-Control", "Content-Type", "ETag", "Content-Security-Policy", "Set-Cookie"} {
 		if v := resp.Header.Peek(k); v != nil {
 			r.header[k] = string(v)
 		}

@@ -189,6 +189,12 @@ func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		h.sale(ctx, now, arg)
+	case obs.RouteTime:
+		if string(m) != fasthttp.MethodGet {
+			h.answer(ctx, route, aMethodGet)
+			return
+		}
+		h.serverTime(ctx, now)
 	default:
 		h.answer(ctx, route, aNotFound)
 	}

@@ -13,6 +13,24 @@ import (
 	"flashsale/sharding/stock"
 )
 
+// rfc3339Milli is RFC 3339 with milliseconds, the API's time format.
+const rfc3339Milli = "2006-01-02T15:04:05.000Z07:00"
+
+// serverTime answers {"serverTime":"..."}, never cached: the sale page's
+// countdown corrects the client's clock with it.
+func (h *Handler) serverTime(ctx *fasthttp.RequestCtx, now time.Time) {
+	const route = obs.RouteTime
+	if !h.clientAllowed(ctx, now, route) {
+		return
+	}
+	var buf [64]byte
+	b := append(buf[:0], `{"serverTime":"`...)
+	b = now.UTC().AppendFormat(b, rfc3339Milli)
+	b = append(b, `"}`...)
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
+	h.answerBody(ctx, route, aOK, b)
+}
+
 func (h *Handler) order(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteOrder
 	rec, id, ok := h.loadOrder(ctx, now, route, arg)
@@ -29,10 +47,12 @@ func (h *Handler) order(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	b = append(b, `,"status":"`...)
 	b = append(b, rec.Status...)
 	b = append(b, `","createdAt":"`...)
-	b = rec.Created.UTC().AppendFormat(b, time.RFC3339)
+	b = rec.Created.UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, `","expiresAt":"`...)
-	b = rec.Expires.UTC().AppendFormat(b, time.RFC3339)
-	b = append(b, `"}`...)
+	b = rec.Expires.UTC().AppendFormat(b, rfc3339Milli)
+	b = append(b, `","persisted":`...)
+	b = strconv.AppendBool(b, rec.Persisted)
+	b = append(b, '}')
 	h.answerBody(ctx, route, aOK, b)
 }
 

@@ -2,17 +2,28 @@ package httpapi
 
 import "flashsale/gateway/internal/obs"
 
-const apiPrefix = "/api/flash-sales/"
+const (
+	apiPrefix  = "/api/flash-sales/"
+	pagePrefix = "/sale/"
+)
 
 // Route maps a request path to its route and the path's id segment (an item,
-// order or sale id, unparsed, a subslice of path). Unknown paths give
+// order or sale id, unparsed, a subslice of path; for the sale page, what
+// follows "/sale/": a sale id or "assets/<name>"). Unknown paths give
 // obs.RouteOther and a nil id. Route allocates nothing.
 func Route(path []byte) (obs.Route, []byte) {
+	if hasPrefix(path, pagePrefix) && len(path) > len(pagePrefix) {
+		return obs.RoutePage, path[len(pagePrefix):]
+	}
 	if len(path) <= len(apiPrefix) || string(path[:len(apiPrefix)]) != apiPrefix {
 		return obs.RouteOther, nil
 	}
 	rest := path[len(apiPrefix):]
 	switch {
+	case string(rest) == "time":
+		return obs.RouteTime, nil
+	case string(rest) == "dev/token":
+		return obs.RouteDev, nil
 	case hasPrefix(rest, "items/"):
 		seg, tail := segment(rest[len("items/"):])
 		if string(tail) == "/purchase" {
@@ -32,8 +43,12 @@ func Route(path []byte) (obs.Route, []byte) {
 		}
 	case hasPrefix(rest, "sales/"):
 		seg, tail := segment(rest[len("sales/"):])
-		if len(tail) == 0 && len(seg) > 0 {
+		switch {
+		case len(seg) == 0:
+		case len(tail) == 0:
 			return obs.RouteSale, seg
+		case string(tail) == "/ticket":
+			return obs.RouteTicket, seg
 		}
 	}
 	return obs.RouteOther, nil

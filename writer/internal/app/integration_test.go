@@ -97,6 +97,17 @@ func TestPayExpiryRace(t *testing.T) {
 	cfg.ExpiryInterval = 5 * time.Millisecond
 	a := startApp(t, cfg)
 	waitFor(t, 60*time.Second, "orders persisted", func() bool { return obs.Value(a.Metrics.Persisted) >= n })
+	// The writer marks each committed order's record, which the gateway's GET
+	// answers as "persisted": true.
+	waitFor(t, 5*time.Second, "records marked persisted", func() bool {
+		for _, e := range events {
+			tag := s.Shards[sharding.HomeShard(e.UserID, s.ID, len(s.Shards))]
+			if rec, found, err := rs.Order(context.Background(), tag, e.OrderID); err != nil || !found || !rec.Persisted {
+				return false
+			}
+		}
+		return true
+	})
 
 	// Spread the due times over 400 ms and pay the orders in random order
 	// over the same 400 ms: about half the payments come before their order

@@ -267,6 +267,7 @@ func (c *Consumer) process(ctx context.Context, recs []*kgo.Record) error {
 	c.m.Cancelled.Add(float64(res.Cancelled))
 	c.m.Parked.Add(float64(res.Parked))
 	c.applier.Enqueue(res.Effects)
+	c.applier.EnqueuePersisted(outbox.StoredOf(batch.Events))
 
 	if err := c.cl.CommitRecords(pctx, recs...); err != nil {
 		// The rows are committed; a lost offset commit only means the batch is

@@ -62,6 +62,10 @@ type Applier struct {
 	m     *obs.Metrics
 	log   *slog.Logger
 	queue chan []store.Effect
+	marks chan []Stored // see EnqueuePersisted
+
+	umu      sync.Mutex
+	unmarked []Stored // marks Redis refused, tried again at the replay tick
 
 	mu    sync.Mutex
 	sales map[int64]cachedSale
@@ -81,7 +85,7 @@ func New(cfg Config, st *store.Store, redis *stock.Store, m *obs.Metrics, log *s
 		cfg.QueueLen = 1
 	}
 	return &Applier{cfg: cfg, st: st, redis: redis, m: m, log: log,
-		queue: make(chan []store.Effect, cfg.QueueLen), sales: map[int64]cachedSale{}}
+		queue: make(chan []store.Effect, cfg.QueueLen), marks: make(chan []Stored, cfg.QueueLen), sales: map[int64]cachedSale{}}
 }
 
 // Enqueue hands committed effects to the background worker without waiting.
@@ -108,8 +112,11 @@ func (a *Applier) Run(ctx context.Context) {
 			return
 		case effects := <-a.queue:
 			_ = a.ApplyAndMark(ctx, effects)
+		case s := <-a.marks:
+			a.markAll(ctx, s)
 		case <-t.C:
 			a.replayAll(ctx)
+			a.retryUnmarked(ctx)
 		}
 	}
 }

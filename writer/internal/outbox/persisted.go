@@ -1,0 +1,125 @@
+package outbox
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"flashsale/sharding"
+	"flashsale/writer/orderevent"
+)
+
+// Stored names one committed reservation whose Redis record is to be marked
+// persisted (stock.Store.MarkPersisted), so that the gateway's GET answers
+// "persisted": true and the sale page stops showing "processing".
+type Stored struct {
+	OrderID sharding.OrderID
+	SaleID  int64
+	UserID  uint64
+}
+
+// maxUnmarked bounds the marks kept for a later try after Redis failed them.
+const maxUnmarked = 100_000
+
+// StoredOf returns the reservations among events, the batch a transaction
+// just committed: new orders and duplicates alike (a batch read again after
+// a crash marks what the first reading did not get to).
+func StoredOf(events []orderevent.Event) []Stored {
+	var out []Stored
+	for i := range events {
+		if e := &events[i]; e.Type == orderevent.Reserved {
+			out = append(out, Stored{OrderID: e.OrderID, SaleID: e.SaleID, UserID: e.UserID})
+		}
+	}
+	return out
+}
+
+// EnqueuePersisted hands committed reservations to the background worker
+// without waiting. Call it only after the PostgreSQL commit.
+//
+// Why the writer marks the record rather than the gateway inferring it: the
+// writer is the only component that knows PostgreSQL committed, and the mark
+// rides on the record the gateway's GET already reads (one HGETALL), so
+// "persisted" costs the gateway nothing. The relay's acknowledgement would
+// only say Kafka has the event, not PostgreSQL.
+//
+// The mark is not itself in the PostgreSQL outbox: a mark Redis refused is
+// kept in memory and tried again at every replay tick, and one lost with the
+// writer process leaves its order "processing" until its status changes
+// (paid, cancelled or expired, each written after a commit and so persisted).
+// A batch read again after a crash is marked again.
+func (a *Applier) EnqueuePersisted(s []Stored) {
+	if len(s) == 0 {
+		return
+	}
+	select {
+	case a.marks <- s:
+	default:
+		a.keepUnmarked(s)
+	}
+}
+
+// markAll marks s, Concurrency at a time, and keeps the failures for a later
+// try.
+func (a *Applier) markAll(ctx context.Context, s []Stored) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failed []Stored
+	for range min(a.cfg.Concurrency, len(s)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(s) {
+					return
+				}
+				if err := a.markOne(ctx, &s[i]); err != nil {
+					a.m.RedisErrors.Inc()
+					mu.Lock()
+					failed = append(failed, s[i])
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failed) > 0 {
+		a.log.Warn("marking orders persisted in redis failed; tried again later", "orders", len(failed))
+		a.keepUnmarked(failed)
+	}
+}
+
+func (a *Applier) markOne(ctx context.Context, s *Stored) error {
+	tag, ok, err := a.Tag(ctx, s.SaleID, s.UserID)
+	if err != nil || !ok {
+		return err
+	}
+	_, err = a.redis.MarkPersisted(ctx, tag, s.OrderID)
+	return err
+}
+
+// keepUnmarked keeps s for the next replay tick, dropping what exceeds
+// maxUnmarked.
+func (a *Applier) keepUnmarked(s []Stored) {
+	a.umu.Lock()
+	defer a.umu.Unlock()
+	room := maxUnmarked - len(a.unmarked)
+	if room < len(s) {
+		a.log.Warn("too many orders waiting to be marked persisted; dropping some", "dropped", len(s)-max(room, 0))
+		s = s[:max(room, 0)]
+	}
+	a.unmarked = append(a.unmarked, s...)
+}
+
+// retryUnmarked tries the kept marks again.
+func (a *Applier) retryUnmarked(ctx context.Context) {
+	a.umu.Lock()
+	s := a.unmarked
+	a.unmarked = nil
+	a.umu.Unlock()
+	if len(s) > 0 {
+		a.markAll(ctx, s)
+	}
+}
