@@ -30,6 +30,11 @@ type Sale struct {
 	Shards []string `json:"shards"`
 	// Version grows by one with every change of the stored description.
 	Version int64 `json:"version"`
+	// TicketRequired makes every purchase carry a valid ticket from the
+	// sale's ticket endpoint (X-Purchase-Ticket), so the purchase URL is of
+	// no use before the start or outside the front door. Off by default:
+	// the bench and existing sales buy without one.
+	TicketRequired bool `json:"ticketRequired,omitempty"`
 }
 
 // Item is one product of a sale with a fixed quantity and price.

@@ -117,6 +117,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 			Recover: a.store.RecoverStalled,
 		}, a.redis, a.kafka, a.shards, a.Metrics.Relay())
 	}
+	tickets, err := ticketKeys(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	var st httpapi.Store = a.store
 	if opt.WrapStore != nil {
 		st = opt.WrapStore(st)
@@ -128,7 +132,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		Catalog: a.Catalog, Store: st, Verifier: a.verifier,
 		IPLimit:   limit.New(limit.Config{Rate: cfg.IPRate, Burst: cfg.IPBurst, MaxKeys: cfg.LimitKeys}),
 		UserLimit: limit.New(limit.Config{Rate: cfg.UserRate, Burst: cfg.UserBurst, MaxKeys: cfg.LimitKeys}),
-		Metrics:   a.Metrics, Borrower: a.store, Log: log,
+		Metrics:   a.Metrics, Borrower: a.store, Log: log, Tickets: tickets,
 	})
 	a.Handler = h
 	if err := a.Catalog.Refresh(ctx, time.Now()); err != nil {

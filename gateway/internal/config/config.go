@@ -46,6 +46,22 @@ type Config struct {
 	JWTSecret     string `json:"-"`
 	JWTSecretFile string // file Load read JWTSecret from, if any
 
+	// TicketSecret signs purchase tickets, TicketSecretPrevious (during a
+	// rotation) still verifies them; from -ticket-secret-file (first line,
+	// second line), FLASHSALE_TICKET_SECRET[_PREVIOUS] or the flags. Empty:
+	// derived from the HS256 secret (package app). Redacted like JWTSecret.
+	TicketSecret         string `json:"-"`
+	TicketSecretPrevious string `json:"-"`
+	TicketSecretFile     string
+	TicketTTL            time.Duration // lifetime of a purchase ticket
+
+	// PageMaxAge is the Cache-Control max-age of the sale page's HTML (its
+	// assets are content-hashed and immutable).
+	PageMaxAge time.Duration
+	// PageToken tells the sale page where the shop keeps the buyer's bearer
+	// token: "localStorage:<key>" or "cookie:<name>".
+	PageToken string
+
 	JWKS        string        // JWKS file path or http(s) URL (RS256, ES256, EdDSA)
 	JWKSRefresh time.Duration // minimum refresh interval of a URL JWKS
 	Issuer      string        // required iss when set
@@ -111,7 +127,7 @@ type Config struct {
 	IdleTimeout   time.Duration
 	ShutdownGrace time.Duration
 
-	Dev bool // allows DevJWTSecret
+	Dev bool // allows DevJWTSecret and the sale page's development sign-in
 }
 
 // Default returns the defaults of every setting: this is the one place they
@@ -125,6 +141,9 @@ func Default() Config {
 		Topic:           "flash-sale-orders",
 		Linger:          time.Millisecond,
 		JWKSRefresh:     15 * time.Minute,
+		TicketTTL:       60 * time.Second,
+		PageMaxAge:      60 * time.Second,
+		PageToken:       "localStorage:flashsale.token",
 		Skew:            30 * time.Second,
 		TokenCache:      1 << 20,
 		MaxTokenLen:     4096,
@@ -176,6 +195,12 @@ func (c *Config) settings() []setting {
 		{"redis-batch-lanes", "FLASHSALE_REDIS_BATCH_LANES", "most batching lanes for the purchase path's Redis calls: one per master, one batch in flight each (0: rueidis batches alone)", (*intVal)(&c.RedisBatchLanes)},
 		{"jwt-secret", "FLASHSALE_JWT_SECRET", "HS256 secret (the dev secret only with -dev); as a flag any local user can read it in ps, so prefer -jwt-secret-file or the environment", (*secretVal)(&c.JWTSecret)},
 		{"jwt-secret-file", "FLASHSALE_JWT_SECRET_FILE", "file holding the HS256 secret, one trailing newline dropped (preferred; not with -jwt-secret)", (*strVal)(&c.JWTSecretFile)},
+		{"ticket-secret", "FLASHSALE_TICKET_SECRET", "HMAC secret of purchase tickets, shared by every gateway (empty: derived from the HS256 secret); prefer -ticket-secret-file or the environment", (*secretVal)(&c.TicketSecret)},
+		{"ticket-secret-previous", "FLASHSALE_TICKET_SECRET_PREVIOUS", "the ticket secret before a rotation, still accepted (keep it for one -ticket-ttl after the switch)", (*secretVal)(&c.TicketSecretPrevious)},
+		{"ticket-secret-file", "FLASHSALE_TICKET_SECRET_FILE", "file holding the ticket secret on its first line and, during a rotation, the previous one on its second (not with -ticket-secret)", (*strVal)(&c.TicketSecretFile)},
+		{"ticket-ttl", "FLASHSALE_TICKET_TTL", "lifetime of a purchase ticket", (*durVal)(&c.TicketTTL)},
+		{"page-max-age", "FLASHSALE_PAGE_MAX_AGE", "Cache-Control max-age of the sale page's HTML", (*durVal)(&c.PageMaxAge)},
+		{"page-token", "FLASHSALE_PAGE_TOKEN", "where the sale page finds the buyer's bearer token: localStorage:<key> or cookie:<name>", (*strVal)(&c.PageToken)},
 		{"jwks", "FLASHSALE_JWKS", "JWKS file path or URL for RS256/ES256/EdDSA", (*strVal)(&c.JWKS)},
 		{"jwks-refresh", "FLASHSALE_JWKS_REFRESH", "minimum refresh interval of a JWKS URL", (*durVal)(&c.JWKSRefresh)},
 		{"jwt-issuer", "FLASHSALE_JWT_ISSUER", "required token issuer (iss), empty to skip", (*strVal)(&c.Issuer)},
@@ -207,7 +232,7 @@ func (c *Config) settings() []setting {
 		{"write-timeout", "FLASHSALE_WRITE_TIMEOUT", "time to write one response", (*durVal)(&c.WriteTimeout)},
 		{"idle-timeout", "FLASHSALE_IDLE_TIMEOUT", "keep-alive idle time", (*durVal)(&c.IdleTimeout)},
 		{"shutdown-grace", "FLASHSALE_SHUTDOWN_GRACE", "drain time on SIGINT/SIGTERM", (*durVal)(&c.ShutdownGrace)},
-		{"dev", "FLASHSALE_DEV", "development mode: allows the dev JWT secret", (*boolVal)(&c.Dev)},
+		{"dev", "FLASHSALE_DEV", "development mode: allows the dev JWT secret and the sale page's development sign-in (POST /api/flash-sales/dev/token)", (*boolVal)(&c.Dev)},
 	}
 }
 
@@ -249,6 +274,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	if err := c.readSecretFile(); err != nil {
 		return c, err
 	}
+	if err := c.readTicketFile(); err != nil {
+		return c, err
+	}
 	if c.JWTSecret == "" && c.JWKS == "" && c.Dev {
 		c.JWTSecret = DevJWTSecret
 	}
@@ -275,6 +303,32 @@ func (c *Config) readSecretFile() error {
 		return fmt.Errorf("-jwt-secret-file %s is empty", c.JWTSecretFile)
 	}
 	c.JWTSecret = secret
+	return nil
+}
+
+// readTicketFile sets the ticket secrets from TicketSecretFile, if one is
+// named: the first line is the current secret, an optional second line the
+// previous one (a rotation: write the new secret above the old, and drop the
+// old line one ticket lifetime after every gateway reloaded).
+func (c *Config) readTicketFile() error {
+	if c.TicketSecretFile == "" {
+		return nil
+	}
+	if c.TicketSecret != "" || c.TicketSecretPrevious != "" {
+		return errors.New("both -ticket-secret[-previous] (FLASHSALE_TICKET_SECRET[_PREVIOUS]) and -ticket-secret-file are set: give the secrets one way")
+	}
+	b, err := os.ReadFile(c.TicketSecretFile)
+	if err != nil {
+		return fmt.Errorf("-ticket-secret-file: %w", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(strings.ReplaceAll(string(b), "\r\n", "\n"), "\n"), "\n")
+	if len(lines) > 2 || lines[0] == "" || (len(lines) == 2 && lines[1] == "") {
+		return fmt.Errorf("-ticket-secret-file %s: want the current secret on the first line and at most the previous one on a second, no blank lines", c.TicketSecretFile)
+	}
+	c.TicketSecret = lines[0]
+	if len(lines) == 2 {
+		c.TicketSecretPrevious = lines[1]
+	}
 	return nil
 }
 
@@ -305,6 +359,23 @@ func (c *Config) Validate() error {
 	}
 	if c.JWTSecret != "" && len(c.JWTSecret) < 16 {
 		bad("the HS256 secret (-jwt-secret or -jwt-secret-file) is %d bytes: want at least 16", len(c.JWTSecret))
+	}
+	if c.TicketSecretPrevious != "" && c.TicketSecret == "" {
+		bad("-ticket-secret-previous without -ticket-secret: the previous secret only verifies, a current one must sign")
+	}
+	for _, s := range []string{c.TicketSecret, c.TicketSecretPrevious} {
+		if s != "" && len(s) < 16 {
+			bad("a ticket secret is %d bytes: want at least 16", len(s))
+		}
+	}
+	if c.TicketTTL < time.Second || c.TicketTTL > 10*time.Minute {
+		bad("-ticket-ttl %v: want 1s..10m", c.TicketTTL)
+	}
+	if c.PageMaxAge < 0 || c.PageMaxAge > 24*time.Hour {
+		bad("-page-max-age %v: want 0..24h", c.PageMaxAge)
+	}
+	if err := ValidPageToken(c.PageToken); err != nil {
+		bad("-page-token %q: %v", c.PageToken, err)
 	}
 	if c.Skew < 0 || c.Skew > 30*time.Second {
 		bad("-jwt-skew %v: want 0..30s", c.Skew)
@@ -364,6 +435,25 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// ValidPageToken checks a -page-token value: "localStorage:<key>" or
+// "cookie:<name>", the name made of letters, digits and ._- (it is written
+// into the page's static config as is).
+func ValidPageToken(v string) error {
+	kind, name, ok := strings.Cut(v, ":")
+	if !ok || (kind != "localStorage" && kind != "cookie") {
+		return errors.New("want localStorage:<key> or cookie:<name>")
+	}
+	if name == "" || len(name) > 64 {
+		return errors.New("the name is empty or longer than 64 bytes")
+	}
+	for _, r := range name {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("the name has %q: want letters, digits and ._-", r)
+		}
+	}
+	return nil
+}
+
 // Usage writes the flag/environment table in Markdown, for the README.
 func Usage(w io.Writer) {
 	c := Default()
@@ -383,8 +473,10 @@ type plainConfig Config
 
 func (c Config) redacted() plainConfig {
 	p := plainConfig(c)
-	if p.JWTSecret != "" {
-		p.JWTSecret = redactedSecret
+	for _, f := range []*string{&p.JWTSecret, &p.TicketSecret, &p.TicketSecretPrevious} {
+		if *f != "" {
+			*f = redactedSecret
+		}
 	}
 	return p
 }

@@ -198,3 +198,50 @@ func TestConfigNeverShowsTheSecret(t *testing.T) {
 		t.Fatal("empty secretVal not empty")
 	}
 }
+
+func TestTicketSecrets(t *testing.T) {
+	const cur, prev = "ticket-current-0123456789", "ticket-previous-0123456789"
+	cases := []struct {
+		name       string
+		args       []string
+		env        map[string]string
+		cur, prev  string
+		errContain string
+	}{
+		{name: "none", cur: "", prev: ""},
+		{name: "environment", env: map[string]string{"FLASHSALE_TICKET_SECRET": cur, "FLASHSALE_TICKET_SECRET_PREVIOUS": prev}, cur: cur, prev: prev},
+		{name: "file, one line", args: []string{"-ticket-secret-file", writeSecret(t, cur+"\n")}, cur: cur},
+		{name: "file, rotation", args: []string{"-ticket-secret-file", writeSecret(t, cur+"\r\n"+prev+"\n")}, cur: cur, prev: prev},
+		{name: "file and flag", args: []string{"-ticket-secret-file", writeSecret(t, cur), "-ticket-secret", cur}, errContain: "one way"},
+		{name: "file, blank first line", args: []string{"-ticket-secret-file", writeSecret(t, "\n"+prev)}, errContain: "no blank lines"},
+		{name: "file, three lines", args: []string{"-ticket-secret-file", writeSecret(t, cur+"\n"+prev+"\n"+prev)}, errContain: "at most the previous"},
+		{name: "file missing", args: []string{"-ticket-secret-file", "/nonexistent/ticket"}, errContain: "-ticket-secret-file"},
+		{name: "short", env: map[string]string{"FLASHSALE_TICKET_SECRET": "short"}, errContain: "at least 16"},
+		{name: "previous alone", env: map[string]string{"FLASHSALE_TICKET_SECRET_PREVIOUS": prev}, errContain: "without -ticket-secret"},
+		{name: "ttl zero", args: []string{"-ticket-ttl", "0s"}, errContain: "-ticket-ttl"},
+		{name: "bad page token", args: []string{"-page-token", "header:x"}, errContain: "-page-token"},
+		{name: "page token with a quote", args: []string{"-page-token", `cookie:a"b`}, errContain: "-page-token"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := Load(append([]string{"-dev"}, c.args...), env(c.env), io.Discard)
+			if c.errContain != "" {
+				if err == nil || !strings.Contains(err.Error(), c.errContain) {
+					t.Fatalf("err %v, want one containing %q", err, c.errContain)
+				}
+				for _, s := range []string{cur, prev} {
+					if strings.Contains(err.Error(), s) {
+						t.Fatalf("the error shows a secret: %v", err)
+					}
+				}
+				return
+			}
+			if err != nil || cfg.TicketSecret != c.cur || cfg.TicketSecretPrevious != c.prev {
+				t.Fatalf("secrets %q %q, err %v", cfg.TicketSecret, cfg.TicketSecretPrevious, err)
+			}
+			if out := fmt.Sprintf("%+v %#v", cfg, cfg); (c.cur != "" && strings.Contains(out, c.cur)) || (c.prev != "" && strings.Contains(out, c.prev)) {
+				t.Fatalf("formatting shows a ticket secret: %s", out)
+			}
+		})
+	}
+}

@@ -32,6 +32,10 @@ const (
 	aOrderCancelled
 	aOrderPaid
 	aOrderFailed
+	aTicketRequired
+	aTicketInvalid
+	aSalePaused
+	aNotModified
 	numAnswers
 )
 
@@ -61,6 +65,10 @@ var answers = [numAnswers]answerSpec{
 	aOrderCancelled:   {status: fasthttp.StatusConflict, body: api.ErrorBody(api.OrderCancelled)},
 	aOrderPaid:        {status: fasthttp.StatusConflict, body: api.ErrorBody(api.OrderPaid)},
 	aOrderFailed:      {status: fasthttp.StatusConflict, body: api.ErrorBody(api.OrderFailed)},
+	aTicketRequired:   {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.TicketRequired)},
+	aTicketInvalid:    {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.TicketInvalid)},
+	aSalePaused:       {status: fasthttp.StatusServiceUnavailable, body: api.ErrorBody(api.SalePaused)},
+	aNotModified:      {status: fasthttp.StatusNotModified},
 }
 
 // Header names and values, in the forms the handler writes or looks up.
@@ -70,6 +78,8 @@ var (
 	hdrRetryAfter   = []byte("Retry-After")
 	hdrAllow        = []byte("Allow")
 	hdrCacheControl = []byte("Cache-Control")
+	hdrTicket       = []byte("X-Purchase-Ticket")
+	hdrTicketLower  = []byte("x-purchase-ticket")
 )
 
 var (

@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -109,6 +110,29 @@ func cheapPaths() []pathCase {
 		{"item-not-found", 404, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			e := newEnv(tb, envOpt{stockPerShard: 1})
 			return e.h, newCtx("POST", "/api/flash-sales/items/12345/purchase", "10.0.0.1")
+		}},
+		{"ticket-required", 403, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1, ticketRequired: true})
+			return e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1))
+		}},
+		{"ticket-invalid", 403, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1, ticketRequired: true})
+			return e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Purchase-Ticket", e.ticket(2, time.Now()))
+		}},
+		{"ticket-valid-shard-sold-out", 410, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			// The ticket check passes, then the flagged home shard refuses.
+			e := newEnv(tb, envOpt{stockPerShard: 1, shards: 1, ticketRequired: true})
+			e.st.stock[stockKey{e.sale.Shards[0], 7}] = 0
+			e.cat.Snapshot().Item(7).Flags.MarkShard(0)
+			return e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Purchase-Ticket", e.ticket(1, time.Now()))
+		}},
+		{"ticket-admitted", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1})
+			return e.h, newCtx("POST", "/api/flash-sales/sales/77/ticket", "10.0.0.1", "Authorization", "Bearer "+e.token(1))
+		}},
+		{"server-time", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1})
+			return e.h, newCtx("GET", "/api/flash-sales/time", "10.0.0.1")
 		}},
 		{"sale-description", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			e := newEnv(tb, envOpt{stockPerShard: 1})

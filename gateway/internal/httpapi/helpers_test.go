@@ -20,6 +20,7 @@ import (
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/ticket"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 	"flashsale/writer/orderevent"
@@ -72,6 +73,14 @@ type fakeStore struct {
 	reserves int
 	voids    int
 	holders  int // Holder calls
+	calls    int // every call of the Store interface: what would reach Redis
+}
+
+// redisCalls returns the number of Store calls so far.
+func (f *fakeStore) redisCalls() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls
 }
 
 type fakeRecord struct {
@@ -93,6 +102,7 @@ func newFakeStore() *fakeStore {
 func (f *fakeStore) Reserve(_ context.Context, r stock.Reservation) (stock.Result, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls++
 	f.reserves++
 	if f.err != nil {
 		return stock.Result{}, f.err
@@ -149,6 +159,7 @@ func (f *fakeStore) backlog() int {
 func (f *fakeStore) Void(_ context.Context, r stock.Reservation) (stock.VoidOutcome, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls++
 	f.voids++
 	if f.voidErr != nil {
 		return 0, f.voidErr
@@ -176,6 +187,7 @@ func (f *fakeStore) Void(_ context.Context, r stock.Reservation) (stock.VoidOutc
 func (f *fakeStore) Act(_ context.Context, a stock.ActRequest) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls++
 	if f.err != nil {
 		return "", f.err
 	}
@@ -231,6 +243,7 @@ func (f *fakeStore) act(a stock.ActRequest) (string, error) {
 func (f *fakeStore) Order(_ context.Context, _ string, id sharding.OrderID) (stock.OrderRecord, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls++
 	if f.err != nil {
 		return stock.OrderRecord{}, false, f.err
 	}
@@ -297,6 +310,14 @@ type env struct {
 	st   *fakeStore
 	cat  *catalog.Catalog
 	sale *sharding.Sale
+	// tickets are the handler's ticket keys.
+	tickets *ticket.Keys
+}
+
+// ticket mints a ticket for user in the env's sale, issued at at.
+func (e *env) ticket(user uint64, at time.Time) string {
+	b, _ := e.tickets.Append(nil, user, e.sale.ID, at)
+	return string(b)
 }
 
 type envOpt struct {
@@ -306,7 +327,11 @@ type envOpt struct {
 	ipBurst, userBurst int
 	noRepeatRead       bool
 	trusted            []netip.Prefix
+	ticketRequired     bool
+	tickets            *ticket.Keys // default: keys of testTicketKey
 }
+
+var testTicketKey = []byte("test-ticket-key-0123456789")
 
 func newEnv(t testing.TB, o envOpt) *env {
 	t.Helper()
@@ -325,7 +350,10 @@ func newEnv(t testing.TB, o envOpt) *env {
 	}
 	sale := &sharding.Sale{ID: 77, Name: "Test \"sale\"", StartsAt: o.start.Truncate(time.Second), EndsAt: o.end.Truncate(time.Second),
 		Items:  []sharding.Item{{ID: 7, Name: "Widget", Price: 1999, Currency: "JPY", Quantity: o.stockPerShard * int64(o.shards)}},
-		Shards: sharding.UniformTags(77, o.shards), Version: 1}
+		Shards: sharding.UniformTags(77, o.shards), Version: 1, TicketRequired: o.ticketRequired}
+	if o.tickets == nil {
+		o.tickets, _ = ticket.New(testTicketKey, nil, 0)
+	}
 	st := newFakeStore()
 	for _, tag := range sale.Shards {
 		st.stock[stockKey{tag, 7}] = o.stockPerShard
@@ -344,10 +372,10 @@ func newEnv(t testing.TB, o envOpt) *env {
 		Catalog: cat, Store: st, Verifier: v,
 		IPLimit:   limit.New(limit.Config{Rate: 0.001, Burst: o.ipBurst, MaxKeys: 1024}),
 		UserLimit: limit.New(limit.Config{Rate: 0.001, Burst: o.userBurst, MaxKeys: 1024}),
-		Metrics:   obs.New(), Log: quiet,
+		Metrics:   obs.New(), Log: quiet, Tickets: o.tickets,
 	})
 	t.Cleanup(h.Close)
-	return &env{t: t, h: h, st: st, cat: cat, sale: sale}
+	return &env{t: t, h: h, st: st, cat: cat, sale: sale, tickets: o.tickets}
 }
 
 func (e *env) token(user uint64) string {
@@ -435,6 +463,7 @@ func homeShard(user uint64) int { return sharding.HomeShard(user, 77, 2) }
 func (f *fakeStore) Holder(_ context.Context, tag string, userID uint64) (sharding.OrderID, bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls++
 	f.holders++
 	if f.err != nil {
 		return sharding.OrderID{}, false, f.err

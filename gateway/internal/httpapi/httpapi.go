@@ -38,6 +38,7 @@ import (
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/ticket"
 	"flashsale/sharding"
 	"flashsale/sharding/api"
 	"flashsale/sharding/stock"
@@ -109,6 +110,9 @@ type Deps struct {
 	IPLimit   Limiter
 	UserLimit Limiter
 	Metrics   *obs.Metrics
+	// Tickets signs and verifies purchase tickets; when nil, New makes keys
+	// of its own (valid on this handler only).
+	Tickets *ticket.Keys
 	// Borrower, when set, serves users whose home shard ran dry from the
 	// item's other shards; without it they are told SOLD_OUT until the shard
 	// is refilled.
@@ -144,6 +148,9 @@ func New(cfg Config, d Deps) *Handler {
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
+	}
+	if d.Tickets == nil {
+		d.Tickets = ticket.Random()
 	}
 	h := &Handler{cfg: cfg, Deps: d, winners: newWinners(), deadlines: newDeadlines(cfg.Budget)}
 	h.retries = newRetryQueue(h, retryQueueLen)
@@ -189,6 +196,12 @@ func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		h.sale(ctx, now, arg)
+	case obs.RouteTicket:
+		if string(m) != fasthttp.MethodPost {
+			h.answer(ctx, route, aMethodPost)
+			return
+		}
+		h.ticket(ctx, now, arg)
 	case obs.RouteTime:
 		if string(m) != fasthttp.MethodGet {
 			h.answer(ctx, route, aMethodGet)

@@ -56,6 +56,9 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 	if !ok {
 		return
 	}
+	if sale.TicketRequired && !h.ticketOK(ctx, now, sale, user) {
+		return
+	}
 	home := sharding.HomeShard(user, sale.ID, len(sale.Shards))
 	if it.Flags.ShardSoldOut(home) && (h.Borrower == nil || len(sale.Shards) == 1) {
 		h.soldOut(ctx, sale.ID)
