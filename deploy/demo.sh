@@ -71,7 +71,8 @@ echo "== gateway on 127.0.0.1:$port (admin :$((port + 2))), writer admin :$((por
 
 status=0
 GOMAXPROCS=1 bin/bench -url "http://127.0.0.1:$port" -sale "$sale" -scenario flash-crowd -users "$users" \
-  -c "$conns" -cancel "$cancel" -jwt-secret "$secret" -xff -audit -out "$run/bench" || status=$?
+  -c "$conns" -cancel "$cancel" -jwt-secret "$secret" -xff -audit -out "$run/bench" \
+  -metrics-url "http://127.0.0.1:$((port + 2))/metrics" || status=$?
 
 echo
 echo "== sale after the run:"

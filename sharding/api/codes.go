@@ -41,3 +41,11 @@ var Codes = []string{
 
 // ErrorBody is the body {"error":"<code>"} of an answer that carries no other field.
 func ErrorBody(code string) []byte { return []byte(`{"error":"` + code + `"}`) }
+
+// Status is the HTTP status each code is sent with.
+var Status = map[string]int{
+	AlreadyPurchased: 409, SoldOut: 410, Unauthorized: 401, SaleNotStarted: 403, SaleEnded: 410,
+	ItemNotFound: 404, RateLimited: 429, TicketRequired: 403, TicketInvalid: 403, SalePaused: 503,
+	Unavailable: 503, ProofRequired: 428, OrderNotFound: 404, OrderExpired: 409, OrderCancelled: 409,
+	OrderPaid: 409, OrderFailed: 409, SaleNotFound: 404, NotFound: 404, MethodNotAllowed: 405,
+}

@@ -43,3 +43,14 @@ func TestErrorBodyIsJSON(t *testing.T) {
 		}
 	}
 }
+
+func TestEveryCodeHasAStatus(t *testing.T) {
+	if len(Status) != len(Codes) {
+		t.Fatalf("%d statuses for %d codes", len(Status), len(Codes))
+	}
+	for _, c := range Codes {
+		if st := Status[c]; st < 400 || st > 599 {
+			t.Errorf("code %s: status %d", c, st)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -58,10 +59,10 @@ func run(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) (int
 	if cfg.TokensOut != "" {
 		return writeTokens(cfg)
 	}
-	items := cfg.Items
+	items, qty := cfg.Items, []int64(nil)
 	if len(items) == 0 {
 		var err error
-		if items, err = saleItems(ctx, cfg); err != nil {
+		if items, qty, err = saleItems(ctx, cfg); err != nil {
 			return ExitError, err
 		}
 	}
@@ -69,61 +70,93 @@ func run(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) (int
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
 	}
-
 	t0 := time.Now()
 	toks, err := mintTokens(cfg, t0)
 	if err != nil {
 		return ExitError, err
 	}
 	fmt.Fprintf(stderr, "minted %d tokens in %v\n", toks.Len(), time.Since(t0).Round(time.Millisecond))
-
 	plan, err := scenario.Build(cfg, len(items), seed)
 	if err != nil {
 		return ExitError, err
 	}
 	eng, err := load.New(load.Options{Addr: cfg.Addr, Conns: cfg.Conns, Workers: cfg.Workers, SourceAddrs: cfg.SourceAddrs(),
 		Timeout: cfg.Timeout, LateBy: cfg.LateBy, Drain: cfg.Drain, Items: items, Tokens: toks, UserBase: cfg.UserBase,
-		XForwardedFor: cfg.XFF, IdempotencyKeys: cfg.IdemKeys, RunID: strconv.FormatUint(seed%1e12, 36), Seed: seed})
+		XForwardedFor: cfg.XFF, IdempotencyKeys: cfg.IdemKeys, RunID: strconv.FormatUint(seed%1e12, 36), Seed: seed,
+		StartAt: cfg.StartAt})
 	if err != nil {
 		return ExitError, err
 	}
-	if plan.Actions != nil {
+	if plan.Actions != nil && len(plan.Actions) > 0 {
 		fmt.Fprintf(stderr, "%s: %d users, %d clicks scheduled over %v\n", cfg.Scenario, cfg.Users, len(plan.Actions),
 			time.Duration(plan.Actions[len(plan.Actions)-1].At).Round(time.Millisecond))
 	}
-
-	done := make(chan struct{})
-	progressDone := make(chan struct{})
-	if !cfg.Quiet {
-		go func() {
-			defer close(progressDone)
-			progress(eng, stderr, done)
-		}()
-	} else {
-		close(progressDone)
+	if !cfg.StartAt.IsZero() {
+		fmt.Fprintf(stderr, "waiting for the start at %s (in %v)\n", cfg.StartAt.Format(time.RFC3339Nano), time.Until(cfg.StartAt).Round(time.Millisecond))
 	}
-	res, err := eng.Run(ctx, plan)
-	close(done)
-	<-progressDone
+	res, samples, err := drive(ctx, cfg, eng, plan, stderr)
 	if err != nil {
 		return ExitError, err
 	}
+	out := describe(cfg, res, plan, items, qty, seed, samples)
+	return finish(ctx, cfg, out, res, items, stdout, stderr)
+}
 
-	out := report.Build(res, cfg.LateBy)
-	out.Scenario, out.URL, out.Users, out.Items, out.SaleID = cfg.Scenario, cfg.URL, cfg.Users, items, cfg.SaleID
+// drive runs the plan with the progress line and, with -metrics-url, the
+// stock sampler.
+func drive(ctx context.Context, cfg *config.Config, eng *load.Engine, plan *load.Plan, stderr io.Writer) (*load.Result, []stockSample, error) {
+	done := make(chan struct{})
+	var bg sync.WaitGroup
+	if !cfg.Quiet {
+		bg.Go(func() { progress(eng, stderr, done) })
+	}
+	var sampler *stockSampler
+	if cfg.MetricsURL != "" {
+		sampler = newStockSampler(cfg.MetricsURL, 250*time.Millisecond)
+		sctx, cancel := context.WithCancel(ctx)
+		bg.Go(func() { sampler.run(sctx) })
+		bg.Go(func() { <-done; cancel() })
+	}
+	res, err := eng.Run(ctx, plan)
+	close(done)
+	bg.Wait()
+	if sampler == nil {
+		return res, nil, err
+	}
+	samples, serr := sampler.result()
+	if len(samples) == 0 {
+		fmt.Fprintf(stderr, "no stock gauge read from %s (%v): the sell-out curve comes from the 202s alone\n", cfg.MetricsURL, serr)
+	}
+	return res, samples, err
+}
+
+// describe builds the result with the run's description and metadata.
+func describe(cfg *config.Config, res *load.Result, plan *load.Plan, items, qty []int64, seed uint64, samples []stockSample) *report.Result {
+	out := report.Build(res, report.Info{LateBy: cfg.LateBy, Items: items, Quantity: qty})
+	out.Scenario, out.URL, out.Users, out.SaleID = cfg.Scenario, cfg.URL, cfg.Users, cfg.SaleID
 	out.GOMAXPROCS = runtime.GOMAXPROCS(0)
+	out.Meta = runMeta(cfg, seed)
+	for _, s := range samples {
+		out.Stock = append(out.Stock, report.StockSample{T: s.at.Sub(res.Start).Seconds(), Left: s.left})
+	}
 	if plan.Actions != nil {
 		out.SetOffered(func(i int) int64 { return plan.Actions[i].At }, len(plan.Actions))
 	} else if len(plan.Stages) > 0 {
 		out.SetOffered(plan.At, int(min(plan.Total(), 1e8)))
 	}
+	return out
+}
+
+// finish runs the audit, prints the summary and writes the files.
+func finish(ctx context.Context, cfg *config.Config, out *report.Result, res *load.Result, items []int64, stdout, stderr io.Writer) (int, error) {
 	code := ExitOK
+	var err error
 	if out.Responses == 0 {
 		code = ExitError
 		err = fmt.Errorf("no response from %s (%d transport failures)", cfg.URL, out.Failed)
 	}
 	if cfg.Audit && ctx.Err() == nil {
-		rep, aerr := runAudit(ctx, cfg, items, res.Recorder.Accepted, stderr)
+		rep, aerr := runAudit(ctx, cfg, out.AcceptedOrders(), stderr)
 		if aerr != nil {
 			return ExitError, aerr
 		}
@@ -132,24 +165,33 @@ func run(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) (int
 			code = ExitAuditFails
 		}
 	}
-	if werr := out.WriteText(stdout); werr != nil {
-		return ExitError, werr
+	c, werr := write(cfg.OutDir, out, stdout)
+	if werr != nil {
+		return c, werr
+	}
+	return code, err
+}
+
+// write prints the summary and audit and writes the result directory (default
+// bench/out/<start time>).
+func write(dir string, out *report.Result, stdout io.Writer) (int, error) {
+	if err := out.WriteText(stdout); err != nil {
+		return ExitError, err
 	}
 	if out.Audit != nil {
-		if werr := out.Audit.WriteText(stdout); werr != nil {
-			return ExitError, werr
+		if err := out.Audit.WriteText(stdout); err != nil {
+			return ExitError, err
 		}
 	}
-	dir := cfg.OutDir
 	if dir == "" {
 		dir = filepath.Join("bench", "out", out.Start.Format("20060102-150405"))
 	}
-	path, werr := out.WriteFiles(dir)
-	if werr != nil {
-		return ExitError, werr
+	path, err := out.WriteFiles(dir)
+	if err != nil {
+		return ExitError, err
 	}
-	fmt.Fprintf(stdout, "result: %s\nreport: %s\n", filepath.Join(dir, "result.json"), path)
-	return code, err
+	fmt.Fprintf(stdout, "result: %s\nreport: %s\n", filepath.Join(dir, report.ResultFile), path)
+	return ExitOK, nil
 }
 
 // progress prints a line a second until done closes.
@@ -171,33 +213,35 @@ func progress(eng *load.Engine, w io.Writer, done <-chan struct{}) {
 	}
 }
 
-// saleItems reads the sale's item ids from the gateway's public sale endpoint.
-func saleItems(ctx context.Context, cfg *config.Config) ([]int64, error) {
+// saleItems reads the sale's item ids and quantities from the gateway's
+// public sale endpoint.
+func saleItems(ctx context.Context, cfg *config.Config) ([]int64, []int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	u := cfg.URL + "/api/flash-sales/sales/" + strconv.FormatInt(cfg.SaleID, 10)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, fmt.Errorf("reading sale: %w", err)
+		return nil, nil, fmt.Errorf("reading sale: %w", err)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("reading sale %d: %w", cfg.SaleID, err)
+		return nil, nil, fmt.Errorf("reading sale %d: %w", cfg.SaleID, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("reading sale %d: GET %s answered %s", cfg.SaleID, u, resp.Status)
+		return nil, nil, fmt.Errorf("reading sale %d: GET %s answered %s", cfg.SaleID, u, resp.Status)
 	}
 	var sale struct {
 		Items []struct {
 			ID     json.Number `json:"id"`
 			ItemID json.Number `json:"itemId"`
+			Qty    int64       `json:"quantity"`
 		} `json:"items"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&sale); err != nil {
-		return nil, fmt.Errorf("reading sale %d: %w", cfg.SaleID, err)
+		return nil, nil, fmt.Errorf("reading sale %d: %w", cfg.SaleID, err)
 	}
-	var out []int64
+	var out, qty []int64
 	for _, it := range sale.Items {
 		s := it.ID
 		if s == "" {
@@ -205,17 +249,17 @@ func saleItems(ctx context.Context, cfg *config.Config) ([]int64, error) {
 		}
 		id, err := strconv.ParseInt(string(s), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("reading sale %d: item id %q: %w", cfg.SaleID, s, err)
+			return nil, nil, fmt.Errorf("reading sale %d: item id %q: %w", cfg.SaleID, s, err)
 		}
-		out = append(out, id)
+		out, qty = append(out, id), append(qty, it.Qty)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("sale %d has no items", cfg.SaleID)
+		return nil, nil, fmt.Errorf("sale %d has no items", cfg.SaleID)
 	}
-	return out, nil
+	return out, qty, nil
 }
 
-func runAudit(ctx context.Context, cfg *config.Config, items []int64, acc []load.Accepted, stderr io.Writer) (*audit.Report, error) {
+func runAudit(ctx context.Context, cfg *config.Config, acc []report.AcceptedOrder, stderr io.Writer) (*audit.Report, error) {
 	pool, err := pgxpool.New(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("audit: connecting to PostgreSQL: %w", err)
@@ -229,13 +273,9 @@ func runAudit(ctx context.Context, cfg *config.Config, items []int64, acc []load
 	st := stock.New(rc)
 	in := audit.Input{SaleID: cfg.SaleID}
 	for _, a := range acc {
-		in.Accepted = append(in.Accepted, audit.Accepted{Order: a.Order, ItemID: items[a.Item]})
+		in.Accepted = append(in.Accepted, audit.Accepted{Order: a.Order, ItemID: a.ItemID})
 	}
-	distinct := map[[16]byte]bool{}
-	for _, a := range acc {
-		distinct[a.Order] = true
-	}
-	settled, waited, err := audit.Settle(ctx, pool, st, cfg.SaleID, len(distinct), cfg.Settle, cfg.SettleMax, 250*time.Millisecond, stderr)
+	settled, waited, err := audit.Settle(ctx, pool, st, cfg.SaleID, len(acc), cfg.Settle, cfg.SettleMax, 250*time.Millisecond, stderr)
 	if err != nil {
 		return nil, err
 	}

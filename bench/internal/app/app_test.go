@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -18,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwt"
@@ -31,6 +33,8 @@ import (
 type fakeGateway struct {
 	mu      sync.Mutex
 	units   int
+	total   int           // the sale's quantity (0: 10)
+	delay   time.Duration // each purchase takes this long
 	holders map[string]string // authorization -> order id
 	n       atomic.Int64
 	pays    atomic.Int64
@@ -41,7 +45,13 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	switch {
 	case r.Method == "GET" && r.URL.Path == "/api/flash-sales/sales/42":
-		fmt.Fprint(w, `{"id":42,"items":[{"id":7,"quantity":10}]}`)
+		fmt.Fprintf(w, `{"id":42,"items":[{"id":7,"quantity":%d}]}`, cmp.Or(g.total, 10))
+	case r.URL.Path == "/metrics":
+		g.mu.Lock()
+		left := g.units
+		g.mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# TYPE flashsale_stock_left gauge\nflashsale_stock_left{item=\"7\",shard=\"0\"} %d\nflashsale_stock_left{item=\"7\",shard=\"1\"} 0\n", left)
 	case strings.HasSuffix(r.URL.Path, "/pay"):
 		g.pays.Add(1)
 		w.WriteHeader(202)
@@ -49,6 +59,7 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.cancels.Add(1)
 		w.WriteHeader(202)
 	case r.URL.Path == "/api/flash-sales/items/7/purchase":
+		time.Sleep(g.delay)
 		if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ey") {
 			w.WriteHeader(401)
 			fmt.Fprint(w, `{"error":"UNAUTHORIZED"}`)

@@ -89,6 +89,14 @@ type Config struct {
 	Seed     uint64
 	JSONOnly bool // print the result JSON instead of the text summary
 
+	MetricsURL string // the gateway's /metrics, sampled for its stock gauge during the run
+
+	// Shard and Shards: this instance is slice Shard of Shards (-shard i/N):
+	// it sends the requests of the users u with u % Shards == Shard.
+	Shard, Shards int
+	StartAt       time.Time // start the schedule at this wall-clock time (-start-at)
+	Args          []string  // the command line, for the report
+
 	Audit       bool
 	DatabaseURL string
 	Redis       []string
@@ -143,7 +151,7 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	if v := getenv("FLASHSALE_REDIS"); v != "" {
 		c.Redis = splitList(v)
 	}
-	var items, rate, clicks, redis string
+	var items, rate, clicks, redis, shard, startAt string
 	redis = strings.Join(c.Redis, ",")
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(usage)
@@ -183,6 +191,9 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	fs.BoolVar(&c.Quiet, "quiet", false, "no progress line")
 	fs.StringVar(&c.TokensOut, "tokens-out", "", "write the users' tokens to this file, one a line, and exit (for wrk scripts)")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: from the clock)")
+	fs.StringVar(&c.MetricsURL, "metrics-url", "", "the gateway's metrics URL (http://host:admin/metrics): its stock gauge is sampled during the run for the sell-out curve")
+	fs.StringVar(&shard, "shard", "", "i/N: run slice i (0-based) of N bench instances, the users u with u%N == i (needs -seed; merge with bench merge)")
+	fs.StringVar(&startAt, "start-at", "", "start the schedule at this wall-clock time (RFC 3339, or Unix seconds), the same on every shard")
 	fs.BoolVar(&c.Audit, "audit", false, "after the run, check the sale's invariants in PostgreSQL and Redis (needs -sale)")
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL for the audit (env DATABASE_URL)")
 	fs.StringVar(&redis, "redis", redis, "Redis Cluster seeds for the audit, comma separated (env FLASHSALE_REDIS)")
@@ -195,7 +206,14 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 		return c, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
 	}
 	c.Redis = splitList(redis)
+	c.Args = append([]string(nil), args...)
 	var err error
+	if c.Shard, c.Shards, err = parseShard(shard); err != nil {
+		return c, err
+	}
+	if c.StartAt, err = parseStartAt(startAt); err != nil {
+		return c, err
+	}
 	if c.Items, err = parseItems(items); err != nil {
 		return c, err
 	}
@@ -263,6 +281,10 @@ func (c *Config) resolve() error {
 		return errors.New("no items: give -items 1,2,... or -sale ID")
 	case c.SaleID < 0 || c.SaleID > 1<<32-1:
 		return fmt.Errorf("-sale %d: want 1..%d", c.SaleID, int64(1<<32-1))
+	case c.Shards > 1 && c.Seed == 0:
+		return errors.New("-shard: every shard must draw the same crowd: give the same -seed to all")
+	case c.Audit && c.Shards > 1:
+		return errors.New("-audit with -shard: audit once, after bench merge of every shard's result")
 	case c.Audit && c.SaleID == 0:
 		return errors.New("-audit needs -sale ID")
 	case c.Audit && c.DatabaseURL == "":
@@ -318,6 +340,34 @@ func ParseRate(s string) ([]Stage, error) {
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// parseShard reads "i/N" (0 <= i < N <= 1024); "" is 0/1.
+func parseShard(s string) (int, int, error) {
+	if s == "" {
+		return 0, 1, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || n > 1024 || i < 0 || i >= n {
+		return 0, 0, fmt.Errorf("-shard %q: want i/N with 0 <= i < N <= 1024", s)
+	}
+	return i, n, nil
+}
+
+// parseStartAt reads an RFC 3339 time or Unix seconds; "" is the zero time.
+func parseStartAt(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && f > 0 {
+		return time.Unix(0, int64(f*1e9)), nil
+	}
+	return time.Time{}, fmt.Errorf("-start-at %q: want an RFC 3339 time (2026-12-01T12:00:00Z) or Unix seconds", s)
 }
 
 func parseItems(s string) ([]int64, error) {

@@ -24,13 +24,13 @@ func TestAppendRequestDoesNotAllocate(t *testing.T) {
 func TestParseAndRecordDoNotAllocate(t *testing.T) {
 	accepted := []byte("HTTP/1.1 202 Accepted\r\nContent-Length: 64\r\nRetry-After: 1\r\n\r\n{\"orderId\":\"0000002a-0000-8000-8000-000000000001\",\"status\":\"PENDING\"}")
 	r := NewRecorder()
-	r.recordResponse(Purchase, 410, []byte("SOLD_OUT"), 0, 1000) // the first second's histogram
+	r.recordResponse(Purchase, 410, []byte("SOLD_OUT"), 0, 1000, 900) // the first second's histogram
 	var resp response
 	if n := testing.AllocsPerRun(1000, func() {
 		if m, err := parseResponse(soldOutResp, &resp); err != nil || m != len(soldOutResp) {
 			t.Fatalf("parse: %d %v", m, err)
 		}
-		r.recordResponse(Purchase, resp.status, jsonString(resp.body, `"error"`), 5e8, 1234567)
+		r.recordResponse(Purchase, resp.status, jsonString(resp.body, `"error"`), 5e8, 1234567, 34567)
 		if _, err := parseResponse(accepted, &resp); err != nil {
 			t.Fatal(err)
 		}

@@ -86,6 +86,10 @@ type Options struct {
 	RunID string
 	// Seed seeds the follow-up decisions' jitter.
 	Seed uint64
+	// StartAt, when set, is the wall-clock time the schedule starts: Run
+	// connects nothing before it, waits for it and counts intended times
+	// from it, so bench instances on several machines send one schedule.
+	StartAt time.Time
 }
 
 // Engine runs plans against one server. Create it with New.
@@ -227,9 +231,18 @@ func (e *Engine) Run(ctx context.Context, p *Plan) (*Result, error) {
 		}
 		workers[i] = w
 	}
+	if err := waitUntil(ctx, e.o.StartAt); err != nil {
+		for _, w := range workers {
+			w.closeAll()
+		}
+		return nil, err
+	}
 	e.mu.Lock()
 	e.workers = workers
 	e.start = time.Now()
+	if !e.o.StartAt.IsZero() {
+		e.start = e.o.StartAt
+	}
 	start := e.start
 	e.mu.Unlock()
 	for _, w := range workers {
@@ -254,6 +267,24 @@ func (e *Engine) Run(ctx context.Context, p *Plan) (*Result, error) {
 	return res, nil
 }
 
+// waitUntil sleeps until t (zero: not at all); a t more than a second past
+// is an error, as the run would start late on its own schedule.
+func waitUntil(ctx context.Context, t time.Time) error {
+	if t.IsZero() {
+		return nil
+	}
+	d := time.Until(t)
+	if d < -time.Second {
+		return fmt.Errorf("load: start time %s is %v in the past", t.Format(time.RFC3339Nano), -d.Round(time.Millisecond))
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
 // scheduleEnd is the intended time of the plan's last scheduled send, or -1
 // when it has none (closed loop).
 func scheduleEnd(p *Plan, total int64) int64 {
@@ -261,7 +292,7 @@ func scheduleEnd(p *Plan, total int64) int64 {
 	case len(p.Actions) > 0:
 		return p.Actions[len(p.Actions)-1].At
 	case p.Actions == nil && len(p.Stages) > 0 && total > 0:
-		return p.at(total - 1)
+		return p.at(p.global(total - 1))
 	}
 	return -1
 }
@@ -524,7 +555,7 @@ func (w *worker) handle(ci int, events uint32) {
 		}
 		now := w.elapsed()
 		code := jsonString(w.resp.body, `"error"`)
-		w.rec.recordResponse(c.act.Kind, w.resp.status, code, now, now-c.intended)
+		w.rec.recordResponse(c.act.Kind, w.resp.status, code, now, now-c.intended, now-c.sent)
 		w.afterResponse(&c.act, now)
 		copy(c.rbuf, c.rbuf[m:c.rn])
 		c.rn -= m
@@ -819,3 +850,6 @@ func sendNoSignal(fd int, b []byte) (int, error) {
 	}
 	return int(r), nil
 }
+
+// EngineName names this build's engine in reports.
+const EngineName = "epoll"

@@ -39,7 +39,18 @@ type Plan struct {
 	// limit; then Count must be set).
 	Duration time.Duration
 	Follow   FollowUps
+	// Slice and Slices split generated requests over Slices bench
+	// instances: this one sends requests Slice, Slice+Slices, ... of the
+	// whole schedule, at their times in it (0 and 0 or 1: all of them).
+	// Actions are sliced by the scenario, not here.
+	Slice, Slices int
 }
+
+// stride is the number of slices generated requests are split over.
+func (p *Plan) stride() int64 { return int64(max(p.Slices, 1)) }
+
+// global maps this slice's request i to its index in the whole schedule.
+func (p *Plan) global(i int64) int64 { return i*p.stride() + int64(p.Slice) }
 
 // FollowUps says what a simulated user does after a response.
 type FollowUps struct {
@@ -62,11 +73,21 @@ func (p *Plan) closed() bool {
 	return p.Actions == nil && len(p.Stages) == 0
 }
 
-// total returns the number of scheduled requests, or -1 when unbounded.
+// total returns the number of requests this slice schedules, or -1 when
+// unbounded.
 func (p *Plan) total() int64 {
 	if p.Actions != nil {
 		return int64(len(p.Actions))
 	}
+	all := p.wholeTotal()
+	if all < 0 {
+		return -1
+	}
+	return max(0, (all-int64(p.Slice)+p.stride()-1)/p.stride())
+}
+
+// wholeTotal is total over every slice.
+func (p *Plan) wholeTotal() int64 {
 	if len(p.Stages) > 0 {
 		var n float64
 		for _, s := range p.Stages {
@@ -87,9 +108,9 @@ func (p *Plan) total() int64 {
 // unbounded (closed loop for a duration).
 func (p *Plan) Total() int64 { return p.total() }
 
-// At returns the intended send time of generated request i under Stages, in
-// ns after the start.
-func (p *Plan) At(i int) int64 { return p.at(int64(i)) }
+// At returns the intended send time of this slice's generated request i
+// under Stages, in ns after the start.
+func (p *Plan) At(i int) int64 { return p.at(p.global(int64(i))) }
 
 // at returns the intended send time of generated request i under Stages.
 func (p *Plan) at(i int64) int64 {
@@ -119,9 +140,10 @@ func (p *Plan) action(i, total int64, a *Action) bool {
 	if total >= 0 && i >= total {
 		return false
 	}
-	*a = Action{User: uint32(i % int64(max(p.Users, 1))), Item: uint16(i % int64(max(p.Items, 1)))}
+	g := p.global(i)
+	*a = Action{User: uint32(g % int64(max(p.Users, 1))), Item: uint16(g % int64(max(p.Items, 1)))}
 	if len(p.Stages) > 0 {
-		a.At = p.at(i)
+		a.At = p.at(g)
 	}
 	return true
 }

@@ -37,6 +37,50 @@ var ErrNames = [numErrs]string{"connect", "write", "read", "timeout", "protocol"
 // under its own name too, allocating once per new name.
 var KnownCodes = api.Codes
 
+// Outcomes: what latency is kept apart for. A 202 and a 410 are different
+// experiences (one waited for Redis, one was refused from memory), so each has
+// its own histograms.
+const (
+	OutAccepted    = iota // purchase answered 202
+	OutConflict           // purchase answered 409
+	OutGone               // purchase answered 410
+	OutLimited            // purchase answered 429
+	OutUnavailable        // purchase answered 503
+	OutOther              // purchase answered anything else
+	OutPay                // pay, any status
+	OutCancel             // cancel, any status
+	OutGet                // GET order, any status
+	NumOutcomes
+)
+
+// OutcomeNames names the outcomes by index, as reports show them.
+var OutcomeNames = [NumOutcomes]string{"202", "409", "410", "429", "503", "other", "pay", "cancel", "get-order"}
+
+// outcome returns the outcome of a response of kind k with status st.
+func outcome(k Kind, st int) int {
+	switch k {
+	case Pay:
+		return OutPay
+	case Cancel:
+		return OutCancel
+	case GetOrder:
+		return OutGet
+	}
+	switch st {
+	case 202:
+		return OutAccepted
+	case 409:
+		return OutConflict
+	case 410:
+		return OutGone
+	case 429:
+		return OutLimited
+	case 503:
+		return OutUnavailable
+	}
+	return OutOther
+}
+
 // maxCodes bounds the distinct codes a recorder keeps; more go to "OTHER".
 const maxCodes = 64
 
@@ -47,6 +91,7 @@ type Second struct {
 	// other than 429, Limited 429, Server 5xx, Failed transport failures.
 	Done, OK, Client, Limited, Server, Failed int64
 	Sent                                      int64 // requests written in this second
+	Out                                       [NumOutcomes]int64
 }
 
 // Accepted is one purchase the gateway answered 202.
@@ -60,7 +105,11 @@ type Accepted struct {
 // Recorder collects one worker's measurements. Only its worker writes to it,
 // so nothing in it is locked; Merge combines recorders after the run.
 type Recorder struct {
-	Hist *hdrhistogram.Histogram // every latency, µs
+	// Hist holds every latency in µs, counted from the intended send time
+	// (corrected for coordinated omission); Uncorrected from the actual send.
+	Hist, Uncorrected *hdrhistogram.Histogram
+	// OutHist and OutUncorrected are the same per outcome (Out*).
+	OutHist, OutUncorrected [NumOutcomes]*hdrhistogram.Histogram
 	Secs []Second
 	// Status[k][s] counts responses of status s to requests of kind k; s = 0
 	// is unused.
@@ -88,10 +137,19 @@ type liveCounters struct {
 
 // NewRecorder returns an empty recorder.
 func NewRecorder() *Recorder {
-	r := &Recorder{Hist: hdrhistogram.New(histMin, histMax, totalDigits)}
+	r := &Recorder{Hist: newHist(), Uncorrected: newHist()}
+	for i := range r.OutHist {
+		r.OutHist[i], r.OutUncorrected[i] = newHist(), newHist()
+	}
 	r.CodeNames = append(r.CodeNames, KnownCodes...)
 	return r
 }
+
+// newHist returns an empty whole-run histogram.
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, totalDigits) }
+
+// clampUs converts ns to µs within the histograms' range.
+func clampUs(ns int64) int64 { return min(max(ns/1000, histMin), histMax) }
 
 func (r *Recorder) second(sec int) *Second {
 	if sec < 0 {
@@ -119,20 +177,20 @@ func (r *Recorder) recordSend(elapsed, lateNs, lateBy int64) {
 	r.live.sent.Add(1)
 }
 
-// recordResponse counts a response of kind k with status st and latency latNs,
-// completed at elapsed ns. code is the body's error code or nil.
-func (r *Recorder) recordResponse(k Kind, st int, code []byte, elapsed, latNs int64) {
-	us := latNs / 1000
-	if us < histMin {
-		us = histMin
-	}
-	if us > histMax {
-		us = histMax
-	}
+// recordResponse counts a response of kind k with status st, completed at
+// elapsed ns, latNs after its intended send time and sentNs after its actual
+// send. code is the body's error code or nil.
+func (r *Recorder) recordResponse(k Kind, st int, code []byte, elapsed, latNs, sentNs int64) {
+	us, raw := clampUs(latNs), clampUs(sentNs)
+	o := outcome(k, st)
 	_ = r.Hist.RecordValue(us)
+	_ = r.Uncorrected.RecordValue(raw)
+	_ = r.OutHist[o].RecordValue(us)
+	_ = r.OutUncorrected[o].RecordValue(raw)
 	s := r.second(int(elapsed / 1e9))
 	_ = s.Hist.RecordValue(us)
 	s.Done++
+	s.Out[o]++
 	switch {
 	case st >= 200 && st < 300:
 		s.OK++
@@ -179,6 +237,11 @@ func (r *Recorder) codeIndex(code []byte) int {
 // Merge adds o's counts to r. Code indexes are matched by name.
 func (r *Recorder) Merge(o *Recorder) {
 	r.Hist.Merge(o.Hist)
+	r.Uncorrected.Merge(o.Uncorrected)
+	for i := range r.OutHist {
+		r.OutHist[i].Merge(o.OutHist[i])
+		r.OutUncorrected[i].Merge(o.OutUncorrected[i])
+	}
 	for i := range o.Secs {
 		os := &o.Secs[i]
 		if os.Hist == nil {
@@ -193,6 +256,9 @@ func (r *Recorder) Merge(o *Recorder) {
 		s.Server += os.Server
 		s.Failed += os.Failed
 		s.Sent += os.Sent
+		for j := range s.Out {
+			s.Out[j] += os.Out[j]
+		}
 	}
 	for k := range r.Status {
 		for s := range r.Status[k] {

@@ -1,24 +1,21 @@
 // Package report turns a finished run into what people read: a text summary
-// on stdout, result.json, and report.html, a self-contained page whose charts
-// (latency over time, throughput over time, status mix) are inline SVG drawn
-// here, so it opens offline.
+// on stdout, result.json (with the HDR histograms, so runs can be merged and
+// compared), and report.html, a self-contained page (html/template) whose
+// charts are inline SVG drawn here, so it opens offline: latency per outcome
+// and its percentile distribution, the sell-out curve, the status mix over
+// time on a log scale, latency and throughput over time, the run's metadata,
+// and loud warnings when the figures cannot be trusted as they stand.
 package report
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"flashsale/bench/internal/audit"
 	"flashsale/bench/internal/load"
+	"flashsale/sharding"
 )
 
 // Latency is a latency summary in milliseconds.
@@ -52,6 +49,11 @@ type Second struct {
 	P50     float64 `json:"p50"`
 	P99     float64 `json:"p99"`
 	Max     float64 `json:"max"`
+	// Out counts responses by outcome name (load.OutcomeNames).
+	Out map[string]int64 `json:"outcomes,omitempty"`
+	// Hist is the second's latency histogram (µs), hdrhistogram's base64
+	// compressed encoding, so merged runs get true percentiles per second.
+	Hist string `json:"hist,omitempty"`
 }
 
 // Result is a run as result.json holds it.
@@ -87,13 +89,98 @@ type Result struct {
 	FirstAcceptedS float64 `json:"firstAcceptedSeconds"`
 	LastAcceptedS  float64 `json:"lastAcceptedSeconds"`
 
-	Latency  Latency  `json:"latencyMs"`
+	// AcceptedN counts every 202 to a purchase, replays included.
+	AcceptedN int64 `json:"acceptedAnswers"`
+
+	Latency     Latency `json:"latencyMs"`
+	Uncorrected Latency `json:"uncorrectedLatencyMs"`
+	// Hist and HistUncorrected hold every latency (µs), hdrhistogram's
+	// base64 compressed encoding.
+	Hist            string        `json:"hist"`
+	HistUncorrected string        `json:"histUncorrected"`
+	Outcomes        []Outcome     `json:"outcomes"`
+	Sales           []ItemSale    `json:"sellOut"`
+	Stock           []StockSample `json:"stockSamples,omitempty"`
+	Meta            Meta          `json:"meta"`
+
 	Status   []Count  `json:"status"`
 	Codes    []Count  `json:"codes"`
 	Errors   []Count  `json:"errors"`
 	Timeline []Second `json:"timeline"`
 
 	Audit *audit.Report `json:"audit,omitempty"`
+
+	acceptedOrders []AcceptedOrder // written to accepted.tsv
+}
+
+// Outcome is the latency of one kind of answer (202, 409, ..., pay, cancel).
+type Outcome struct {
+	Name  string `json:"name"`
+	Count int64  `json:"count"`
+	// Latency counts from the intended send time (what a user waits,
+	// including time queued in the generator); Uncorrected from the actual
+	// send (what wrk without -R reports).
+	Latency     Latency `json:"latencyMs"`
+	Uncorrected Latency `json:"uncorrectedMs"`
+	// Hist and HistUncorrected are the histograms (µs) in hdrhistogram's
+	// base64 compressed encoding (V2), decodable by any HdrHistogram port.
+	Hist            string `json:"hist"`
+	HistUncorrected string `json:"histUncorrected"`
+}
+
+// ItemSale is one item's sell-out: when its 202s came and, with its quantity
+// known (from -sale), when the last unit went.
+type ItemSale struct {
+	ID       int64 `json:"id"`
+	Quantity int64 `json:"quantity"` // 0: unknown
+	Accepted int64 `json:"accepted"` // distinct orders answered 202
+	// FirstS and LastS are the first and last 202 in seconds after the start;
+	// SoldOutS is LastS when the 202s reached the quantity, else 0.
+	FirstS   float64 `json:"firstAcceptedSeconds"`
+	LastS    float64 `json:"lastAcceptedSeconds"`
+	SoldOutS float64 `json:"soldOutSeconds"`
+	// Ticks counts the distinct 202s per TickMs after the start: the
+	// sell-out curve is Quantity minus their running sum.
+	Ticks []int64 `json:"ticks"`
+}
+
+// TickMs is the resolution of ItemSale.Ticks.
+const TickMs = 100
+
+// StockSample is one reading of the gateway's stock gauge: units left per
+// item, T seconds after the start.
+type StockSample struct {
+	T    float64          `json:"t"`
+	Left map[string]int64 `json:"left"` // item id -> units, summed over shards
+}
+
+// Meta says how the run was made, so that it can be made again.
+type Meta struct {
+	Seed       uint64   `json:"seed"`
+	Commit     string   `json:"commit"`
+	GoVersion  string   `json:"goVersion"`
+	Args       []string `json:"args"`
+	Host       string   `json:"host"`
+	OS         string   `json:"os"`
+	Arch       string   `json:"arch"`
+	CPUs       int      `json:"cpus"`
+	Engine     string   `json:"engine"`
+	Shard      string   `json:"shard,omitempty"`      // "i/N" of a sharded run
+	Shards     []string `json:"shards,omitempty"`     // a merged run: the merged directories
+	SourceAddr []string `json:"sourceAddrs,omitempty"` // local addresses bound
+}
+
+// AcceptedOrder is one distinct 202, for the audit of a merged run.
+type AcceptedOrder struct {
+	Order  sharding.OrderID
+	ItemID int64
+}
+
+// Info is what Build needs beside the engine's result.
+type Info struct {
+	LateBy   time.Duration
+	Items    []int64 // item ids, by index
+	Quantity []int64 // their quantities (nil or 0: unknown)
 }
 
 func msOf(us int64) float64 { return float64(us) / 1000 }
@@ -107,21 +194,49 @@ func summarize(h *hdrhistogram.Histogram) Latency {
 }
 
 // Build fills a Result from a finished run. The caller sets the descriptive
-// fields (Scenario, URL, Users, ...).
-func Build(res *load.Result, lateBy time.Duration) *Result {
+// fields (Scenario, URL, Users, Meta, ...).
+func Build(res *load.Result, in Info) *Result {
 	r := res.Recorder
 	out := &Result{Start: res.Start, Elapsed: res.Elapsed.Seconds(), Conns: res.Conns, Workers: res.Workers,
-		Late: r.Late, LateBy: lateBy.String(), MaxLateMs: float64(r.MaxLateNs) / 1e6, Unsent: r.Unsent,
-		Retries: r.Retries, Latency: summarize(r.Hist), Mode: "open"}
+		Late: r.Late, LateBy: in.LateBy.String(), MaxLateMs: float64(r.MaxLateNs) / 1e6, Unsent: r.Unsent,
+		Retries: r.Retries, Mode: "open", Items: in.Items}
 	if res.Closed {
 		out.Mode = "closed"
 	}
-	kinds := []load.Kind{load.Purchase, load.Pay, load.Cancel, load.GetOrder}
-	for _, k := range kinds {
+	out.Hist, out.HistUncorrected = encodeHist(r.Hist), encodeHist(r.Uncorrected)
+	for o := range load.NumOutcomes {
+		if n := r.OutHist[o].TotalCount(); n > 0 {
+			out.Outcomes = append(out.Outcomes, Outcome{Name: load.OutcomeNames[o], Count: n,
+				Hist: encodeHist(r.OutHist[o]), HistUncorrected: encodeHist(r.OutUncorrected[o])})
+		}
+	}
+	buildCounts(out, r)
+	for i, s := range r.Secs {
+		sec := Second{T: i, Sent: s.Sent, Done: s.Done, OK: s.OK, Client: s.Client, Limited: s.Limited, Server: s.Server, Failed: s.Failed}
+		for o, n := range s.Out {
+			if n > 0 {
+				if sec.Out == nil {
+					sec.Out = map[string]int64{}
+				}
+				sec.Out[load.OutcomeNames[o]] = n
+			}
+		}
+		if s.Hist != nil && s.Hist.TotalCount() > 0 {
+			sec.Hist = encodeHist(s.Hist)
+		}
+		out.Timeline = append(out.Timeline, sec)
+	}
+	out.sellOut(r.Accepted, in)
+	out.Finish()
+	return out
+}
+
+// buildCounts fills the status, code and error breakdowns.
+func buildCounts(out *Result, r *load.Recorder) {
+	for _, k := range []load.Kind{load.Purchase, load.Pay, load.Cancel, load.GetOrder} {
 		for st, n := range r.Status[k] {
 			if n > 0 {
 				out.Status = append(out.Status, Count{Kind: k.String(), What: fmt.Sprint(st), Count: n})
-				out.Responses += n
 			}
 		}
 		for c, n := range r.Codes[k] {
@@ -136,39 +251,90 @@ func Build(res *load.Result, lateBy time.Duration) *Result {
 		for e, n := range r.Errs[k] {
 			if n > 0 {
 				out.Errors = append(out.Errors, Count{Kind: k.String(), What: load.ErrNames[e], Count: n})
-				out.Failed += n
 			}
 		}
 	}
-	out.Done = out.Responses + out.Failed
-	for i, s := range r.Secs {
-		sec := Second{T: i, Sent: s.Sent, Done: s.Done, OK: s.OK, Client: s.Client, Limited: s.Limited, Server: s.Server, Failed: s.Failed}
-		out.Sent += s.Sent
-		if s.Hist != nil && s.Hist.TotalCount() > 0 {
-			l := summarize(s.Hist)
-			sec.P50, sec.P99, sec.Max = l.P50, l.P99, l.Max
+}
+
+// sellOut fills Sales and the accepted orders from the 202s.
+func (r *Result) sellOut(acc []load.Accepted, in Info) {
+	seen := map[sharding.OrderID]bool{}
+	byItem := make([]ItemSale, len(in.Items))
+	for i, id := range in.Items {
+		byItem[i].ID = id
+		if i < len(in.Quantity) {
+			byItem[i].Quantity = in.Quantity[i]
 		}
-		out.PeakSecond = max(out.PeakSecond, s.Done-s.Failed)
-		out.Timeline = append(out.Timeline, sec)
 	}
-	if out.Elapsed > 0 {
-		out.Throughput = float64(out.Responses) / out.Elapsed
-	}
-	out.Accepted = len(r.Accepted)
-	seen := map[[16]byte]bool{}
-	first, last := int64(-1), int64(0)
-	for _, a := range r.Accepted {
+	for _, a := range acc {
+		if seen[a.Order] || int(a.Item) >= len(byItem) {
+			continue
+		}
 		seen[a.Order] = true
-		if first < 0 || a.At < first {
-			first = a.At
+		it := &byItem[a.Item]
+		r.acceptedOrders = append(r.acceptedOrders, AcceptedOrder{Order: a.Order, ItemID: it.ID})
+		t := float64(a.At) / 1e9
+		if it.Accepted == 0 || t < it.FirstS {
+			it.FirstS = t
 		}
-		last = max(last, a.At)
+		it.LastS = max(it.LastS, t)
+		it.Accepted++
+		tick := int(a.At / (TickMs * 1e6))
+		for len(it.Ticks) <= tick {
+			it.Ticks = append(it.Ticks, 0)
+		}
+		it.Ticks[tick]++
 	}
-	if first >= 0 {
-		out.FirstAcceptedS, out.LastAcceptedS = float64(first)/1e9, float64(last)/1e9
+	r.AcceptedN = int64(len(acc))
+	r.Sales = byItem
+}
+
+// Finish derives the totals (responses, throughput, percentiles, time to
+// sell out) from the counts, timeline and histograms; Build and Merge call it.
+func (r *Result) Finish() {
+	r.Responses, r.Failed, r.Sent, r.PeakSecond = 0, 0, 0, 0
+	for _, c := range r.Status {
+		r.Responses += c.Count
 	}
-	out.Winners = len(seen)
-	return out
+	for _, c := range r.Errors {
+		r.Failed += c.Count
+	}
+	r.Done = r.Responses + r.Failed
+	for i := range r.Timeline {
+		s := &r.Timeline[i]
+		r.Sent += s.Sent
+		r.PeakSecond = max(r.PeakSecond, s.Done-s.Failed)
+		if h := decodeHist(s.Hist); h != nil {
+			l := summarize(h)
+			s.P50, s.P99, s.Max = l.P50, l.P99, l.Max
+		}
+	}
+	r.Latency, r.Uncorrected = summarize(decodeHist(r.Hist)), summarize(decodeHist(r.HistUncorrected))
+	for i := range r.Outcomes {
+		o := &r.Outcomes[i]
+		o.Latency, o.Uncorrected = summarize(decodeHist(o.Hist)), summarize(decodeHist(o.HistUncorrected))
+	}
+	r.Throughput = 0
+	if r.Elapsed > 0 {
+		r.Throughput = float64(r.Responses) / r.Elapsed
+	}
+	r.Accepted, r.Winners = int(r.AcceptedN), 0
+	r.FirstAcceptedS, r.LastAcceptedS = 0, 0
+	for i := range r.Sales {
+		it := &r.Sales[i]
+		it.SoldOutS = 0
+		if it.Quantity > 0 && it.Accepted >= it.Quantity {
+			it.SoldOutS = it.LastS
+		}
+		if it.Accepted == 0 {
+			continue
+		}
+		if r.Winners == 0 || it.FirstS < r.FirstAcceptedS {
+			r.FirstAcceptedS = it.FirstS
+		}
+		r.LastAcceptedS = max(r.LastAcceptedS, it.LastS)
+		r.Winners += int(it.Accepted)
+	}
 }
 
 // SetOffered records the scheduled send times (ns after the start) of an
@@ -183,77 +349,3 @@ func (r *Result) SetOffered(at func(i int) int64, n int) {
 	}
 }
 
-// WriteFiles writes result.json and report.html into dir (created) and
-// returns the report's path.
-func (r *Result) WriteFiles(dir string) (string, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("creating %s: %w", dir, err)
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return "", fmt.Errorf("encoding result: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "result.json"), append(b, '\n'), 0o644); err != nil {
-		return "", fmt.Errorf("writing result: %w", err)
-	}
-	html := filepath.Join(dir, "report.html")
-	f, err := os.Create(html)
-	if err != nil {
-		return "", fmt.Errorf("writing report: %w", err)
-	}
-	if err := r.WriteHTML(f); err != nil {
-		f.Close()
-		return "", fmt.Errorf("writing report: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return "", fmt.Errorf("writing report: %w", err)
-	}
-	return html, nil
-}
-
-// WriteText prints the summary.
-func (r *Result) WriteText(w io.Writer) error {
-	fmt.Fprintf(w, "\n%s against %s: %s loop, %d connections, %d workers (GOMAXPROCS %d), %d users\n",
-		r.Scenario, r.URL, r.Mode, r.Conns, r.Workers, r.GOMAXPROCS, r.Users)
-	fmt.Fprintf(w, "elapsed %.2fs, sent %d, responses %d, transport failures %d, throughput %.0f/s (peak second %d)\n",
-		r.Elapsed, r.Sent, r.Responses, r.Failed, r.Throughput, r.PeakSecond)
-	if r.Mode == "open" {
-		fmt.Fprintf(w, "late sends (> %s after intended time) %d, max send delay %.1fms, unsent at end %d\n", r.LateBy, r.Late, r.MaxLateMs, r.Unsent)
-	}
-	if r.Retries > 0 || r.Accepted > 0 {
-		fmt.Fprintf(w, "retries scheduled %d, purchases accepted (202) %d, distinct orders %d\n", r.Retries, r.Accepted, r.Winners)
-		if r.Accepted > 0 {
-			fmt.Fprintf(w, "accepted purchases: first 202 at %.3fs, last at %.3fs after the start (with a sale that sells out: the time to sell out)\n",
-				r.FirstAcceptedS, r.LastAcceptedS)
-		}
-	}
-	l := r.Latency
-	fmt.Fprintf(w, "latency ms: p50 %.3f  p90 %.3f  p99 %.3f  p99.9 %.3f  max %.3f  mean %.3f\n", l.P50, l.P90, l.P99, l.P999, l.Max, l.Mean)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "kind\tstatus/error\tcount\tshare")
-	total := max(r.Done, 1)
-	rows := slices.Concat(r.Status, r.Codes, r.Errors)
-	for _, c := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.2f%%\n", c.Kind, c.What, c.Count, 100*float64(c.Count)/float64(total))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "throughput per second (responses):", timelineText(r.Timeline))
-	return nil
-}
-
-func timelineText(t []Second) string {
-	var b strings.Builder
-	for i, s := range t {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if i >= 60 {
-			fmt.Fprintf(&b, "... (%d more)", len(t)-i)
-			break
-		}
-		fmt.Fprint(&b, s.Done-s.Failed)
-	}
-	return b.String()
-}

@@ -11,6 +11,9 @@
 //     5xx, transport failure) is retried at once, up to -retries times.
 //   - bots: a few users, each connection bound to its own 127.0.0.x source
 //     address, hammering closed loop (or at -rate) for -duration.
+//
+// With -shard i/N each of N instances builds the same schedule (same seed)
+// and sends the requests of its users (u % N == i) at their times in it.
 package scenario
 
 import (
@@ -31,7 +34,7 @@ func Build(c *config.Config, items int, seed uint64) (*load.Plan, error) {
 	}
 	switch c.Scenario {
 	case config.Steady, config.Bots:
-		p := &load.Plan{Users: c.Users, Items: items, Count: c.Count}
+		p := &load.Plan{Users: c.Users, Items: items, Count: c.Count, Slice: c.Shard, Slices: c.Shards}
 		if c.Count == 0 {
 			p.Duration = c.Duration
 		}
@@ -43,7 +46,7 @@ func Build(c *config.Config, items int, seed uint64) (*load.Plan, error) {
 		}
 		return p, nil
 	case config.FlashCrowd, config.RetryStorm:
-		p := &load.Plan{Users: c.Users, Items: items, Actions: crowd(c, items, seed)}
+		p := &load.Plan{Users: c.Users, Items: items, Actions: slice(crowd(c, items, seed), c.Shard, c.Shards)}
 		p.Follow = load.FollowUps{RetryFraction: c.RetryFraction, Retries: c.Retries, Backoff: c.Backoff,
 			Pay: c.Pay, Cancel: c.Cancel, Think: c.Think}
 		if c.Scenario == config.RetryStorm {
@@ -52,6 +55,21 @@ func Build(c *config.Config, items int, seed uint64) (*load.Plan, error) {
 		return p, nil
 	}
 	return nil, fmt.Errorf("scenario: unknown scenario %q", c.Scenario)
+}
+
+// slice keeps the actions of the users u with u % n == i: one bench
+// instance's share of a crowd that every instance draws the same.
+func slice(all []load.Action, i, n int) []load.Action {
+	if n <= 1 {
+		return all
+	}
+	out := all[:0]
+	for _, a := range all {
+		if int(a.User)%n == i {
+			out = append(out, a)
+		}
+	}
+	return slices.Clip(out)
 }
 
 // crowd draws every user's arrival and clicks, sorted by intended send time.

@@ -9,7 +9,7 @@ import (
 )
 
 // Every error code the answer table sends is one of api.Codes, the list the
-// bench counts by.
+// bench counts by, with the status api.Status gives it.
 func TestAnswersUseTheSharedCodes(t *testing.T) {
 	for a, spec := range answers {
 		if spec.body == nil {
@@ -21,6 +21,9 @@ func TestAnswersUseTheSharedCodes(t *testing.T) {
 		}
 		if !slices.Contains(api.Codes, v.Error) {
 			t.Errorf("answer %d sends %q, which api.Codes lacks", a, v.Error)
+		}
+		if api.Status[v.Error] != spec.status {
+			t.Errorf("answer %d sends %s with %d, api.Status says %d", a, v.Error, spec.status, api.Status[v.Error])
 		}
 	}
 }

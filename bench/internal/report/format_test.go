@@ -1,0 +1,25 @@
+package report
+
+import "testing"
+
+func TestCommasAndPlural(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1006029: "1,006,029", -12345: "-12,345"} {
+		if got := commas(n); got != want {
+			t.Errorf("commas(%d) = %q, want %q", n, got, want)
+		}
+	}
+	if got := plural(1, "worker", "workers"); got != "1 worker" {
+		t.Errorf("plural(1) = %q", got)
+	}
+	if got := plural(2000, "worker", "workers"); got != "2,000 workers" {
+		t.Errorf("plural(2000) = %q", got)
+	}
+	for v, want := range map[float64]string{0.84: "840µs", 12.34: "12.3ms", 5523: "5.52s", 250: "250ms"} {
+		if got := ms(v); got != want {
+			t.Errorf("ms(%v) = %q, want %q", v, got, want)
+		}
+	}
+	if got := pct(1, 100000); got != "<0.01%" {
+		t.Errorf("pct = %q", got)
+	}
+}
