@@ -8,7 +8,9 @@
 # the alert rules) go in STACK_TOOLS below, which `up` installs before the services.
 
 # STACK_TOOLS: "CMD PKG" pairs that `up` ensures; add a line to add a tool.
-STACK_TOOLS=()
+STACK_TOOLS=(
+	"chromium chromium" # headless Chromium: the bench report and sale page tests
+)
 
 # wait_apt: if a background apt-get is running (it logs to /tmp/apt-install.log and
 # writes "done" at the end), wait for it instead of fighting over the dpkg lock.

@@ -33,8 +33,8 @@ import (
 type fakeGateway struct {
 	mu      sync.Mutex
 	units   int
-	total   int           // the sale's quantity (0: 10)
-	delay   time.Duration // each purchase takes this long
+	total   int               // the sale's quantity (0: 10)
+	delay   time.Duration     // each purchase takes this long
 	holders map[string]string // authorization -> order id
 	n       atomic.Int64
 	pays    atomic.Int64

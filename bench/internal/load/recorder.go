@@ -110,7 +110,7 @@ type Recorder struct {
 	Hist, Uncorrected *hdrhistogram.Histogram
 	// OutHist and OutUncorrected are the same per outcome (Out*).
 	OutHist, OutUncorrected [NumOutcomes]*hdrhistogram.Histogram
-	Secs []Second
+	Secs                    []Second
 	// Status[k][s] counts responses of status s to requests of kind k; s = 0
 	// is unused.
 	Status [numKinds][600]int64

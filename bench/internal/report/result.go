@@ -165,8 +165,8 @@ type Meta struct {
 	Arch       string   `json:"arch"`
 	CPUs       int      `json:"cpus"`
 	Engine     string   `json:"engine"`
-	Shard      string   `json:"shard,omitempty"`      // "i/N" of a sharded run
-	Shards     []string `json:"shards,omitempty"`     // a merged run: the merged directories
+	Shard      string   `json:"shard,omitempty"`       // "i/N" of a sharded run
+	Shards     []string `json:"shards,omitempty"`      // a merged run: the merged directories
 	SourceAddr []string `json:"sourceAddrs,omitempty"` // local addresses bound
 }
 
@@ -348,4 +348,3 @@ func (r *Result) SetOffered(at func(i int) int64, n int) {
 		r.Timeline[sec].Offered++
 	}
 }
-

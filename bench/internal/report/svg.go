@@ -135,7 +135,9 @@ func niceCeil(v float64) float64 {
 	return 10 * p
 }
 
-func trimFloat(v float64) string { return strings.TrimSuffix(fmt.Sprintf("%.10g", math.Round(v*1000)/1000), ".0") }
+func trimFloat(v float64) string {
+	return strings.TrimSuffix(fmt.Sprintf("%.10g", math.Round(v*1000)/1000), ".0")
+}
 
 // fmtCount labels a count axis: 500, 20k, 1.5M.
 func fmtCount(v float64) string {
