@@ -60,3 +60,8 @@ var Relay string
 //
 //go:embed persisted.lua
 var Persisted string
+
+// DropBuyer removes a buyer record that still names one order. See drop_buyer.lua.
+//
+//go:embed drop_buyer.lua
+var DropBuyer string

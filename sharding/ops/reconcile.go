@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redis/rueidis"
-
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 )
@@ -328,13 +326,6 @@ func (t *Tool) check(ctx context.Context, sale *sharding.Sale, grace time.Durati
 	return c, nil
 }
 
-// dropBuyer removes a buyer record only while it still names the order, and
-// respects a reshard's fence.
-var dropBuyer = rueidis.NewLuaScript(`
-if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
-if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
-return redis.call('HDEL', KEYS[1], ARGV[1])`)
-
 // repairBuyers repairs the buyer findings of c and returns them with what was
 // done.
 func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) ([]Finding, error) {
@@ -355,17 +346,12 @@ func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) 
 				f.Repair = "already released meanwhile"
 			}
 		case KindOrphanNoItem:
-			n, err := dropBuyer.Exec(ctx, t.Redis,
-				[]string{string(sharding.AppendBuyersKey(nil, f.tag)), string(sharding.AppendFenceKey(nil, f.tag))},
-				[]string{strconv.FormatUint(f.User, 10), f.Order}).AsInt64()
+			ok, err := t.Store.DropBuyer(ctx, f.tag, f.User, f.oid)
 			if err != nil {
-				return out, fmt.Errorf("dropping buyer %d: %w", f.User, err)
-			}
-			if n < 0 {
-				return out, fmt.Errorf("dropping buyer %d: %w", f.User, stock.ErrFrozen)
+				return out, err
 			}
 			f.Repair = "buyer record dropped; its unit returns through the item's drift"
-			if n == 0 {
+			if !ok {
 				f.Repair = "buyer record changed meanwhile; left alone"
 			}
 		case KindLostBuyer:

@@ -11,7 +11,10 @@ import (
 	"flashsale/sharding"
 )
 
-var casScript = rueidis.NewLuaScript(lua.CAS)
+var (
+	casScript       = rueidis.NewLuaScript(lua.CAS)
+	dropBuyerScript = rueidis.NewLuaScript(lua.DropBuyer)
+)
 
 // CompareAndSetStock sets item's stock on the shard with tag to next only if it
 // still is expected (-1 for a missing key). It reports false when the value had
@@ -60,6 +63,23 @@ func (s *Store) RestoreBuyer(ctx context.Context, tag string, userID uint64, id 
 	n, err := s.c.Do(ctx, s.c.B().Hsetnx().Key(string(sharding.AppendBuyersKey(nil, tag))).Field(strconv.FormatUint(userID, 10)).Value(id.String()).Build()).AsInt64()
 	if err != nil {
 		return false, fmt.Errorf("restoring buyer %d: %w", userID, err)
+	}
+	return n == 1, nil
+}
+
+// DropBuyer removes the buyer record of userID on the shard with tag only while
+// it still names order id; it reports whether it removed it. Reconcile uses it
+// for a reservation that neither PostgreSQL nor an order record knows. It
+// returns ErrFrozen while a reshard fences the shard.
+func (s *Store) DropBuyer(ctx context.Context, tag string, userID uint64, id sharding.OrderID) (bool, error) {
+	n, err := dropBuyerScript.Exec(ctx, s.c,
+		[]string{string(sharding.AppendBuyersKey(nil, tag)), string(sharding.AppendFenceKey(nil, tag))},
+		[]string{strconv.FormatUint(userID, 10), id.String()}).AsInt64()
+	if err != nil {
+		return false, fmt.Errorf("dropping buyer %d: %w", userID, err)
+	}
+	if n < 0 {
+		return false, fmt.Errorf("dropping buyer %d: %w", userID, ErrFrozen)
 	}
 	return n == 1, nil
 }

@@ -244,6 +244,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	reserve, release, status := rueidis.NewLuaScript(lua.Reserve), rueidis.NewLuaScript(lua.Release), rueidis.NewLuaScript(lua.Status)
 	void, act, claim, relay := rueidis.NewLuaScript(lua.Void), rueidis.NewLuaScript(lua.Act), rueidis.NewLuaScript(lua.ExpireClaim), rueidis.NewLuaScript(lua.Relay)
 	persisted := rueidis.NewLuaScript(lua.Persisted)
+	dropBuyer := rueidis.NewLuaScript(lua.DropBuyer)
 	events := string(sharding.AppendEventsKey(nil, tag))
 	marker := string(sharding.AppendNoMoveKey(nil, tag))
 	taken := string(sharding.AppendTakenKey(nil, tag))
@@ -295,6 +296,10 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"status: wrong arg count", status, []string{order, fence}, []string{"PAID"}, "want 2 keys and 6 args"},
 		{"persisted: args given", persisted, []string{order, fence}, []string{"x"}, "want 2 keys and no args"},
 		{"persisted: one key", persisted, []string{order}, nil, "want 2 keys and no args"},
+		{"drop_buyer: wrong key count", dropBuyer, []string{buyers}, []string{"77", id.String()}, "want 2 keys and 2 args"},
+		{"drop_buyer: no order id", dropBuyer, []string{buyers, fence}, []string{"77"}, "want 2 keys and 2 args"},
+		{"drop_buyer: empty user", dropBuyer, []string{buyers, fence}, []string{"", id.String()}, "bad arguments"},
+		{"drop_buyer: empty order id", dropBuyer, []string{buyers, fence}, []string{"77", ""}, "bad arguments"},
 	}
 	for _, tc := range cases {
 		err := tc.script.Exec(ctx, c, tc.keys, tc.args).Error()
@@ -459,5 +464,43 @@ func TestMarkPersisted(t *testing.T) {
 	}
 	if _, err := s.MarkPersisted(ctx, tag, id); !errors.Is(err, stock.ErrFrozen) {
 		t.Fatalf("frozen shard: %v", err)
+	}
+}
+
+// TestDropBuyerOnlyWhileItNamesTheOrder: reconcile's drop of an unknown
+// reservation removes the buyer record only while it names that order, and
+// not at all on a fenced shard.
+func TestDropBuyerOnlyWhileItNamesTheOrder(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, _ := tagOffFirstMaster(t, c, sale)
+	buyers := string(sharding.AppendBuyersKey(nil, tag))
+	mine, other := sharding.NewOrderID(sale, 1, 1), sharding.NewOrderID(sale, 2, 2)
+	if err := c.Do(ctx, c.B().Hset().Key(buyers).FieldValue().FieldValue("42", mine.String()).FieldValue("43", other.String()).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.DropBuyer(ctx, tag, 43, mine); err != nil || ok {
+		t.Fatalf("record naming another order: dropped %v, err %v", ok, err)
+	}
+	if ok, err := s.DropBuyer(ctx, tag, 44, mine); err != nil || ok {
+		t.Fatalf("no record: dropped %v, err %v", ok, err)
+	}
+	fence := string(sharding.AppendFenceKey(nil, tag))
+	if err := c.Do(ctx, c.B().Set().Key(fence).Value("1").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.DropBuyer(ctx, tag, 42, mine); !errors.Is(err, stock.ErrFrozen) || ok {
+		t.Fatalf("fenced shard: dropped %v, err %v, want ErrFrozen", ok, err)
+	}
+	if err := c.Do(ctx, c.B().Del().Key(fence).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.DropBuyer(ctx, tag, 42, mine); err != nil || !ok {
+		t.Fatalf("record naming the order: dropped %v, err %v", ok, err)
+	}
+	m, err := c.Do(ctx, c.B().Hgetall().Key(buyers).Build()).AsStrMap()
+	if err != nil || len(m) != 1 || m["43"] != other.String() {
+		t.Fatalf("buyers afterwards: %v %v, want only 43 -> %s", m, err, other)
 	}
 }
