@@ -65,3 +65,13 @@ var Persisted string
 //
 //go:embed drop_buyer.lua
 var DropBuyer string
+
+// RoomJoin puts a user into a waiting room's random draw once. See room_join.lua.
+//
+//go:embed room_join.lua
+var RoomJoin string
+
+// RoomTick advances a waiting room's admission and reads its state. See room_tick.lua.
+//
+//go:embed room_tick.lua
+var RoomTick string

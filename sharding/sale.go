@@ -35,6 +35,12 @@ type Sale struct {
 	// no use before the start or outside the front door. Off by default:
 	// the bench and existing sales buy without one.
 	TicketRequired bool `json:"ticketRequired,omitempty"`
+	// WaitingRoom, when set, puts the ticket endpoint behind the sale's
+	// waiting room (see Room); nil (the default) admits at once.
+	WaitingRoom *Room `json:"waitingRoom,omitempty"`
+	// PowDifficulty is the proof of work (leading zero bits) the ticket
+	// endpoint asks for; 0 (the default) asks for none unless the operator does.
+	PowDifficulty int `json:"powDifficulty,omitempty"`
 }
 
 // Item is one product of a sale with a fixed quantity and price.
@@ -113,6 +119,9 @@ func (s *Sale) Validate() error {
 		return errors.New("sale has no items")
 	case len(s.Shards) > MaxShards:
 		return fmt.Errorf("%d shards: at most %d", len(s.Shards), MaxShards)
+	}
+	if err := s.validateFrontDoor(); err != nil {
+		return err
 	}
 	seen := make(map[int64]bool, len(s.Items))
 	for _, it := range s.Items {

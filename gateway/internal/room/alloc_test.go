@@ -1,0 +1,42 @@
+//go:build !race
+
+package room
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPollAllocatesNothing: a poll with a pass (queued or admitted) and a
+// refused pass allocate nothing and call no Redis (the room has no client).
+func TestPollAllocatesNothing(t *testing.T) {
+	rg := ring(t, "room-secret-0123456789", "")
+	r, err := New(nil, Config{Ring: rg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	s := Sale{ID: 9, Start: now.Add(-time.Minute), End: now.Add(time.Hour), Window: 2 * time.Second, Factor: 1}
+	r.track([]Sale{s})
+	(*r.rooms.Load())[9].Store(&State{Cursor: 10, Draw: 100, Final: true, Tail: 5})
+	queued := AppendPass(nil, rg, Pass{Kind: Late, SaleID: 9, UserID: 5, Number: 3, Expires: now.Unix() + 3600})
+	admitted := AppendPass(nil, rg, Pass{Kind: Drawn, SaleID: 9, UserID: 5, Number: 0, Expires: now.Unix() + 3600})
+	forged := append([]byte(nil), queued...)
+	forged[5] = 'A' + ('B'-forged[5])&1 // another letter: still base64url, no longer signed
+	for name, p := range map[string][]byte{"queued": queued, "admitted": admitted, "forged": forged} {
+		var v Verdict
+		if n := testing.AllocsPerRun(1000, func() { v = r.Check(now, &s, 5, p, 50) }); n != 0 {
+			t.Errorf("%s poll: %v allocs", name, n)
+		}
+		t.Logf("%s: %+v", name, v)
+	}
+	if v := r.Check(now, &s, 5, queued, 50); v.Outcome != Queued || v.Place != 103 || v.Position != 93 {
+		t.Fatalf("queued: %+v", v)
+	}
+	if v := r.Check(now, &s, 5, admitted, 50); v.Outcome != Admitted {
+		t.Fatalf("admitted: %+v", v)
+	}
+	if v := r.Check(now, &s, 5, forged, 50); v.Outcome != Refused || v.Problem != PassForged {
+		t.Fatalf("forged: %+v", v)
+	}
+}

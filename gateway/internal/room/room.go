@@ -1,0 +1,322 @@
+// Package room is a sale's waiting room, shared by every gateway through
+// Redis and served by each gateway from a local copy of its state.
+//
+// The room's life, for a sale with a waiting room (sharding.Room):
+//
+//   - It opens PreQueue before the start (at the start when PreQueue is 0).
+//     Everyone who joins before the draw closes (StartWindow after the start,
+//     default 2 s) is in the draw: the gateway draws a uniform 52-bit number
+//     from crypto/rand, and room_join.lua keeps the user's first draw, so a
+//     user draws once however often they ask, and the client can neither see
+//     nor steer it. A drawn user's place is 1 + floor(draw x D / 2^52) with D
+//     the final size of the draw: a uniform random order of the D users (two
+//     may share a place; places are filled by admission one at a time either
+//     way). Clicking first in the window gains nothing.
+//   - After the draw closes, arrivals join the end: the n-th late arrival
+//     takes place D + n, n from one INCR on the room's tail counter.
+//   - Admission starts Grace after the draw closes (the draw's size is final
+//     then) and moves a cursor: places up to the cursor are admitted (the
+//     ticket endpoint hands them a purchase ticket). The cursor advances at
+//     remaining units x AdmitFactor places per second, held while the sale is
+//     sold out, and never passes the last place taken.
+//
+// Keys (package sharding) and who touches them: the draw is spread over
+// sharding.RoomLotteryShards sorted sets on their own slots, one
+// room_join.lua call per user per sale (the peak is the start: the crowd is
+// split over 16 slots on every master). The tail counter and the state hash
+// share one slot: the tail takes one INCR per late user per sale; the state
+// is read and advanced by every gateway's tick (room_tick.lua, atomic, so
+// concurrent ticks never advance twice for the same time), every Interval
+// (100 ms): G gateways cost 10 G calls per second, whatever the crowd. Polls
+// never touch Redis: a queued user holds a signed pass (its draw or tail
+// number) and the gateway compares its place with the state of its last
+// tick. While the draw is open every tick also reads the draw's 16 ZCARDs
+// (for positions shown in the pre-queue and for the final size).
+package room
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/bits"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/gateway/internal/mac"
+	"flashsale/lua"
+	"flashsale/sharding"
+)
+
+// Grace is the time between the close of the draw and the first admission:
+// every join that started before the close has finished by then (a join
+// is bounded by the request budget) and the draw's size is final.
+const Grace = 500 * time.Millisecond
+
+// DefaultInterval is the default tick of a gateway's room state.
+const DefaultInterval = 100 * time.Millisecond
+
+// Sale is what the room needs of a sale with a waiting room.
+type Sale struct {
+	ID               int64
+	Start, End       time.Time
+	PreQueue, Window time.Duration
+	Factor           float64 // admissions per second per remaining unit
+}
+
+// FromSale returns s's room, or false when s has none.
+func FromSale(s *sharding.Sale) (Sale, bool) {
+	r := s.WaitingRoom
+	if r == nil {
+		return Sale{}, false
+	}
+	return Sale{ID: s.ID, Start: s.StartsAt, End: s.EndsAt, PreQueue: time.Duration(r.PreQueue),
+		Window: r.Window(), Factor: r.Factor()}, true
+}
+
+// Opens returns when the room opens.
+func (s *Sale) Opens() time.Time { return s.Start.Add(-s.PreQueue) }
+
+// Closes returns when the draw closes.
+func (s *Sale) Closes() time.Time { return s.Start.Add(s.Window) }
+
+// AdmitsFrom returns when admission starts.
+func (s *Sale) AdmitsFrom() time.Time { return s.Closes().Add(Grace) }
+
+// State is a room's state as one tick read it. It is immutable.
+type State struct {
+	Cursor int64 // places admitted so far
+	Draw   int64 // users in the draw (final once Final)
+	Final  bool
+	Tail   int64     // late arrivals
+	At     time.Time // the gateway's clock at the tick
+}
+
+// Config tunes a Room.
+type Config struct {
+	Ring     *mac.Ring     // signs and checks passes; required
+	Interval time.Duration // tick, default DefaultInterval
+	Timeout  time.Duration // bound of a tick's Redis calls, default 1s
+	Log      *slog.Logger
+}
+
+// Room is one gateway's side of every waiting room: the tick that shares the
+// state through Redis, and the local copy polls are answered from. It is safe
+// for concurrent use; only Tick (one goroutine) writes.
+type Room struct {
+	c     rueidis.Client
+	cfg   Config
+	rooms atomic.Pointer[map[int64]*atomic.Pointer[State]]
+}
+
+var (
+	joinScript = rueidis.NewLuaScript(lua.RoomJoin)
+	tickScript = rueidis.NewLuaScript(lua.RoomTick)
+)
+
+// New returns a room over the cluster client c.
+func New(c rueidis.Client, cfg Config) (*Room, error) {
+	if cfg.Ring == nil {
+		return nil, errors.New("room: a key ring for the passes is required")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultInterval
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	r := &Room{c: c, cfg: cfg}
+	r.rooms.Store(&map[int64]*atomic.Pointer[State]{})
+	return r, nil
+}
+
+// State returns the last state read for sale, or nil before its first tick.
+func (r *Room) State(saleID int64) *State {
+	if p := (*r.rooms.Load())[saleID]; p != nil {
+		return p.Load()
+	}
+	return nil
+}
+
+// Source lists the sales with a waiting room and their remaining units (in
+// the gateway, the catalog).
+type Source interface {
+	Rooms() []Sale
+	// Remaining returns the sale's units left over all items, or -1 when not read yet.
+	Remaining(saleID int64) int64
+}
+
+// Run ticks every Interval until ctx ends.
+func (r *Room) Run(ctx context.Context, src Source) {
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := r.Tick(ctx, time.Now(), src); err != nil && ctx.Err() == nil {
+			r.cfg.Log.Warn("waiting room tick", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// live reports whether the room of s needs ticking at now: from a little
+// before it opens (so the first joins find a state) to the end of the sale.
+func live(s *Sale, now time.Time) bool {
+	return !now.Before(s.Opens().Add(-2*time.Second)) && now.Before(s.End)
+}
+
+// Tick reads the draw's size while it is open, then advances and reads
+// every live room in one pipelined batch.
+func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+	defer cancel()
+	var sales []Sale
+	for _, s := range src.Rooms() {
+		if live(&s, now) {
+			sales = append(sales, s)
+		}
+	}
+	r.track(sales)
+	draws, err := r.readDraws(ctx, sales)
+	if err != nil {
+		return err
+	}
+	execs := make([]rueidis.LuaExec, len(sales))
+	for i := range sales {
+		s := &sales[i]
+		final := "0"
+		if !now.Before(s.AdmitsFrom()) {
+			final = "1"
+		}
+		rem := src.Remaining(s.ID)
+		if rem < 0 || now.Before(s.Start) {
+			rem = 0
+		}
+		execs[i] = rueidis.LuaExec{
+			Keys: []string{sharding.RoomStateKey(s.ID), sharding.RoomTailKey(s.ID)},
+			Args: []string{ms(s.AdmitsFrom()), strconv.FormatInt(draws[i], 10), final,
+				strconv.FormatInt(rem, 10), strconv.FormatFloat(s.Factor, 'g', -1, 64), ms(s.End.Add(time.Hour))},
+		}
+	}
+	rooms := *r.rooms.Load()
+	for i, res := range tickScript.ExecMulti(ctx, r.c, execs...) {
+		st, err := parseTick(res)
+		if err != nil {
+			return fmt.Errorf("room of sale %d: %w", sales[i].ID, err)
+		}
+		st.At = now
+		rooms[sales[i].ID].Store(st)
+	}
+	return nil
+}
+
+// track makes sure every live sale has a state slot; the map is replaced,
+// never changed, so polls read it without a lock.
+func (r *Room) track(sales []Sale) {
+	old := *r.rooms.Load()
+	same := len(old) == len(sales)
+	for i := 0; same && i < len(sales); i++ {
+		same = old[sales[i].ID] != nil
+	}
+	if same {
+		return
+	}
+	next := make(map[int64]*atomic.Pointer[State], len(sales))
+	for _, s := range sales {
+		if p := old[s.ID]; p != nil {
+			next[s.ID] = p
+		} else {
+			next[s.ID] = &atomic.Pointer[State]{}
+		}
+	}
+	r.rooms.Store(&next)
+}
+
+// readDraws returns the size of each sale's draw, read while it can still
+// change (a final size is kept by the state hash and not read again).
+func (r *Room) readDraws(ctx context.Context, sales []Sale) ([]int64, error) {
+	out := make([]int64, len(sales))
+	var cmds rueidis.Commands
+	var owner []int
+	for i := range sales {
+		if st := r.State(sales[i].ID); st != nil && st.Final {
+			continue
+		}
+		for k := 0; k < sharding.RoomLotteryShards; k++ {
+			cmds = append(cmds, r.c.B().Zcard().Key(sharding.RoomLotteryKey(sales[i].ID, k)).Build())
+			owner = append(owner, i)
+		}
+	}
+	if len(cmds) == 0 {
+		return out, nil
+	}
+	for j, res := range r.c.DoMulti(ctx, cmds...) {
+		n, err := res.AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("reading the draw of sale %d: %w", sales[owner[j]].ID, err)
+		}
+		out[owner[j]] += n
+	}
+	return out, nil
+}
+
+func parseTick(res rueidis.RedisResult) (*State, error) {
+	v, err := res.ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("room_tick: %w", err)
+	}
+	if len(v) != 5 {
+		return nil, fmt.Errorf("room_tick: malformed reply of %d elements, want 5", len(v))
+	}
+	var n [5]int64
+	for i := range v {
+		if n[i], err = v[i].AsInt64(); err != nil {
+			return nil, fmt.Errorf("room_tick: malformed reply element %d: %w", i, err)
+		}
+	}
+	if n[0] < 0 || n[1] < 0 || n[3] < 0 || (n[2] != 0 && n[2] != 1) {
+		return nil, fmt.Errorf("room_tick: malformed reply %v", n)
+	}
+	return &State{Cursor: n[0], Draw: n[1], Final: n[2] == 1, Tail: n[3]}, nil
+}
+
+func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+
+// drawBits is the size of a draw: scores of a sorted set are doubles, exact
+// for integers below 2^53.
+const drawBits = 52
+
+// newDraw returns a uniform draw in [0, 2^drawBits) from crypto/rand.
+func newDraw() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return binary.LittleEndian.Uint64(b[:]) >> (64 - drawBits)
+}
+
+// place returns the place of p in a room in state st: its draw scaled to the
+// draw's size, or the draw's size plus its tail number.
+func place(p *Pass, st *State) int64 {
+	if p.Kind == Late {
+		return st.Draw + int64(p.Number)
+	}
+	d := uint64(max(st.Draw, 1))
+	hi, lo := bits.Mul64(p.Number, d)
+	return 1 + int64(hi<<(64-drawBits)|lo>>drawBits)
+}
+
+// rate returns the admissions per second of a room with rem units left.
+func rate(s *Sale, rem int64) float64 {
+	return math.Max(float64(max(rem, 1))*s.Factor, 0.01)
+}

@@ -1,0 +1,98 @@
+package sharding
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Room is a sale's waiting room (the "waitingRoom" field of a sale file).
+// Zero fields take the defaults below.
+type Room struct {
+	// PreQueue is how long before StartsAt the room opens; 0 (the default)
+	// opens it at the start.
+	PreQueue Duration `json:"preQueue,omitempty"`
+	// StartWindow is how long after StartsAt arrivals still join the random
+	// draw (default DefaultStartWindow); later arrivals join the end.
+	StartWindow Duration `json:"startWindow,omitempty"`
+	// AdmitFactor is the admission rate per remaining unit: the room admits
+	// about remaining x AdmitFactor people per second (default
+	// DefaultAdmitFactor).
+	AdmitFactor float64 `json:"admitFactor,omitempty"`
+}
+
+// Defaults and bounds of a Room and of Sale.PowDifficulty.
+const (
+	DefaultStartWindow = 2 * time.Second
+	MaxStartWindow     = time.Minute
+	MaxPreQueue        = 24 * time.Hour
+	DefaultAdmitFactor = 1.0
+	MinAdmitFactor     = 0.01
+	MaxAdmitFactor     = 100.0
+	// MaxPowDifficulty is the hardest proof of work a sale may ask for: 2^28
+	// hashes is minutes in a phone's browser.
+	MaxPowDifficulty = 28
+)
+
+// Window returns the start window, DefaultStartWindow when unset.
+func (r *Room) Window() time.Duration {
+	if r.StartWindow <= 0 {
+		return DefaultStartWindow
+	}
+	return time.Duration(r.StartWindow)
+}
+
+// Factor returns the admit factor, DefaultAdmitFactor when unset.
+func (r *Room) Factor() float64 {
+	if r.AdmitFactor <= 0 {
+		return DefaultAdmitFactor
+	}
+	return r.AdmitFactor
+}
+
+func (s *Sale) validateFrontDoor() error {
+	if s.PowDifficulty < 0 || s.PowDifficulty > MaxPowDifficulty {
+		return fmt.Errorf("powDifficulty %d: want 0 (off) to %d leading zero bits", s.PowDifficulty, MaxPowDifficulty)
+	}
+	r := s.WaitingRoom
+	if r == nil {
+		return nil
+	}
+	switch {
+	case r.PreQueue < 0 || r.PreQueue > Duration(MaxPreQueue):
+		return fmt.Errorf("waitingRoom.preQueue %v: want 0 (off) to %v", time.Duration(r.PreQueue), MaxPreQueue)
+	case r.StartWindow < 0 || r.StartWindow > Duration(MaxStartWindow):
+		return fmt.Errorf("waitingRoom.startWindow %v: want 0 (default %v) to %v", time.Duration(r.StartWindow), DefaultStartWindow, MaxStartWindow)
+	case r.AdmitFactor != 0 && !(r.AdmitFactor >= MinAdmitFactor && r.AdmitFactor <= MaxAdmitFactor):
+		return fmt.Errorf("waitingRoom.admitFactor %v: want 0 (default %v) or %v to %v admissions per second per remaining unit", r.AdmitFactor, DefaultAdmitFactor, MinAdmitFactor, MaxAdmitFactor)
+	case r.Window() >= s.EndsAt.Sub(s.StartsAt):
+		return fmt.Errorf("waitingRoom.startWindow %v: the sale lasts only %v", r.Window(), s.EndsAt.Sub(s.StartsAt))
+	}
+	return nil
+}
+
+// RoomLotteryShards is the number of keys the arrivals of a room's random
+// draw are spread over: the start of a sale is its peak, and one key would
+// put the whole crowd on one Redis core.
+const RoomLotteryShards = 16
+
+// RoomStateKey returns the key of a room's admission state (a hash: cursor,
+// draw size, last advance). It shares its slot with RoomTailKey.
+func RoomStateKey(saleID int64) string { return roomTag(saleID) + ":state" }
+
+// RoomTailKey returns the key of a room's counter of late arrivals: each
+// late arrival's INCR is its place after the draw.
+func RoomTailKey(saleID int64) string { return roomTag(saleID) + ":tail" }
+
+// RoomLotteryKey returns the key of shard k of a room's draw: a sorted set of
+// the users who joined before the draw closed, scored by their random draw.
+func RoomLotteryKey(saleID int64, k int) string {
+	return "{room:" + strconv.FormatInt(saleID, 10) + ":" + strconv.Itoa(k) + "}:draw"
+}
+
+// RoomLotteryShard returns the shard of a room's draw that holds user.
+func RoomLotteryShard(userID uint64, saleID int64) int {
+	return int(Mix64(userID+uint64(saleID)*0x2545f4914f6cdd1d) % RoomLotteryShards)
+}
+
+func roomTag(saleID int64) string { return "{room:" + strconv.FormatInt(saleID, 10) + "}" }
