@@ -53,7 +53,7 @@ echo "== demo: sale $sale, item $item: $units units over $shards shards, $users 
 bin/writer migrate >"$run/writer.log" 2>&1
 bin/writer sale create --file "$run/sale.json" --shards "$shards" | tee -a "$run/writer.log"
 
-bin/writer run -admin-addr "127.0.0.1:$((port + 3))" -sales "$sale" >>"$run/writer.log" 2>&1 &
+bin/writer run -admin "127.0.0.1:$((port + 3))" -sales "$sale" >>"$run/writer.log" 2>&1 &
 pids+=($!)
 # Every user of the demo crowd comes from 127.0.0.1, so the bench sends each
 # user's address in X-Forwarded-For and the gateway trusts loopback as a proxy:

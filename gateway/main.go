@@ -6,7 +6,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -15,25 +14,31 @@ import (
 
 	"flashsale/gateway/internal/app"
 	"flashsale/gateway/internal/config"
+	shared "flashsale/sharding/config"
 )
 
 func main() {
-	cfg, err := config.Load(os.Args[1:], nil, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
+	cfg, err := config.Load(os.Args[1:], nil, os.Stdout)
+	if errors.Is(err, shared.ErrHelp) || errors.Is(err, shared.ErrVersion) {
 		os.Exit(0)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gateway: invalid configuration:\n%v\n", err)
 		os.Exit(2)
 	}
+	log := cfg.Log.Logger(os.Stderr)
+	slog.SetDefault(log)
+	for _, w := range cfg.Deprecations {
+		log.Warn(w)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	a, err := app.New(ctx, cfg, app.Options{})
+	a, err := app.New(ctx, cfg, app.Options{Log: log})
 	if err == nil {
 		err = a.Serve(ctx)
 	}
 	if err != nil {
-		slog.Error("gateway failed", "err", err)
+		log.Error("gateway failed", "err", err)
 		os.Exit(1)
 	}
 }

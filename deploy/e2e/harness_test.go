@@ -202,7 +202,7 @@ func (g *gateway) waitReady(t *testing.T, within time.Duration) {
 func startWriter(t *testing.T, topic string, saleID int64) *proc {
 	t.Helper()
 	p := start(t, "writer", "run", "-topic", topic, "-dlq-topic", topic+".dlq", "-group", topic+"-writers",
-		"-sales", strconv.FormatInt(saleID, 10), "-admin-addr", "")
+		"-sales", strconv.FormatInt(saleID, 10), "-admin", "")
 	return p
 }
 

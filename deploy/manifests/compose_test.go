@@ -87,7 +87,7 @@ func TestComposeLoads(t *testing.T) {
 	if img := svc("postgres").Image; img != "postgres:15" {
 		t.Errorf("postgres image %s", img)
 	}
-	for name, admin := range map[string]string{"gateway": "FLASHSALE_ADMIN", "writer": "FLASHSALE_WRITER_ADMIN"} {
+	for name, admin := range map[string]string{"gateway": "FLASHSALE_ADMIN", "writer": "FLASHSALE_ADMIN"} {
 		target := name
 		s := svc(name)
 		if s.Build == nil || s.Build.Target != target || s.Build.Dockerfile != "deploy/Dockerfile" {

@@ -326,7 +326,7 @@ func TestWriterAndJobs(t *testing.T) {
 			if port(t, c, "admin") != 9103 {
 				t.Errorf("writer admin port %d, want 9103", port(t, c, "admin"))
 			}
-			for _, name := range []string{"FLASHSALE_WRITER_ADMIN", "DATABASE_URL", "FLASHSALE_REDIS", "KAFKA_BROKERS", "FLASHSALE_TOPIC", "FLASHSALE_DLQ_TOPIC", "FLASHSALE_GROUP"} {
+			for _, name := range []string{"FLASHSALE_ADMIN", "DATABASE_URL", "FLASHSALE_REDIS", "KAFKA_BROKERS", "FLASHSALE_TOPIC", "FLASHSALE_DLQ_TOPIC", "FLASHSALE_GROUP"} {
 				if env(c, name) == nil {
 					t.Errorf("writer has no %s", name)
 				}

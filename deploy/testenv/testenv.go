@@ -30,13 +30,15 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	shared "flashsale/sharding/config"
 )
 
 // Default addresses of the local stack.
 const (
-	DefaultRedis       = "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005,127.0.0.1:7006"
-	DefaultDatabaseURL = "postgres://flashsale@127.0.0.1:55432/flashsale?sslmode=disable"
-	DefaultKafka       = "127.0.0.1:9092"
+	DefaultRedis       = shared.DefaultRedis
+	DefaultDatabaseURL = shared.DefaultDatabaseURL
+	DefaultKafka       = shared.DefaultKafka
 )
 
 // checkTimeout bounds each reachability check done by Require.

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"flashsale/sharding"
+	shared "flashsale/sharding/config"
 )
 
 // Exit codes of Main.
@@ -24,7 +25,7 @@ const (
 )
 
 // DefaultRedis is the seed list used when neither --redis nor FLASHSALE_REDIS is set.
-const DefaultRedis = "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005,127.0.0.1:7006"
+const DefaultRedis = shared.DefaultRedis
 
 // Config is flashctl's configuration: the global flags, defaulted from the
 // environment, plus the chosen subcommand's arguments.

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	shared "flashsale/sharding/config"
 )
 
 // Scenario names.
@@ -31,7 +33,7 @@ var Scenarios = []string{Steady, FlashCrowd, Bots, RetryStorm}
 const DevSecret = "dev-secret-change-me"
 
 // DefaultRedis is the local stack's Redis Cluster.
-const DefaultRedis = "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005,127.0.0.1:7006"
+const DefaultRedis = shared.DefaultRedis
 
 // Stage is one step of an open-loop rate schedule.
 type Stage struct {

@@ -83,10 +83,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		}
 	}()
 	var err error
-	a.redis, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: cfg.Redis, ShuffleInit: true, DisableCache: true,
-		MaxFlushDelay: cfg.RedisFlushDelay, PipelineMultiplex: cfg.RedisMultiplex})
-	if err != nil {
-		return nil, fmt.Errorf("connecting to redis %v: %w", cfg.Redis, err)
+	ropt := cfg.Redis.ClientOption()
+	ropt.DisableCache, ropt.MaxFlushDelay, ropt.PipelineMultiplex = true, cfg.RedisFlushDelay, cfg.RedisMultiplex
+	if a.redis, err = rueidis.NewClient(ropt); err != nil {
+		return nil, fmt.Errorf("connecting to redis %v: %w", cfg.Redis.Addrs, err)
 	}
 	a.store = stock.New(a.redis)
 	if cfg.RedisBatchLanes > 0 {
@@ -108,7 +108,8 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		Refresh: cfg.RefreshEvery, Poll: cfg.PollInterval, SoldOutGauge: a.Metrics.SoldOut, Log: log,
 	})
 	if cfg.Relay {
-		kopts := append(journal.ProducerOpts(cfg.Kafka), kgo.ProducerLinger(cfg.Linger))
+		kopts := append(journal.ProducerOpts(cfg.Kafka.Brokers), cfg.Kafka.Opts()...)
+		kopts = append(kopts, kgo.ProducerLinger(cfg.Linger))
 		if a.kafka, err = kgo.NewClient(append(kopts, opt.KafkaOpts...)...); err != nil {
 			return nil, fmt.Errorf("creating the relay's kafka producer: %w", err)
 		}

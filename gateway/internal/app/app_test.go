@@ -125,7 +125,7 @@ func startWith(t testing.TB, qty int64, shards int, brokers []string, topic stri
 	}
 	cfg := config.Default()
 	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Redis, cfg.Kafka, cfg.Topic = testenv.RedisAddrs(), brokers, topic
+	cfg.Redis.Addrs, cfg.Kafka.Brokers, cfg.Topic = testenv.RedisAddrs(), brokers, topic
 	cfg.JWTSecret = string(secret)
 	cfg.RelaySales = []int64{sale.ID} // other packages' tests share the Redis
 	cfg.IPRate, cfg.IPBurst = 1e6, 1e6

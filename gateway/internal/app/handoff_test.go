@@ -89,7 +89,7 @@ func second(t *testing.T, s *stack) *app.App {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
-	cfg.Redis, cfg.Kafka, cfg.Topic = testenv.RedisAddrs(), testenv.KafkaBrokers(), s.topic
+	cfg.Redis.Addrs, cfg.Kafka.Brokers, cfg.Topic = testenv.RedisAddrs(), testenv.KafkaBrokers(), s.topic
 	cfg.JWTSecret = string(secret)
 	cfg.RelaySales = []int64{s.sale.ID}
 	cfg.IPRate, cfg.IPBurst, cfg.MaxConnsPerIP = 1e6, 1e6, 0

@@ -1,6 +1,10 @@
 // Package config is the gateway's one configuration struct: its defaults live
 // in Default, and Load fills it from command-line flags and FLASHSALE_*
 // environment variables (a flag wins over the environment), then validates it.
+// The settings every binary shares (Redis, Kafka, admin, logging, shutdown,
+// their TLS and passwords) are flashsale/sharding/config's Common, embedded
+// here; its naming rule (-some-name is FLASHSALE_SOME_NAME) holds for the
+// gateway's own settings too.
 // Other packages receive small per-package structs derived from it by package
 // app; nothing here is a package-level global.
 //
@@ -13,15 +17,16 @@ package config
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"flashsale/gateway/internal/auth"
+	shared "flashsale/sharding/config"
 )
 
 // DevJWTSecret is the HS256 secret used when -dev is set and no secret is
@@ -31,13 +36,15 @@ const DevJWTSecret = "dev-secret-change-me"
 // Config is everything the gateway binary can be told. Durations are Go
 // duration strings on the command line ("250ms", "1s").
 type Config struct {
+	// Common is Redis, Kafka, the admin listener (healthz, readyz, metrics,
+	// pprof), logging and the shutdown grace.
+	shared.Common
+	// Deprecations are the deprecated flag and variable names Load met, one
+	// sentence each, for main to log.
+	Deprecations []string `json:"-"`
+
 	Listen string // public fasthttp listener
-	Admin  string // admin net/http listener: healthz, readyz, metrics, pprof
-
-	Redis []string // Redis Cluster seed addresses
-
-	Kafka  []string // Kafka seed brokers
-	Topic  string   // order-event topic
+	Topic  string // order-event topic
 	Linger time.Duration
 
 	// JWTSecret is the HS256 shared secret, from -jwt-secret,
@@ -125,7 +132,6 @@ type Config struct {
 	ReadTimeout   time.Duration
 	WriteTimeout  time.Duration
 	IdleTimeout   time.Duration
-	ShutdownGrace time.Duration
 
 	Dev bool // allows DevJWTSecret and the sale page's development sign-in
 }
@@ -134,13 +140,11 @@ type Config struct {
 // are written down.
 func Default() Config {
 	return Config{
+		Common:          shared.NewCommon("127.0.0.1:9102", 10*time.Second),
 		Listen:          "127.0.0.1:8080",
-		Admin:           "127.0.0.1:9102",
-		Redis:           []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003", "127.0.0.1:7004", "127.0.0.1:7005", "127.0.0.1:7006"},
-		Kafka:           []string{"127.0.0.1:9092"},
 		Topic:           "flash-sale-orders",
 		Linger:          time.Millisecond,
-		JWKSRefresh:     15 * time.Minute,
+		JWKSRefresh:     auth.DefaultJWKSRefresh,
 		TicketTTL:       60 * time.Second,
 		PageMaxAge:      60 * time.Second,
 		PageToken:       "localStorage:flashsale.token",
@@ -171,105 +175,93 @@ func Default() Config {
 		ReadTimeout:     5 * time.Second,
 		WriteTimeout:    5 * time.Second,
 		IdleTimeout:     60 * time.Second,
-		ShutdownGrace:   10 * time.Second,
 	}
 }
 
-// setting describes one flag and its environment variable.
-type setting struct {
-	flag, env, usage string
-	val              flag.Value
+// settings registers the common settings and the gateway's own on set.
+func (c *Config) settings(set *shared.Set) {
+	c.Common.Register(set, shared.UseRedis|shared.UseKafka|shared.UseAdmin|shared.UseShutdown)
+	for _, s := range []shared.Setting{
+		{Name: "listen", Usage: "public HTTP listen address", Value: shared.String(&c.Listen)},
+		{Name: "topic", Usage: "order-event topic", Value: shared.String(&c.Topic)},
+		{Name: "linger", Usage: "relay producer linger", Value: shared.Duration(&c.Linger)},
+		{Name: "redis-flush-delay", Usage: "longest wait before a Redis pipeline write, to batch more commands", Value: shared.Duration(&c.RedisFlushDelay)},
+		{Name: "redis-multiplex", Usage: "connections per Redis node as a power of two (0: rueidis default)", Value: shared.Int(&c.RedisMultiplex)},
+		{Name: "repeat-read", Usage: "answer a repeat click of a buyer this gateway answered before from the buyer record (HGET), not the reserve script", Value: shared.Bool(&c.RepeatRead)},
+		{Name: "redis-batch-lanes", Usage: "most batching lanes for the purchase path's Redis calls: one per master, one batch in flight each (0: rueidis batches alone)", Value: shared.Int(&c.RedisBatchLanes)},
+		{Name: "jwt-secret", Usage: "HS256 secret (the dev secret only with -dev); as a flag any local user can read it in ps, so prefer -jwt-secret-file or the environment", Value: shared.SecretString(&c.JWTSecret), Secret: true},
+		{Name: "jwt-secret-file", Usage: "file holding the HS256 secret, one trailing newline dropped (preferred; not with -jwt-secret)", Value: shared.File(&c.JWTSecretFile)},
+		{Name: "ticket-secret", Usage: "HMAC secret of purchase tickets, shared by every gateway (empty: derived from the HS256 secret); prefer -ticket-secret-file or the environment", Value: shared.SecretString(&c.TicketSecret), Secret: true},
+		{Name: "ticket-secret-previous", Usage: "the ticket secret before a rotation, still accepted (keep it for one -ticket-ttl after the switch)", Value: shared.SecretString(&c.TicketSecretPrevious), Secret: true},
+		{Name: "ticket-secret-file", Usage: "file holding the ticket secret on its first line and, during a rotation, the previous one on its second (not with -ticket-secret)", Value: shared.File(&c.TicketSecretFile)},
+		{Name: "ticket-ttl", Usage: "lifetime of a purchase ticket", Value: shared.Duration(&c.TicketTTL)},
+		{Name: "page-max-age", Usage: "Cache-Control max-age of the sale page's HTML", Value: shared.Duration(&c.PageMaxAge)},
+		{Name: "page-token", Usage: "where the sale page finds the buyer's bearer token: localStorage:<key> or cookie:<name>", Value: shared.String(&c.PageToken)},
+		{Name: "jwks", Usage: "JWKS file path or URL for RS256/ES256/EdDSA", Value: shared.String(&c.JWKS)},
+		{Name: "jwks-refresh", Usage: "minimum refresh interval of a JWKS URL", Value: shared.Duration(&c.JWKSRefresh)},
+		{Name: "jwt-issuer", Usage: "required token issuer (iss), empty to skip", Value: shared.String(&c.Issuer)},
+		{Name: "jwt-audience", Usage: "required token audience (aud), empty to skip", Value: shared.String(&c.Audience)},
+		{Name: "jwt-skew", Usage: "accepted clock skew, at most 30s", Value: shared.Duration(&c.Skew)},
+		{Name: "token-cache", Usage: "verified tokens cached", Value: shared.Int(&c.TokenCache)},
+		{Name: "max-token-len", Usage: "longest token accepted, bytes", Value: shared.Int(&c.MaxTokenLen)},
+		{Name: "ip-rate", Usage: "per-IP requests per second", Value: shared.Float(&c.IPRate)},
+		{Name: "ip-burst", Usage: "per-IP burst", Value: shared.Int(&c.IPBurst)},
+		{Name: "user-rate", Usage: "per-user requests per second", Value: shared.Float(&c.UserRate)},
+		{Name: "user-burst", Usage: "per-user burst", Value: shared.Int(&c.UserBurst)},
+		{Name: "limit-keys", Usage: "buckets kept per limiter before eviction", Value: shared.Int(&c.LimitKeys)},
+		{Name: "trusted-proxies", Usage: "CIDRs whose X-Forwarded-For is trusted, comma separated", Value: shared.Prefixes(&c.TrustedProxies)},
+		{Name: "budget", Usage: "per-request budget for Redis", Value: shared.Duration(&c.Budget)},
+		{Name: "release-budget", Usage: "budget of the void of a purchase whose answer could not be given in time (the 503 waits for it)", Value: shared.Duration(&c.ReleaseBudget)},
+		{Name: "replica-acks", Usage: "replicas a journaled write waits for before its 202 (WAIT); 0 for a Redis without replicas", Value: shared.Int(&c.ReplicaAcks)},
+		{Name: "replica-timeout", Usage: "longest wait for the replicas; a shortfall is counted and the order stands", Value: shared.Duration(&c.ReplicaTimeout)},
+		{Name: "journal-bound", Usage: "most entries in a shard's hand-off journal before purchases on it answer 503", Value: shared.Int(&c.JournalBound)},
+		{Name: "relay", Usage: "run the journal relay (Redis to Kafka) in this process", Value: shared.Bool(&c.Relay)},
+		{Name: "relay-hold", Usage: "age a journal entry must reach before a relay takes it; must exceed -budget plus -release-budget", Value: shared.Duration(&c.RelayHold)},
+		{Name: "relay-sales", Usage: "sale ids whose journals the relay moves, comma separated (empty: every sale)", Value: shared.IDs(&c.RelaySales)},
+		{Name: "relay-lease", Usage: "lifetime of a shard's relay lease: a dead gateway's shards are taken over within it", Value: shared.Duration(&c.RelayLease)},
+		{Name: "order-ttl", Usage: "lifetime of order records in Redis", Value: shared.Duration(&c.OrderTTL)},
+		{Name: "poll-interval", Usage: "poll of sold-out items for returned stock", Value: shared.Duration(&c.PollInterval)},
+		{Name: "refresh", Usage: "catalog and remaining-stock refresh", Value: shared.Duration(&c.RefreshEvery)},
+		{Name: "max-conns-per-ip", Usage: "open connections per client IP (0: unlimited)", Value: shared.Int(&c.MaxConnsPerIP)},
+		{Name: "concurrency", Usage: "requests served at once", Value: shared.Int(&c.Concurrency)},
+		{Name: "read-timeout", Usage: "time to read one request", Value: shared.Duration(&c.ReadTimeout)},
+		{Name: "write-timeout", Usage: "time to write one response", Value: shared.Duration(&c.WriteTimeout)},
+		{Name: "idle-timeout", Usage: "keep-alive idle time", Value: shared.Duration(&c.IdleTimeout)},
+		{Name: "dev", Usage: "development mode: allows the dev JWT secret and the sale page's development sign-in (POST /api/flash-sales/dev/token)", Value: shared.Bool(&c.Dev)},
+	} {
+		set.Add(s)
+	}
 }
 
-func (c *Config) settings() []setting {
-	return []setting{
-		{"listen", "FLASHSALE_LISTEN", "public HTTP listen address", (*strVal)(&c.Listen)},
-		{"admin", "FLASHSALE_ADMIN", "admin listen address (healthz, readyz, metrics, pprof)", (*strVal)(&c.Admin)},
-		{"redis", "FLASHSALE_REDIS", "Redis Cluster seeds, comma separated", (*listVal)(&c.Redis)},
-		{"kafka", "KAFKA_BROKERS", "Kafka seed brokers, comma separated", (*listVal)(&c.Kafka)},
-		{"topic", "FLASHSALE_TOPIC", "order-event topic", (*strVal)(&c.Topic)},
-		{"linger", "FLASHSALE_LINGER", "relay producer linger", (*durVal)(&c.Linger)},
-		{"redis-flush-delay", "FLASHSALE_REDIS_FLUSH_DELAY", "longest wait before a Redis pipeline write, to batch more commands", (*durVal)(&c.RedisFlushDelay)},
-		{"redis-multiplex", "FLASHSALE_REDIS_MULTIPLEX", "connections per Redis node as a power of two (0: rueidis default)", (*intVal)(&c.RedisMultiplex)},
-		{"repeat-read", "FLASHSALE_REPEAT_READ", "answer a repeat click of a buyer this gateway answered before from the buyer record (HGET), not the reserve script", (*boolVal)(&c.RepeatRead)},
-		{"redis-batch-lanes", "FLASHSALE_REDIS_BATCH_LANES", "most batching lanes for the purchase path's Redis calls: one per master, one batch in flight each (0: rueidis batches alone)", (*intVal)(&c.RedisBatchLanes)},
-		{"jwt-secret", "FLASHSALE_JWT_SECRET", "HS256 secret (the dev secret only with -dev); as a flag any local user can read it in ps, so prefer -jwt-secret-file or the environment", (*secretVal)(&c.JWTSecret)},
-		{"jwt-secret-file", "FLASHSALE_JWT_SECRET_FILE", "file holding the HS256 secret, one trailing newline dropped (preferred; not with -jwt-secret)", (*strVal)(&c.JWTSecretFile)},
-		{"ticket-secret", "FLASHSALE_TICKET_SECRET", "HMAC secret of purchase tickets, shared by every gateway (empty: derived from the HS256 secret); prefer -ticket-secret-file or the environment", (*secretVal)(&c.TicketSecret)},
-		{"ticket-secret-previous", "FLASHSALE_TICKET_SECRET_PREVIOUS", "the ticket secret before a rotation, still accepted (keep it for one -ticket-ttl after the switch)", (*secretVal)(&c.TicketSecretPrevious)},
-		{"ticket-secret-file", "FLASHSALE_TICKET_SECRET_FILE", "file holding the ticket secret on its first line and, during a rotation, the previous one on its second (not with -ticket-secret)", (*strVal)(&c.TicketSecretFile)},
-		{"ticket-ttl", "FLASHSALE_TICKET_TTL", "lifetime of a purchase ticket", (*durVal)(&c.TicketTTL)},
-		{"page-max-age", "FLASHSALE_PAGE_MAX_AGE", "Cache-Control max-age of the sale page's HTML", (*durVal)(&c.PageMaxAge)},
-		{"page-token", "FLASHSALE_PAGE_TOKEN", "where the sale page finds the buyer's bearer token: localStorage:<key> or cookie:<name>", (*strVal)(&c.PageToken)},
-		{"jwks", "FLASHSALE_JWKS", "JWKS file path or URL for RS256/ES256/EdDSA", (*strVal)(&c.JWKS)},
-		{"jwks-refresh", "FLASHSALE_JWKS_REFRESH", "minimum refresh interval of a JWKS URL", (*durVal)(&c.JWKSRefresh)},
-		{"jwt-issuer", "FLASHSALE_JWT_ISSUER", "required token issuer (iss), empty to skip", (*strVal)(&c.Issuer)},
-		{"jwt-audience", "FLASHSALE_JWT_AUDIENCE", "required token audience (aud), empty to skip", (*strVal)(&c.Audience)},
-		{"jwt-skew", "FLASHSALE_JWT_SKEW", "accepted clock skew, at most 30s", (*durVal)(&c.Skew)},
-		{"token-cache", "FLASHSALE_TOKEN_CACHE", "verified tokens cached", (*intVal)(&c.TokenCache)},
-		{"max-token-len", "FLASHSALE_MAX_TOKEN_LEN", "longest token accepted, bytes", (*intVal)(&c.MaxTokenLen)},
-		{"ip-rate", "FLASHSALE_IP_RATE", "per-IP requests per second", (*floatVal)(&c.IPRate)},
-		{"ip-burst", "FLASHSALE_IP_BURST", "per-IP burst", (*intVal)(&c.IPBurst)},
-		{"user-rate", "FLASHSALE_USER_RATE", "per-user requests per second", (*floatVal)(&c.UserRate)},
-		{"user-burst", "FLASHSALE_USER_BURST", "per-user burst", (*intVal)(&c.UserBurst)},
-		{"limit-keys", "FLASHSALE_LIMIT_KEYS", "buckets kept per limiter before eviction", (*intVal)(&c.LimitKeys)},
-		{"trusted-proxies", "FLASHSALE_TRUSTED_PROXIES", "CIDRs whose X-Forwarded-For is trusted, comma separated", (*prefixVal)(&c.TrustedProxies)},
-		{"budget", "FLASHSALE_BUDGET", "per-request budget for Redis", (*durVal)(&c.Budget)},
-		{"release-budget", "FLASHSALE_RELEASE_BUDGET", "budget of the void of a purchase whose answer could not be given in time (the 503 waits for it)", (*durVal)(&c.ReleaseBudget)},
-		{"replica-acks", "FLASHSALE_REPLICA_ACKS", "replicas a journaled write waits for before its 202 (WAIT); 0 for a Redis without replicas", (*intVal)(&c.ReplicaAcks)},
-		{"replica-timeout", "FLASHSALE_REPLICA_TIMEOUT", "longest wait for the replicas; a shortfall is counted and the order stands", (*durVal)(&c.ReplicaTimeout)},
-		{"journal-bound", "FLASHSALE_JOURNAL_BOUND", "most entries in a shard's hand-off journal before purchases on it answer 503", (*intVal)(&c.JournalBound)},
-		{"relay", "FLASHSALE_RELAY", "run the journal relay (Redis to Kafka) in this process", (*boolVal)(&c.Relay)},
-		{"relay-hold", "FLASHSALE_RELAY_HOLD", "age a journal entry must reach before a relay takes it; must exceed -budget plus -release-budget", (*durVal)(&c.RelayHold)},
-		{"relay-sales", "FLASHSALE_RELAY_SALES", "sale ids whose journals the relay moves, comma separated (empty: every sale)", (*idListVal)(&c.RelaySales)},
-		{"relay-lease", "FLASHSALE_RELAY_LEASE", "lifetime of a shard's relay lease: a dead gateway's shards are taken over within it", (*durVal)(&c.RelayLease)},
-		{"order-ttl", "FLASHSALE_ORDER_TTL", "lifetime of order records in Redis", (*durVal)(&c.OrderTTL)},
-		{"poll-interval", "FLASHSALE_POLL_INTERVAL", "poll of sold-out items for returned stock", (*durVal)(&c.PollInterval)},
-		{"refresh", "FLASHSALE_REFRESH", "catalog and remaining-stock refresh", (*durVal)(&c.RefreshEvery)},
-		{"max-conns-per-ip", "FLASHSALE_MAX_CONNS_PER_IP", "open connections per client IP (0: unlimited)", (*intVal)(&c.MaxConnsPerIP)},
-		{"concurrency", "FLASHSALE_CONCURRENCY", "requests served at once", (*intVal)(&c.Concurrency)},
-		{"read-timeout", "FLASHSALE_READ_TIMEOUT", "time to read one request", (*durVal)(&c.ReadTimeout)},
-		{"write-timeout", "FLASHSALE_WRITE_TIMEOUT", "time to write one response", (*durVal)(&c.WriteTimeout)},
-		{"idle-timeout", "FLASHSALE_IDLE_TIMEOUT", "keep-alive idle time", (*durVal)(&c.IdleTimeout)},
-		{"shutdown-grace", "FLASHSALE_SHUTDOWN_GRACE", "drain time on SIGINT/SIGTERM", (*durVal)(&c.ShutdownGrace)},
-		{"dev", "FLASHSALE_DEV", "development mode: allows the dev JWT secret and the sale page's development sign-in (POST /api/flash-sales/dev/token)", (*boolVal)(&c.Dev)},
-	}
+// usage is the synopsis -h prints before the flags.
+const usage = `usage: gateway [flags]
+
+The flash sale's public HTTP front: see gateway/README.md.
+`
+
+// newSet returns the gateway's settings registered on c.
+func (c *Config) newSet() *shared.Set {
+	set := shared.NewSet("gateway", usage)
+	c.settings(set)
+	return set
 }
 
 // Load reads args (without the program name) and the environment through
 // getenv (os.Getenv when nil) over Default, and validates the result. A flag
-// wins over its environment variable. Usage goes to out on -h.
+// wins over its environment variable. -h prints the usage to out and returns
+// shared.ErrHelp; -version prints the version and returns shared.ErrVersion.
 func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	c := Default()
-	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
-	fs.SetOutput(out)
-	set := c.settings()
-	for _, s := range set {
-		fs.Var(s.val, s.flag, s.usage+" (env "+s.env+")")
-	}
-	if err := fs.Parse(args); err != nil {
+	set := c.newSet()
+	if err := set.Parse(args, getenv, out); err != nil {
 		return c, err
 	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	for _, s := range set {
-		if given[s.flag] {
-			continue
-		}
-		if v := getenv(s.env); v != "" {
-			if err := s.val.Set(v); err != nil {
-				if _, secret := s.val.(*secretVal); secret {
-					return c, fmt.Errorf("environment %s: %w", s.env, err)
-				}
-				return c, fmt.Errorf("environment %s=%q: %w", s.env, v, err)
-			}
-		}
+	c.Deprecations = set.Warnings()
+	if len(set.Args()) > 0 {
+		return c, fmt.Errorf("unexpected argument %q", set.Args()[0])
 	}
 	if err := c.readSecretFile(); err != nil {
 		return c, err
@@ -280,7 +272,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	if c.JWTSecret == "" && c.JWKS == "" && c.Dev {
 		c.JWTSecret = DevJWTSecret
 	}
-	return c, c.Validate()
+	return c, errors.Join(c.Common.Resolve(), c.Validate())
 }
 
 // readSecretFile sets JWTSecret from JWTSecretFile, if one is named: its
@@ -342,12 +334,6 @@ func (c *Config) Validate() error {
 	if c.Admin == "" {
 		bad("-admin is empty")
 	}
-	if len(c.Redis) == 0 {
-		bad("-redis names no seed")
-	}
-	if len(c.Kafka) == 0 {
-		bad("-kafka names no broker")
-	}
 	if c.Topic == "" {
 		bad("-topic is empty")
 	}
@@ -403,7 +389,7 @@ func (c *Config) Validate() error {
 		v    time.Duration
 	}{{"budget", c.Budget}, {"release-budget", c.ReleaseBudget}, {"order-ttl", c.OrderTTL},
 		{"poll-interval", c.PollInterval}, {"refresh", c.RefreshEvery}, {"read-timeout", c.ReadTimeout},
-		{"write-timeout", c.WriteTimeout}, {"idle-timeout", c.IdleTimeout}, {"shutdown-grace", c.ShutdownGrace}} {
+		{"write-timeout", c.WriteTimeout}, {"idle-timeout", c.IdleTimeout}, {"jwks-refresh", c.JWKSRefresh}} {
 		if d.v <= 0 {
 			bad("-%s %v: want a positive duration", d.name, d.v)
 		}
@@ -457,12 +443,7 @@ func ValidPageToken(v string) error {
 // Usage writes the flag/environment table in Markdown, for the README.
 func Usage(w io.Writer) {
 	c := Default()
-	set := c.settings()
-	fmt.Fprintln(w, "| flag | environment | default | meaning |")
-	fmt.Fprintln(w, "|---|---|---|---|")
-	for _, s := range set {
-		fmt.Fprintf(w, "| `-%s` | `%s` | `%s` | %s |\n", s.flag, s.env, s.val.String(), s.usage)
-	}
+	c.newSet().Markdown(w)
 }
 
 // redactedSecret stands for a non-empty secret wherever a Config is shown.
@@ -492,143 +473,3 @@ func (c Config) GoString() string {
 
 // LogValue makes log/slog show c as String does, with either handler.
 func (c Config) LogValue() slog.Value { return slog.StringValue(c.String()) }
-
-type strVal string
-
-func (v *strVal) String() string     { return string(*v) }
-func (v *strVal) Set(s string) error { *v = strVal(s); return nil }
-
-// secretVal is a string flag whose String never shows the value, so that no
-// usage text or flag dump does.
-type secretVal string
-
-func (v *secretVal) String() string {
-	if *v == "" {
-		return ""
-	}
-	return redactedSecret
-}
-func (v *secretVal) Set(s string) error { *v = secretVal(s); return nil }
-
-type listVal []string
-
-func (v *listVal) String() string { return strings.Join(*v, ",") }
-func (v *listVal) Set(s string) error {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	*v = out
-	return nil
-}
-
-type durVal time.Duration
-
-func (v *durVal) String() string { return time.Duration(*v).String() }
-func (v *durVal) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("want a duration like 250ms: %w", err)
-	}
-	*v = durVal(d)
-	return nil
-}
-
-type intVal int
-
-func (v *intVal) String() string { return strconv.Itoa(int(*v)) }
-func (v *intVal) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return fmt.Errorf("want an integer: %w", err)
-	}
-	*v = intVal(n)
-	return nil
-}
-
-type floatVal float64
-
-func (v *floatVal) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
-func (v *floatVal) Set(s string) error {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return fmt.Errorf("want a number: %w", err)
-	}
-	*v = floatVal(f)
-	return nil
-}
-
-type boolVal bool
-
-func (v *boolVal) String() string   { return strconv.FormatBool(bool(*v)) }
-func (v *boolVal) IsBoolFlag() bool { return true }
-func (v *boolVal) Set(s string) error {
-	b, err := strconv.ParseBool(s)
-	if err != nil {
-		return fmt.Errorf("want true or false: %w", err)
-	}
-	*v = boolVal(b)
-	return nil
-}
-
-type idListVal []int64
-
-func (v *idListVal) String() string {
-	parts := make([]string, len(*v))
-	for i, id := range *v {
-		parts[i] = strconv.FormatInt(id, 10)
-	}
-	return strings.Join(parts, ",")
-}
-
-func (v *idListVal) Set(s string) error {
-	var out []int64
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		id, err := strconv.ParseInt(p, 10, 64)
-		if err != nil || id <= 0 {
-			return fmt.Errorf("%q is not a sale id", p)
-		}
-		out = append(out, id)
-	}
-	*v = out
-	return nil
-}
-
-type prefixVal []netip.Prefix
-
-func (v *prefixVal) String() string {
-	s := make([]string, len(*v))
-	for i, p := range *v {
-		s[i] = p.String()
-	}
-	return strings.Join(s, ",")
-}
-
-func (v *prefixVal) Set(s string) error {
-	var out []netip.Prefix
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		if !strings.Contains(p, "/") {
-			a, err := netip.ParseAddr(p)
-			if err != nil {
-				return fmt.Errorf("want CIDRs like 10.0.0.0/8: %w", err)
-			}
-			out = append(out, netip.PrefixFrom(a, a.BitLen()))
-			continue
-		}
-		pr, err := netip.ParsePrefix(p)
-		if err != nil {
-			return fmt.Errorf("want CIDRs like 10.0.0.0/8: %w", err)
-		}
-		out = append(out, pr.Masked())
-	}
-	*v = out
-	return nil
-}

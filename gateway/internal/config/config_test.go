@@ -2,7 +2,6 @@ package config
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,7 +40,7 @@ func TestFlagWinsOverEnvironment(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Listen != "127.0.0.1:9999" || c.Budget != 300*time.Millisecond || c.IPRate != 7 || !c.Dev ||
-		len(c.Kafka) != 2 || c.Kafka[1] != "b:2" || len(c.TrustedProxies) != 2 || c.TrustedProxies[1].Bits() != 32 {
+		len(c.Kafka.Brokers) != 2 || c.Kafka.Brokers[1] != "b:2" || len(c.TrustedProxies) != 2 || c.TrustedProxies[1].Bits() != 32 {
 		t.Fatalf("%+v", c)
 	}
 }
@@ -186,16 +185,10 @@ func TestConfigNeverShowsTheSecret(t *testing.T) {
 		t.Fatal("formatting changed the secret")
 	}
 
-	// secretVal, the flag.Value of -jwt-secret, never shows what it holds.
-	fs := flag.NewFlagSet("t", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var v secretVal
-	fs.Var(&v, "s", "")
-	if err := fs.Parse([]string{"-s", secret}); err != nil || v.String() != redactedSecret {
-		t.Fatalf("secretVal: %q, %v", v.String(), err)
-	}
-	if empty := secretVal(""); empty.String() != "" {
-		t.Fatal("empty secretVal not empty")
+	// -h never shows it either.
+	var help strings.Builder
+	if _, err := Load([]string{"-jwt-secret", secret, "-h"}, env(nil), &help); err == nil || strings.Contains(help.String(), secret) {
+		t.Fatalf("-h: %v, %s", err, help.String())
 	}
 }
 

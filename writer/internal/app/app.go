@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
 
+	shared "flashsale/sharding/config"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/config"
 	"flashsale/writer/internal/consume"
@@ -52,7 +53,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 			a.Close()
 		}
 	}()
-	if a.Pool, err = store.Open(ctx, cfg.DatabaseURL); err != nil {
+	if a.Pool, err = openPool(ctx, cfg); err != nil {
 		return nil, err
 	}
 	a.Store = store.New(a.Pool)
@@ -61,7 +62,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 			return nil, err
 		}
 	}
-	if a.Redis, err = NewRedis(cfg.RedisAddrs); err != nil {
+	if a.Redis, err = NewRedis(cfg.Redis); err != nil {
 		return nil, err
 	}
 	a.Stock = stock.New(a.Redis)
@@ -77,7 +78,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	}, a.Store, a.Stock, a.Metrics, log)
 	a.Expiry = expiry.New(expiry.Config{Interval: cfg.ExpiryInterval, Batch: cfg.ExpiryBatch, Sales: cfg.Sales}, a.Store, a.Stock, a.Applier, a.Metrics, log)
 	a.Consumer, err = consume.New(consume.Config{
-		Brokers:         cfg.KafkaBrokers,
+		Kafka:           cfg.Kafka.Opts(),
 		Topic:           cfg.Topic,
 		DeadLetterTopic: cfg.DeadLetter,
 		Group:           cfg.Group,
@@ -87,7 +88,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		SessionTimeout:  cfg.SessionTimeout,
 		RetryMin:        cfg.RetryMin,
 		RetryMax:        cfg.RetryMax,
-		DrainTimeout:    cfg.ShutdownWait,
+		DrainTimeout:    cfg.ShutdownGrace,
 	}, a.Store, a.Applier, a.Metrics, log)
 	if err != nil {
 		return nil, err
@@ -106,26 +107,35 @@ const (
 	outboxQueueLen     = 256
 )
 
-// NewRedis returns a rueidis client over the cluster seeds addrs.
-func NewRedis(addrs []string) (rueidis.Client, error) {
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, ShuffleInit: true})
+// NewRedis returns a rueidis client for r (seeds, ACL user, TLS).
+func NewRedis(r shared.Redis) (rueidis.Client, error) {
+	c, err := rueidis.NewClient(r.ClientOption())
 	if err != nil {
 		return nil, fmt.Errorf("connecting to redis: %w", err)
 	}
 	return c, nil
 }
 
+// openPool connects the PostgreSQL pool cfg names (URL and password file).
+func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	pc, err := cfg.Postgres.PoolConfig()
+	if err != nil {
+		return nil, err
+	}
+	return store.OpenConfig(ctx, pc)
+}
+
 // Run serves the admin endpoints (when an address is configured), replays the
 // outbox, runs the expiry job and consumes until ctx ends, then finishes the
 // batch in flight and stops. It returns the first error that stopped it.
 func (a *App) Run(ctx context.Context) error {
-	if a.Cfg.AdminAddr != "" {
-		srv, err := obs.Listen(a.Cfg.AdminAddr, a.Metrics, map[string]obs.Check{
+	if a.Cfg.Admin != "" {
+		srv, err := obs.Listen(a.Cfg.Admin, a.Metrics, map[string]obs.Check{
 			"postgresql": a.Store.Ping,
 			"kafka":      a.Consumer.Ping,
 		}, a.Log)
 		if err != nil {
-			return fmt.Errorf("admin server on %s: %w", a.Cfg.AdminAddr, err)
+			return fmt.Errorf("admin server on %s: %w", a.Cfg.Admin, err)
 		}
 		defer func() { _ = srv.Close(context.WithoutCancel(ctx)) }()
 		a.Log.Info("admin server listening", "addr", srv.Addr())

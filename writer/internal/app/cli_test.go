@@ -31,7 +31,7 @@ func TestMainUsage(t *testing.T) {
 	if code, _, errOut := runMain([]string{"frobnicate"}, nil); code != 2 || !strings.Contains(errOut, "unknown command") {
 		t.Errorf("unknown command: %d %q", code, errOut)
 	}
-	if code, _, errOut := runMain([]string{"run", "-batch-size=-1"}, nil); code != 2 || !strings.Contains(errOut, "batch size") {
+	if code, _, errOut := runMain([]string{"run", "-batch-size=-1"}, nil); code != 2 || !strings.Contains(errOut, "-batch-size -1: want 1..100000") {
 		t.Errorf("bad flag: %d %q", code, errOut)
 	}
 	if code, _, errOut := runMain([]string{"sale", "create"}, nil); code != 2 || !strings.Contains(errOut, "--file is required") {
@@ -39,6 +39,19 @@ func TestMainUsage(t *testing.T) {
 	}
 	if code, _, _ := runMain([]string{"sale", "show"}, nil); code != 2 {
 		t.Errorf("sale show without id: %d", code)
+	}
+	if code, _, errOut := runMain([]string{"migrate", "extra"}, nil); code != 2 || !strings.Contains(errOut, `unexpected argument "extra"`) {
+		t.Errorf("migrate extra: %d %q", code, errOut)
+	}
+	for _, args := range [][]string{{"help"}, {"-h"}, {"run", "-help"}} {
+		code, out, _ := runMain(args, nil)
+		if code != 0 || !strings.Contains(out, "sale create --file F") || !strings.Contains(out, "-database-url string") ||
+			!strings.Contains(out, "env FLASHSALE_DATABASE_URL, DATABASE_URL") {
+			t.Errorf("%v: exit %d, %q", args, code, out)
+		}
+	}
+	if code, out, _ := runMain([]string{"-version"}, nil); code != 0 || !strings.HasPrefix(out, "writer ") {
+		t.Errorf("-version: %d %q", code, out)
 	}
 }
 

@@ -41,18 +41,18 @@ func stack(t *testing.T) {
 // left alone.
 func testConfig(topic, group string, s *sharding.Sale) config.Config {
 	c := config.Default()
-	c.DatabaseURL = testenv.DatabaseURL()
-	c.RedisAddrs = testenv.RedisAddrs()
-	c.KafkaBrokers = testenv.KafkaBrokers()
+	c.Postgres.URL = testenv.DatabaseURL()
+	c.Redis.Addrs = testenv.RedisAddrs()
+	c.Kafka.Brokers = testenv.KafkaBrokers()
 	c.Topic, c.DeadLetter, c.Group = topic, topic+".dlq", group
-	c.AdminAddr = ""
+	c.Admin = ""
 	c.FetchMaxWait = 20 * time.Millisecond
 	c.SessionTimeout = 6 * time.Second
 	c.ExpiryInterval = time.Hour
 	c.OutboxInterval = 200 * time.Millisecond
 	c.OutboxGrace = 500 * time.Millisecond
 	c.RetryMin, c.RetryMax = 20*time.Millisecond, 500*time.Millisecond
-	c.ShutdownWait = 10 * time.Second
+	c.ShutdownGrace = 10 * time.Second
 	c.Sales = []int64{s.ID}
 	c.GhostInterval = 0 // ghost_test.go steps its sweeps itself
 	return c

@@ -41,7 +41,7 @@ func TestSIGKILL(t *testing.T) {
 	logs := &bytes.Buffer{}
 	var logMu sync.Mutex
 	start := func(i int) *exec.Cmd {
-		cmd := exec.Command(bin, "run", "-admin-addr=", "-session-timeout=6s", "-batch-size=500",
+		cmd := exec.Command(bin, "run", "-admin=", "-session-timeout=6s", "-batch-size=500",
 			"-fetch-max-wait=20ms", "-instance-id="+group, fmt.Sprintf("-sales=%d", s.ID), "-outbox-interval=200ms")
 		cmd.Env = append(os.Environ(),
 			"DATABASE_URL="+testenv.DatabaseURL(), "KAFKA_BROKERS="+testenv.KafkaBrokers()[0],

@@ -1,17 +1,19 @@
 package config
 
 import (
-	"flag"
-	"io"
+	"bytes"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	shared "flashsale/sharding/config"
 )
 
 func load(args []string, env map[string]string) (Config, error) {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return Load(fs, args, func(k string) string { return env[k] })
+	set := shared.NewSet("writer", "usage: writer\n")
+	set.SetOutput(&bytes.Buffer{})
+	return Load(set, args, func(k string) string { return env[k] })
 }
 
 func TestDefaults(t *testing.T) {
@@ -19,22 +21,49 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Group != "flashsale-writer" || c.AdminAddr != "127.0.0.1:9103" || c.ExpiryInterval != 30*time.Second ||
-		c.Topic != "flash-sale-orders" || c.DeadLetter != "flash-sale-orders.dlq" || len(c.RedisAddrs) != 6 || !c.Migrate {
+	if c.Group != "flashsale-writer" || c.Admin != "127.0.0.1:9103" || c.ExpiryInterval != 30*time.Second ||
+		c.Topic != "flash-sale-orders" || c.DeadLetter != "flash-sale-orders.dlq" || len(c.Redis.Addrs) != 6 || !c.Migrate ||
+		c.Postgres.URL != shared.DefaultDatabaseURL || c.ShutdownGrace != 15*time.Second {
 		t.Fatalf("defaults: %+v", c)
 	}
 }
 
 func TestPrecedence(t *testing.T) {
 	env := map[string]string{"FLASHSALE_GROUP": "from-env", "FLASHSALE_BATCH_SIZE": "100", "KAFKA_BROKERS": "a:1, b:2",
-		"FLASHSALE_WRITER_SALES": "7,8"}
+		"FLASHSALE_SALES": "7,8", "DATABASE_URL": "postgres://u@h/db"}
 	c, err := load([]string{"-batch-size", "200", "-expiry-interval=100ms"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Group != "from-env" || c.BatchSize != 200 || c.ExpiryInterval != 100*time.Millisecond ||
-		strings.Join(c.KafkaBrokers, "|") != "a:1|b:2" || len(c.Sales) != 2 || c.Sales[1] != 8 {
+		strings.Join(c.Kafka.Brokers, "|") != "a:1|b:2" || len(c.Sales) != 2 || c.Sales[1] != 8 || c.Postgres.URL != "postgres://u@h/db" {
 		t.Fatalf("got %+v", c)
+	}
+}
+
+// TestMigrateBare: -migrate is a boolean flag, given bare or =false.
+func TestMigrateBare(t *testing.T) {
+	c, err := load([]string{"-migrate"}, map[string]string{"FLASHSALE_MIGRATE": "false"})
+	if err != nil || !c.Migrate {
+		t.Fatalf("bare -migrate: %v %v", c.Migrate, err)
+	}
+	if c, err = load([]string{"-migrate=false"}, nil); err != nil || c.Migrate {
+		t.Fatalf("-migrate=false: %v %v", c.Migrate, err)
+	}
+}
+
+// TestOldNames: the writer's old spellings still work, with a warning.
+func TestOldNames(t *testing.T) {
+	env := map[string]string{"FLASHSALE_WRITER_ADMIN": "127.0.0.1:1", "FLASHSALE_WRITER_SALES": "9", "FLASHSALE_SHUTDOWN_TIMEOUT": "3s"}
+	c, err := load([]string{"-admin-addr=127.0.0.1:2"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Admin != "127.0.0.1:2" || c.Sales[0] != 9 || c.ShutdownGrace != 3*time.Second || len(c.Deprecations) != 3 {
+		t.Fatalf("old names: %+v, warnings %q", c, c.Deprecations)
+	}
+	if c, err = load(nil, map[string]string{"FLASHSALE_WRITER_ADMIN": "127.0.0.1:1"}); err != nil || c.Admin != "127.0.0.1:1" {
+		t.Fatalf("FLASHSALE_WRITER_ADMIN: %v %v", c.Admin, err)
 	}
 }
 
@@ -44,20 +73,32 @@ func TestErrors(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{nil, map[string]string{"FLASHSALE_BATCH_SIZE": "lots"}, "FLASHSALE_BATCH_SIZE"},
-		{nil, map[string]string{"FLASHSALE_EXPIRY_INTERVAL": "30"}, "not a duration"},
-		{[]string{"-batch-size=0"}, nil, "batch size 0"},
+		{nil, map[string]string{"FLASHSALE_BATCH_SIZE": "lots"}, `FLASHSALE_BATCH_SIZE="lots": want an integer`},
+		{nil, map[string]string{"FLASHSALE_EXPIRY_INTERVAL": "30"}, "want a duration"},
+		{[]string{"-batch-size=0"}, nil, "-batch-size 0: want 1..100000"},
 		{[]string{"-dlq-topic=flash-sale-orders"}, nil, "is the order topic"},
 		{[]string{"-retry-min=2s", "-retry-max=1s"}, nil, "retry backoff"},
 		{[]string{"-log-level=loud"}, nil, "log-level"},
 		{[]string{"-sales=1,x"}, nil, "sale id"},
 		{[]string{"-nope"}, nil, "not defined"},
-		{[]string{"-status-ttl=10ms"}, nil, "status ttl"},
+		{[]string{"-status-ttl=10ms"}, nil, "-status-ttl 10ms"},
+		{[]string{"-migrate=perhaps"}, nil, "invalid boolean"},
+		{nil, map[string]string{"DATABASE_URL": "postgres://a@h/x", "FLASHSALE_DATABASE_URL": "postgres://b@h/x"}, "disagree"},
+		{[]string{"-shutdown-grace=0s"}, nil, "-shutdown-grace 0s"},
 	}
 	for _, tc := range cases {
 		_, err := load(tc.args, tc.env)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v %v: error %v, want one mentioning %q", tc.args, tc.env, err, tc.want)
 		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	set := shared.NewSet("writer", "")
+	set.SetOutput(&out)
+	if _, err := Load(set, []string{"-version"}, func(string) string { return "" }); !errors.Is(err, shared.ErrVersion) || !strings.HasPrefix(out.String(), "writer ") {
+		t.Fatalf("-version: %v %q", err, out.String())
 	}
 }

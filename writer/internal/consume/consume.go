@@ -42,7 +42,9 @@ import (
 
 // Config tunes a Consumer.
 type Config struct {
-	Brokers         []string
+	// Kafka is how to reach the brokers: seeds, TLS, SASL (from
+	// sharding/config's Kafka.Opts).
+	Kafka           []kgo.Opt
 	Topic           string
 	DeadLetterTopic string
 	Group           string
@@ -90,8 +92,8 @@ func New(cfg Config, st *store.Store, applier *outbox.Applier, m *obs.Metrics, l
 			}
 		}
 	}
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
+	opts := append([]kgo.Opt{}, cfg.Kafka...)
+	opts = append(opts,
 		kgo.ClientID("flashsale-writer"),
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Topic),
@@ -103,7 +105,7 @@ func New(cfg Config, st *store.Store, applier *outbox.Applier, m *obs.Metrics, l
 		kgo.OnPartitionsLost(forget),
 		kgo.AllowAutoTopicCreation(),
 		kgo.ProducerLinger(0),
-	}
+	)
 	if cfg.InstanceID != "" {
 		opts = append(opts, kgo.InstanceID(cfg.InstanceID))
 	}

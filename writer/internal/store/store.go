@@ -47,6 +47,11 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing database url: %w", err)
 	}
+	return OpenConfig(ctx, cfg)
+}
+
+// OpenConfig connects a pool with cfg and pings it.
+func OpenConfig(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to postgresql: %w", err)
