@@ -37,9 +37,17 @@ const (
 )
 
 // Main runs the bench with args (without the program name) and returns the
-// process exit code. Cancelling ctx (SIGINT) ends the run early; the summary
+// process exit code. `merge DIR...` and `compare A B` are subcommands. Cancelling ctx (SIGINT) ends the run early; the summary
 // is still printed.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "merge":
+			return mergeMain(ctx, args[1:], getenv, stdout, stderr)
+		case "compare":
+			return compareMain(args[1:], stdout, stderr)
+		}
+	}
 	cfg, err := config.Load(args, getenv, stderr)
 	if errors.Is(err, config.ErrHelp) {
 		return ExitOK

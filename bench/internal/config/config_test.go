@@ -27,6 +27,10 @@ func TestBadFlagsGiveClearErrors(t *testing.T) {
 		{[]string{"-audit"}, "-audit needs -sale ID"},
 		{[]string{"-source-ips", "4", "-url", "http://10.0.0.1:80"}, "only for an IPv4 loopback target"},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"-shard", "3/3", "-seed", "1"}, `-shard "3/3": want i/N with 0 <= i < N <= 1024`},
+		{[]string{"-shard", "a/b"}, `-shard "a/b"`},
+		{[]string{"-shard", "1/3"}, "give the same -seed to all"},
+		{[]string{"-start-at", "tomorrow"}, `-start-at "tomorrow": want an RFC 3339 time`},
 		{[]string{"extra"}, `unexpected argument "extra"`},
 	}
 	for _, c := range cases {

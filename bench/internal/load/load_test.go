@@ -165,3 +165,30 @@ func TestSourceAddrs(t *testing.T) {
 		t.Fatalf("client addresses seen: %v", seen)
 	}
 }
+
+// Three slices of a generated schedule send every request of the whole
+// once, at its time in the whole.
+func TestPlanSlicesCoverTheSchedule(t *testing.T) {
+	whole := &Plan{Users: 7, Items: 2, Stages: []Stage{{Rate: 1000, For: time.Second}}}
+	seen := map[int64]int{}
+	var n int64
+	for s := range 3 {
+		p := *whole
+		p.Slice, p.Slices = s, 3
+		total := p.total()
+		n += total
+		var a Action
+		for i := int64(0); i < total; i++ {
+			if !p.action(i, total, &a) {
+				t.Fatalf("slice %d: no action %d of %d", s, i, total)
+			}
+			seen[a.At]++
+			if g := p.global(i); a.At != whole.at(g) || int(a.User) != int(g%7) {
+				t.Fatalf("slice %d request %d: at %d user %d, want the whole's request %d", s, i, a.At, a.User, g)
+			}
+		}
+	}
+	if n != whole.total() || len(seen) != int(whole.total()) {
+		t.Fatalf("slices sent %d requests at %d times, the whole has %d", n, len(seen), whole.total())
+	}
+}
