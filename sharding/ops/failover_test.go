@@ -113,38 +113,25 @@ func TestFaultMasterKilledThenReconciled(t *testing.T) {
 	sh := newShopper(e.t.Store, sale)
 	sh.timeout, sh.tries = 300*time.Millisecond, 2
 	base := 1 + uint64(time.Now().UnixNano())%(1<<40)<<20
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				u := base + next.Add(1)
-				calls.Add(1)
-				r, err := sh.buy(ctx, item, u)
-				if err != nil {
-					errs.Add(1)
-					time.Sleep(20 * time.Millisecond)
-					continue
-				}
-				if r.Outcome == stock.Reserved {
-					mu.Lock()
-					wins = append(wins, win{u, r.OrderID, time.Now()})
-					mu.Unlock()
-					if killed.Load() && onVictim[sharding.HomeShard(u, sale.ID, 6)] {
-						afterKill.Add(1)
-					}
-				}
-				time.Sleep(3 * time.Millisecond)
+	shoppers := testenv.StartShoppers(t, 8, 3*time.Millisecond, func() bool {
+		u := base + next.Add(1)
+		calls.Add(1)
+		r, err := sh.buy(ctx, item, u)
+		if err != nil {
+			errs.Add(1)
+			time.Sleep(17 * time.Millisecond) // 20 ms with the pause
+			return true
+		}
+		if r.Outcome == stock.Reserved {
+			mu.Lock()
+			wins = append(wins, win{u, r.OrderID, time.Now()})
+			mu.Unlock()
+			if killed.Load() && onVictim[sharding.HomeShard(u, sale.ID, 6)] {
+				afterKill.Add(1)
 			}
-		}()
-	}
+		}
+		return true
+	})
 	began := time.Now()
 	time.Sleep(700 * time.Millisecond)
 	t.Cleanup(func() { healCluster(t, port) })
@@ -165,8 +152,7 @@ func TestFaultMasterKilledThenReconciled(t *testing.T) {
 		time.Sleep(150 * time.Millisecond)
 	}
 	if err := stack(t, "redis-kill", port); err != nil {
-		close(stop)
-		wg.Wait()
+		shoppers.Stop()
 		t.Fatal("could not kill the master")
 	}
 	killed.Store(true)
@@ -179,8 +165,7 @@ func TestFaultMasterKilledThenReconciled(t *testing.T) {
 	}
 	recovered := time.Since(killedAt)
 	time.Sleep(300 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	shoppers.Stop()
 	t.Logf("killed master %s (shards %v on it); purchases on it succeeded again after %v; %d purchase calls, %d errors, %d reserved, in %v",
 		victim, onVictim, recovered.Round(10*time.Millisecond), calls.Load(), errs.Load(), len(wins), time.Since(began).Round(10*time.Millisecond))
 	if afterKill.Load() == 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 )
@@ -224,41 +225,25 @@ func TestReshardThroughOps(t *testing.T) {
 	sh := newShopper(e.t.Store, sale)
 	var reserved atomic.Int64
 	winners := sync.Map{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	// The workers stop before the test returns, also on a t.Fatal.
-	stopWorkers := sync.OnceFunc(func() { close(stop); wg.Wait() })
-	defer stopWorkers()
 	us := users(20000)
 	var next atomic.Int64
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				i := next.Add(1)
-				if int(i) >= len(us) {
-					return
-				}
-				u := us[i]
-				r, err := sh.buy(ctx, sale.Items[i%2].ID, u)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				if r.Outcome == stock.Reserved {
-					reserved.Add(1)
-					winners.Store(u, r.OrderID)
-				}
-				time.Sleep(2 * time.Millisecond)
-			}
-		}()
-	}
+	shoppers := testenv.StartShoppers(t, 8, 2*time.Millisecond, func() bool {
+		i := next.Add(1)
+		if int(i) >= len(us) {
+			return false
+		}
+		u := us[i]
+		r, err := sh.buy(ctx, sale.Items[i%2].ID, u)
+		if err != nil {
+			t.Error(err)
+			return false
+		}
+		if r.Outcome == stock.Reserved {
+			reserved.Add(1)
+			winners.Store(u, r.OrderID)
+		}
+		return true
+	})
 	for _, n := range []int{16, 4} {
 		time.Sleep(200 * time.Millisecond)
 		if reserved.Load() >= 3500 {
@@ -274,7 +259,7 @@ func TestReshardThroughOps(t *testing.T) {
 		}
 	}
 	time.Sleep(150 * time.Millisecond)
-	stopWorkers()
+	shoppers.Stop()
 	final, err := e.t.Store.LoadSale(ctx, sale.ID)
 	if err != nil || len(final.Shards) != 4 || final.Version != sale.Version+2 {
 		t.Fatalf("final sale %+v %v", final, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"flashsale/deploy/testenv"
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
@@ -198,55 +199,40 @@ func TestReshardWhilePurchasing(t *testing.T) {
 	cur.Store(sale)
 	var reserved, frozen atomic.Int64
 	winners := sync.Map{}
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	// The workers stop before the test returns, also on a t.Fatal.
-	stopWorkers := sync.OnceFunc(func() { close(stop); wg.Wait() })
-	defer stopWorkers()
 	var next atomic.Uint64
-	// 8 workers at about 500 purchases/s each keep buying through both reshards.
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
+	// buy is one user's purchase, again on the new layout while the shard is
+	// frozen.
+	buy := func(u uint64) bool {
+		item := int64(1 + u%2)
+		for {
+			sl := cur.Load()
+			tag := sl.Shards[sharding.HomeShard(u, sl.ID, len(sl.Shards))]
+			id := sharding.NewOrderID(sl.ID, rand.Uint64(), rand.Uint32())
+			r, err := s.Reserve(ctx, reservation(tag, item, u, id))
+			if errors.Is(err, stock.ErrFrozen) {
+				frozen.Add(1)
+				fresh, err := s.LoadSale(ctx, sl.ID)
+				if err != nil {
+					t.Error(err)
+					return false
 				}
-				u := next.Add(1)
-				item := int64(1 + u%2)
-				for {
-					sl := cur.Load()
-					tag := sl.Shards[sharding.HomeShard(u, sl.ID, len(sl.Shards))]
-					id := sharding.NewOrderID(sl.ID, rand.Uint64(), rand.Uint32())
-					r, err := s.Reserve(ctx, reservation(tag, item, u, id))
-					if errors.Is(err, stock.ErrFrozen) {
-						frozen.Add(1)
-						fresh, err := s.LoadSale(ctx, sl.ID)
-						if err != nil {
-							t.Error(err)
-							return
-						}
-						cur.Store(fresh)
-						time.Sleep(time.Millisecond)
-						continue
-					}
-					if err != nil {
-						t.Error(err)
-						return
-					}
-					if r.Outcome == stock.Reserved {
-						reserved.Add(1)
-						winners.Store(u, r.OrderID)
-					}
-					time.Sleep(2 * time.Millisecond)
-					break
-				}
+				cur.Store(fresh)
+				time.Sleep(time.Millisecond)
+				continue
 			}
-		}()
+			if err != nil {
+				t.Error(err)
+				return false
+			}
+			if r.Outcome == stock.Reserved {
+				reserved.Add(1)
+				winners.Store(u, r.OrderID)
+			}
+			return true
+		}
 	}
+	// 8 workers at about 500 purchases/s each keep buying through both reshards.
+	shoppers := testenv.StartShoppers(t, 8, 2*time.Millisecond, func() bool { return buy(next.Add(1)) })
 	for _, n := range []int{16, 4} {
 		time.Sleep(150 * time.Millisecond)
 		if reserved.Load() >= units {
@@ -262,7 +248,7 @@ func TestReshardWhilePurchasing(t *testing.T) {
 		}
 	}
 	time.Sleep(100 * time.Millisecond)
-	stopWorkers()
+	shoppers.Stop()
 	final, err := s.LoadSale(ctx, sale.ID)
 	if err != nil || len(final.Shards) != 4 || final.Version != sale.Version+2 {
 		t.Fatalf("final sale %+v %v", final, err)
