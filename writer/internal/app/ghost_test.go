@@ -39,10 +39,7 @@ func TestGhostSweep(t *testing.T) {
 
 	// The group starts with its offsets at the end: one persisted order.
 	first := reserveInRedis(t, rs, s, item, 1, time.Hour)
-	produce(t, newProducer(t, topic), first)
-	w := startApp(t, cfg)
-	waitFor(t, 30*time.Second, "the first order persisted", func() bool { return obs.Value(w.Metrics.Persisted) >= 1 })
-	w.stop(t)
+	persistOrders(t, cfg, first)
 
 	// A ghost, planted by hand as a lost journal entry would leave it.
 	const ghostUser = 9001

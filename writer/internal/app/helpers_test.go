@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -21,6 +22,7 @@ import (
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/app"
 	"flashsale/writer/internal/config"
+	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/sale"
 	"flashsale/writer/internal/store"
 	"flashsale/writer/orderevent"
@@ -186,6 +188,28 @@ func reserved(s *sharding.Sale, item int64, user uint64, window time.Duration) o
 		Type: orderevent.Reserved, OrderID: sharding.NewOrderID(s.ID, rand.Uint64(), rand.Uint32()),
 		SaleID: s.ID, ItemID: item, UserID: user, Created: now, Expires: now.Add(window), At: now,
 	}
+}
+
+// reservations returns reservation events of item for users 1..n, made now
+// (not in Redis: for the writer alone).
+func reservations(s *sharding.Sale, item int64, n int, window time.Duration) []orderevent.Event {
+	events := make([]orderevent.Event, n)
+	for i := range events {
+		events[i] = reserved(s, item, uint64(i+1), window)
+	}
+	return events
+}
+
+// persistOrders has a writer with cfg persist events, produced to cfg.Topic,
+// and stops it again: afterwards the orders are in PostgreSQL and no writer
+// runs.
+func persistOrders(t *testing.T, cfg config.Config, events []orderevent.Event) {
+	t.Helper()
+	loader := startApp(t, cfg)
+	produce(t, newProducer(t, cfg.Topic), events)
+	n := float64(len(events))
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d orders persisted", len(events)), func() bool { return obs.Value(loader.Metrics.Persisted) >= n })
+	loader.stop(t)
 }
 
 // newProducer returns a Kafka producer closed when the test ends.

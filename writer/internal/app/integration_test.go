@@ -37,10 +37,7 @@ func TestPersistAndReplay(t *testing.T) {
 	s := newSale(t, st, rs, 3, n)
 	item := s.Items[0].ID
 	topic := testenv.NewTopic(t, "writer-persist")
-	events := make([]orderevent.Event, n)
-	for i := range events {
-		events[i] = reserved(s, item, uint64(i+1), 10*time.Minute)
-	}
+	events := reservations(s, item, n, 10*time.Minute)
 	produce(t, newProducer(t, topic), events)
 
 	a := startApp(t, testConfig(topic, groupName(t), s))
@@ -247,10 +244,7 @@ func TestThreeWritersExpire(t *testing.T) {
 	// Persist the orders with expiry off, then start three writers whose
 	// expiry jobs all find the 5,000 due at once.
 	cfg := testConfig(topic, groupName(t), s)
-	loader := startApp(t, cfg)
-	produce(t, newProducer(t, topic), events)
-	waitFor(t, 60*time.Second, "orders persisted", func() bool { return obs.Value(loader.Metrics.Persisted) >= n })
-	loader.stop(t)
+	persistOrders(t, cfg, events)
 
 	var apps []*running
 	for range 3 {
@@ -316,10 +310,7 @@ func TestFaultDeadLetterAndPostgresRestart(t *testing.T) {
 	cfg.DeadLetter = dlq
 	a := startApp(t, cfg)
 
-	events := make([]orderevent.Event, n)
-	for i := range events {
-		events[i] = reserved(s, item, uint64(i+1), 10*time.Minute)
-	}
+	events := reservations(s, item, n, 10*time.Minute)
 	ctx := context.Background()
 	bad := &kgo.Record{Key: []byte(fmt.Sprint(item)), Value: []byte(`{"v":1,"type":"reserved","orderId":"nope"}`)}
 	if err := cl.ProduceSync(ctx, bad).FirstErr(); err != nil {
@@ -413,10 +404,7 @@ func TestOutboxReplayAfterCrash(t *testing.T) {
 	events := reserveInRedis(t, rs, s, item, n, time.Millisecond)
 	before := redisLeft(t, rs, s, item)
 	cfg := testConfig(topic, groupName(t), s)
-	loader := startApp(t, cfg)
-	produce(t, newProducer(t, topic), events)
-	waitFor(t, 60*time.Second, "orders persisted", func() bool { return obs.Value(loader.Metrics.Persisted) >= n })
-	loader.stop(t)
+	persistOrders(t, cfg, events)
 
 	effects, err := st.ExpireDue(context.Background(), 1000, []int64{s.ID}, store.ClaimAll)
 	if err != nil || len(effects) != n {

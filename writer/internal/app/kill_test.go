@@ -15,7 +15,6 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/writer/internal/store"
-	"flashsale/writer/orderevent"
 )
 
 // TestSIGKILL kills the writer binary with SIGKILL three times while 10,000
@@ -62,10 +61,7 @@ func TestSIGKILL(t *testing.T) {
 		}
 	}()
 
-	events := make([]orderevent.Event, n)
-	for i := range events {
-		events[i] = reserved(s, item, uint64(i+1), 10*time.Minute)
-	}
+	events := reservations(s, item, n, 10*time.Minute)
 	cl := newProducer(t, topic)
 	var wg sync.WaitGroup
 	wg.Go(func() {
