@@ -37,6 +37,7 @@ var builtinKinds = map[string]func() any{
 	"v1/Secret":                              func() any { return new(corev1.Secret) },
 	"v1/Service":                             func() any { return new(corev1.Service) },
 	"v1/ServiceAccount":                      func() any { return new(corev1.ServiceAccount) },
+	"v1/PersistentVolumeClaim":               func() any { return new(corev1.PersistentVolumeClaim) },
 	"v1/Namespace":                           func() any { return new(corev1.Namespace) },
 	"apps/v1/Deployment":                     func() any { return new(appsv1.Deployment) },
 	"apps/v1/StatefulSet":                    func() any { return new(appsv1.StatefulSet) },

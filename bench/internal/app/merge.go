@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"flashsale/bench/internal/config"
 	"flashsale/bench/internal/report"
@@ -36,6 +37,7 @@ func mergeMain(ctx context.Context, args []string, getenv func(string) string, s
 	fs.StringVar(&redis, "redis", redis, "Redis Cluster seeds for the audit (env FLASHSALE_REDIS)")
 	fs.DurationVar(&cfg.Settle, "settle", cfg.Settle, "audit: how long the orders and stock must stay unchanged before checking")
 	fs.DurationVar(&cfg.SettleMax, "settle-max", cfg.SettleMax, "audit: stop waiting for the system to settle after this long")
+	wait := fs.Duration("wait", 0, "wait up to this long for every DIR's result.json (a merge step started beside the shards)")
 	if err := fs.Parse(args); err != nil {
 		return exitFlags(err)
 	}
@@ -43,6 +45,10 @@ func mergeMain(ctx context.Context, args []string, getenv func(string) string, s
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return ExitUsage
+	}
+	if err := waitResults(ctx, fs.Args(), *wait, stderr); err != nil {
+		fmt.Fprintln(stderr, "bench merge:", err)
+		return ExitError
 	}
 	out, err := mergeDirs(fs.Args())
 	if err != nil {
@@ -75,6 +81,32 @@ func mergeMain(ctx context.Context, args []string, getenv func(string) string, s
 		return c
 	}
 	return code
+}
+
+// waitResults waits until every dir has its result.json, at most d.
+func waitResults(ctx context.Context, dirs []string, d time.Duration, stderr io.Writer) error {
+	deadline := time.Now().Add(d)
+	for _, dir := range dirs {
+		said := false
+		for {
+			if _, err := os.Stat(filepath.Join(dir, report.ResultFile)); err == nil || d <= 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("no %s in %s after %v", report.ResultFile, dir, d)
+			}
+			if !said {
+				fmt.Fprintf(stderr, "waiting for %s\n", filepath.Join(dir, report.ResultFile))
+				said = true
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return nil
 }
 
 // mergeDirs loads and merges the result directories.

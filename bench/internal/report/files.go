@@ -21,24 +21,32 @@ const (
 	ReportFile   = "report.html"
 )
 
-// WriteFiles writes result.json, accepted.tsv and report.html into dir
-// (created) and returns the report's path.
+// WriteFiles writes accepted.tsv, report.html and, last and atomically (a
+// merge step may be waiting for it), result.json into dir (created), and
+// returns the report's path.
 func (r *Result) WriteFiles(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", dir, err)
-	}
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return "", fmt.Errorf("encoding result: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ResultFile), append(b, '\n'), 0o644); err != nil {
-		return "", fmt.Errorf("writing result: %w", err)
 	}
 	if err := writeWith(filepath.Join(dir, AcceptedFile), r.writeAccepted); err != nil {
 		return "", err
 	}
 	html := filepath.Join(dir, ReportFile)
-	return html, writeWith(html, r.WriteHTML)
+	if err := writeWith(html, r.WriteHTML); err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("encoding result: %w", err)
+	}
+	tmp := filepath.Join(dir, "."+ResultFile+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return "", fmt.Errorf("writing result: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, ResultFile)); err != nil {
+		return "", fmt.Errorf("writing result: %w", err)
+	}
+	return html, nil
 }
 
 // writeWith creates path and writes it with write.
