@@ -91,7 +91,7 @@ for s in $(seq 1 $((ROUNDS + 3))); do
   q=1; [ $s = 2 ] && q=1000000; [ $s -ge 3 ] && q=3000000
   echo "{\"id\": $((base + s)), \"name\": \"peers $s\", \"startsAt\": \"$starts\", \"endsAt\": \"$ends\",
     \"items\": [{\"id\": $(( (base + s) * 10 + 1 )), \"name\": \"x\", \"price\": 1, \"currency\": \"JPY\", \"quantity\": $q}]}" >"$RUN/sale$s.json"
-  bin/writer sale create --file "$RUN/sale$s.json" --shards 8 >/dev/null
+  bin/flashctl sale create --file "$RUN/sale$s.json" --shards 8 >/dev/null
 done
 soldItem=$(( (base + 1) * 10 + 1 )); repeatItem=$(( (base + 2) * 10 + 1 ))
 bin/bench -tokens-out "$RUN/tokens.txt" -users $USERS -jwt-secret "$secret" 2>/dev/null

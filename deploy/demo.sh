@@ -51,7 +51,7 @@ wait_ready() { # name url log
 
 echo "== demo: sale $sale, item $item: $units units over $shards shards, $users users"
 bin/writer migrate >"$run/writer.log" 2>&1
-bin/writer sale create --file "$run/sale.json" --shards "$shards" | tee -a "$run/writer.log"
+bin/flashctl sale create --file "$run/sale.json" --shards "$shards" | tee -a "$run/writer.log"
 
 bin/writer run -admin "127.0.0.1:$((port + 3))" -sales "$sale" >>"$run/writer.log" 2>&1 &
 pids+=($!)

@@ -26,7 +26,7 @@ for s in 1 2 3; do # 1: sold out, 2: repeat clicks, 3: fresh reservations
   q=1; [ $s != 1 ] && q=10000000
   echo "{\"id\": $((base + s)), \"name\": \"sizing $s\", \"startsAt\": \"$starts\", \"endsAt\": \"$ends\",
     \"items\": [{\"id\": $(( (base + s) * 10 + 1 )), \"name\": \"x\", \"price\": 1, \"currency\": \"JPY\", \"quantity\": $q}]}" >"$RUN/sale$s.json"
-  bin/writer sale create --file "$RUN/sale$s.json" --shards 8 >/dev/null
+  bin/flashctl sale create --file "$RUN/sale$s.json" --shards 8 >/dev/null
 done
 sold=$(( (base + 1) * 10 + 1 )); repeat=$(( (base + 2) * 10 + 1 )); fresh=$(( (base + 3) * 10 + 1 ))
 bin/bench -tokens-out "$RUN/tokens.txt" -users 20000 -jwt-secret "$secret" 2>/dev/null

@@ -11,6 +11,7 @@
 -- KEYS[4] fence of the shard: present while the shard is frozen for a reshard
 -- KEYS[5] journal stream of the shard
 -- KEYS[6] receiver marker of move ARGV[11] (only touched when ARGV[10] > 0)
+-- KEYS[7] halt key of the shard: 'PAUSED' or 'ENDED' while an operator halted the sale
 -- ARGV[1] user id, ARGV[2] order id, ARGV[3] item id,
 -- ARGV[4] created (unix ms), ARGV[5] expires (unix ms), ARGV[6] order record TTL (s),
 -- ARGV[7] sale id, ARGV[8] journal bound (entries), ARGV[9] attempt id (unique
@@ -22,10 +23,13 @@
 -- idempotent replay of the same order id: nothing written), 0 sold out on this
 -- shard, 2 already purchased (the held order id), 3 order id already used and
 -- finished (or this very attempt was voided), 4 shard frozen (reload the sale
--- and retry on its new layout), 5 journal full (nothing written: 503).
+-- and retry on its new layout), 5 journal full (nothing written: 503), 6 sale
+-- paused, 7 sale ended by an operator (no reservation: 503 SALE_PAUSED, 410
+-- SALE_ENDED; a borrow's credit still arrives, so no unit is lost). A halted
+-- shard still answers a holder its order (1 on a replay, 2 already purchased).
 -- Everything is checked before the first write, so an error reply changes nothing.
-if #KEYS ~= 6 or #ARGV ~= 12 then
-  return redis.error_reply('ERR reserve: want 6 keys and 12 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+if #KEYS ~= 7 or #ARGV ~= 12 then
+  return redis.error_reply('ERR reserve: want 7 keys and 12 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
 local user, oid, attempt = ARGV[1], ARGV[2], ARGV[9]
 local ttl, bound, credit, mttl = tonumber(ARGV[6]), tonumber(ARGV[8]), tonumber(ARGV[10]), tonumber(ARGV[12])
@@ -60,6 +64,12 @@ end
 local st = redis.call('HGET', KEYS[3], 'status')
 if st and not (st == 'VOID' and redis.call('HGET', KEYS[3], 'a') ~= attempt) then
   return {3, oid, -1}
+end
+local halt = redis.call('GET', KEYS[7])
+if halt == 'PAUSED' then
+  return {6, '', -1}
+elseif halt then
+  return {7, '', -1}
 end
 if n == 0 then
   return {0, '', 0}

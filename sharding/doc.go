@@ -9,6 +9,7 @@
 //	{tag}:o:<orderId>       hash of one order: user, item, status, created, expires
 //	{tag}:journal           hash of unit moves in flight from or to the shard
 //	{tag}:frozen            present while a reshard moves the shard away
+//	{tag}:halt              PAUSED or ENDED while an operator halted the sale
 //
 // so each Lua script, which touches the keys of one shard only, never crosses a
 // slot. Tags are picked at sale creation so that the shards spread evenly over

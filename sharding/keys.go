@@ -56,6 +56,15 @@ func AppendFenceKey(dst []byte, tag string) []byte {
 	return append(dst, ":frozen"...)
 }
 
+// AppendHaltKey appends the key that halts purchases on the shard with tag:
+// present ("PAUSED" or "ENDED", sharding.StatePaused or StateEnded) while an
+// operator paused the sale or ended it early. The reserve script refuses a new
+// reservation on a halted shard; pay, cancel, expiry and releases go on.
+func AppendHaltKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":halt"...)
+}
+
 // AppendMoveKey appends the key marking that the shard with tag was credited by
 // move id (see package stock).
 func AppendMoveKey(dst []byte, tag, moveID string) []byte {

@@ -15,7 +15,7 @@ const DefaultPaymentWindow = 10 * time.Minute
 // event format refuses longer ones (orderevent.MaxPaymentWindow).
 const MaxPaymentWindow = 7 * 24 * time.Hour
 
-// Sale describes one flash sale. It is written by the writer (`writer sale
+// Sale describes one flash sale. It is written by the ops tool (`flashctl sale
 // create`) to PostgreSQL and, as JSON, to Redis under SaleKey(ID); gateways and
 // the ops tool read it from there. A Sale is immutable once loaded: a change
 // (a reshard, say) is a new value stored under the same key with Version+1.
@@ -41,7 +41,19 @@ type Sale struct {
 	// PowDifficulty is the proof of work (leading zero bits) the ticket
 	// endpoint asks for; 0 (the default) asks for none unless the operator does.
 	PowDifficulty int `json:"powDifficulty,omitempty"`
+	// State is the operator's word on the sale: "" (selling within its
+	// window), StatePaused or StateEnded (ended early, for good). flashctl
+	// sets it together with every shard's halt key (AppendHaltKey), which the
+	// reserve script obeys, so a pause is exact in Redis and the gateways'
+	// catalog refresh is only the fast path.
+	State string `json:"state,omitempty"`
 }
+
+// States of a sale set by an operator (Sale.State).
+const (
+	StatePaused = "PAUSED"
+	StateEnded  = "ENDED"
+)
 
 // Item is one product of a sale with a fixed quantity and price.
 type Item struct {
@@ -117,6 +129,8 @@ func (s *Sale) Validate() error {
 		return fmt.Errorf("paymentWindow %v: want 1s..%v (the writer refuses order events with a longer window)", time.Duration(s.PaymentWindow), MaxPaymentWindow)
 	case len(s.Items) == 0:
 		return errors.New("sale has no items")
+	case s.State != "" && s.State != StatePaused && s.State != StateEnded:
+		return fmt.Errorf("state %q: want empty, %s or %s", s.State, StatePaused, StateEnded)
 	case len(s.Shards) > MaxShards:
 		return fmt.Errorf("%d shards: at most %d", len(s.Shards), MaxShards)
 	}

@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 			} else {
 				defer os.RemoveAll(dir)
 				binDir = dir
-				cmd := exec.Command("go", "build", "-o", dir+"/", "./gateway", "./writer")
+				cmd := exec.Command("go", "build", "-o", dir+"/", "./gateway", "./writer", "./sharding/cmd/flashctl")
 				cmd.Dir = root
 				if out, err := cmd.CombinedOutput(); err != nil {
 					buildErr = fmt.Errorf("go build: %v\n%s", err, out)
@@ -206,7 +206,7 @@ func startWriter(t *testing.T, topic string, saleID int64) *proc {
 	return p
 }
 
-// sale is a sale created through `writer sale create`.
+// sale is a sale created through `flashctl sale create`.
 type sale struct {
 	*sharding.Sale
 	item int64
@@ -225,10 +225,10 @@ func createSale(t *testing.T, units int64, shards int, startsIn time.Duration) *
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(binDir, "writer"), "sale", "create", "--file", file, "--shards", strconv.Itoa(shards),
-		"-database-url", testenv.DatabaseURL(), "-redis", strings.Join(testenv.RedisAddrs(), ",")).CombinedOutput()
+	out, err := exec.Command(filepath.Join(binDir, "flashctl"), "--database-url", testenv.DatabaseURL(), "--redis", strings.Join(testenv.RedisAddrs(), ","),
+		"sale", "create", "--file", file, "--shards", strconv.Itoa(shards)).CombinedOutput()
 	if err != nil {
-		t.Fatalf("writer sale create: %v\n%s", err, out)
+		t.Fatalf("flashctl sale create: %v\n%s", err, out)
 	}
 	rs := stock.New(testenv.NewRedis(t))
 	sl, err := rs.LoadSale(context.Background(), id)

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"flashsale/deploy/testenv"
+	"flashsale/sharding"
 	"flashsale/sharding/stock"
 )
 
@@ -54,6 +56,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"plan", "--rate", "1000", "--measure", "--master-capacity", "5"}, "not both"},
 		{[]string{"plan", "--rate", "1000", "--master-capacity", "5", "--masters", "3", "--headroom", "2"}, "--headroom must be in (0, 1]"},
 		{[]string{"plan", "--rate", "1000", "--master-capacity", "5", "--masters", "3", "--redis-fraction", "0"}, "--redis-fraction must be in (0, 1]"},
+		{[]string{"sale"}, "sale: give a subcommand"},
+		{[]string{"sale", "frobnicate"}, `unknown command "sale frobnicate"`},
+		{[]string{"sale", "create"}, "sale create: --file is required"},
+		{[]string{"sale", "create", "--file", "x.yaml", "--shards", "999"}, "--shards 999: want 1..256"},
+		{[]string{"sale", "show"}, "sale show: --sale is required"},
+		{[]string{"sale", "pause"}, "sale pause: --sale is required"},
+		{[]string{"sale", "resume", "--sale", "x"}, `invalid value "x" for flag -sale`},
+		{[]string{"sale", "end", "--sale", "5", "now"}, `unexpected argument "now"`},
+		{[]string{"sale", "list", "--sale", "5"}, "flag provided but not defined: -sale"},
 	}
 	for _, tc := range cases {
 		code, out, errOut := runMain(tc.args...)
@@ -61,8 +72,71 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("flashctl %v: exit %d, stderr %q; want exit 2 and %q", tc.args, code, errOut, tc.want)
 		}
 	}
-	if code, _, errOut := runMain("--help"); code != ExitOK || !strings.Contains(errOut, "usage: flashctl") {
-		t.Errorf("--help: exit %d, %q", code, errOut)
+}
+
+// TestHelp: --help of flashctl, of the sale group and of every command exits
+// 0 on stdout; a command's help lists each of its flags, generated from the
+// flag set the command parses with, and the exit codes.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"-h"}} {
+		code, out, errOut := runMain(args...)
+		if code != ExitOK || errOut != "" || !strings.Contains(out, "usage: flashctl") || !strings.Contains(out, "sale pause") || !strings.Contains(out, "3  Redis or PostgreSQL could not be reached") {
+			t.Errorf("flashctl %v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+		}
+	}
+	if code, out, _ := runMain("sale", "--help"); code != ExitOK || !strings.Contains(out, "usage: flashctl [global flags] sale <command>") || strings.Contains(out, "reshard") {
+		t.Errorf("sale --help: exit %d, %q", code, out)
+	}
+	for _, c := range commands {
+		words := strings.Fields(c.name)
+		for _, args := range [][]string{append(append([]string{}, words...), "--help"), append([]string{"help"}, words...)} {
+			code, out, errOut := runMain(args...)
+			if code != ExitOK || errOut != "" || !strings.Contains(out, "usage: flashctl [global flags] "+c.name) || !strings.Contains(out, c.summary) {
+				t.Errorf("flashctl %v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
+				continue
+			}
+			fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+			c.flags(fs)
+			fs.VisitAll(func(f *flag.Flag) {
+				if !strings.Contains(out, "\n  --"+f.Name) {
+					t.Errorf("flashctl %s --help does not list --%s:\n%s", c.name, f.Name, out)
+				}
+			})
+		}
+	}
+	if code, _, errOut := runMain("help", "frobnicate"); code != ExitUsage || !strings.Contains(errOut, `unknown command "frobnicate"`) {
+		t.Errorf("help of an unknown command: exit %d, %q", code, errOut)
+	}
+}
+
+// TestExitCodes: one command line per exit code, against the real stack.
+func TestExitCodes(t *testing.T) {
+	e := newEnv(t)
+	sale := e.newSale(t, 2, 5)
+	id := strconv.FormatInt(sale.ID, 10)
+	if code, _, errOut := runMain("status", "--sale", id); code != ExitOK {
+		t.Errorf("status of a sale: exit %d, want 0: %s", code, errOut)
+	}
+	if code, _, _ := runMain("status", "--sale", id, "--shards", "2"); code != ExitUsage {
+		t.Errorf("unknown flag: exit %d, want 2", code)
+	}
+	if code, _, errOut := runMain("--redis", "127.0.0.1:1", "status", "--sale", id); code != ExitConnect || !strings.Contains(errOut, "connecting to redis") {
+		t.Errorf("unreachable Redis: exit %d, want 3: %q", code, errOut)
+	}
+	if code, _, errOut := runMain("--database-url", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2", "reconcile", "--sale", id); code != ExitConnect || !strings.Contains(errOut, "connecting to postgresql") {
+		t.Errorf("unreachable PostgreSQL: exit %d, want 3: %q", code, errOut)
+	}
+	// Drift: one unit too many on a shard (an oversell waiting to happen).
+	c := e.c
+	key := string(sharding.AppendStockKey(nil, sale.Shards[0], sale.Items[0].ID))
+	if err := c.Do(context.Background(), c.B().Incr().Key(key).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runMain("reconcile", "--sale", id); code != ExitFail {
+		t.Errorf("reconcile of a drifted sale: exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut := runMain("sale", "resume", "--sale", strconv.FormatInt(randomSaleID(), 10)); code != ExitFail || !strings.Contains(errOut, "unknown sale") {
+		t.Errorf("resume of an unknown sale: exit %d, want 1: %q", code, errOut)
 	}
 }
 
@@ -115,7 +189,7 @@ func TestCommandsOnTheStack(t *testing.T) {
 			t.Errorf("flashctl %v: exit %d, stderr %q", args, code, errOut)
 		}
 	}
-	if code, _, errOut := runMain("--redis", "127.0.0.1:1", "status", "--sale", "5"); code != ExitFail || !strings.Contains(errOut, "connecting to redis") {
+	if code, _, errOut := runMain("--redis", "127.0.0.1:1", "status", "--sale", "5"); code != ExitConnect || !strings.Contains(errOut, "connecting to redis") {
 		t.Errorf("unreachable redis: exit %d, %q", code, errOut)
 	}
 
@@ -123,7 +197,7 @@ func TestCommandsOnTheStack(t *testing.T) {
 	id := strconv.FormatInt(sale.ID, 10)
 	// The sale is live (started a minute ago) and preloaded: refused.
 	code, _, errOut := runMain("preload", "--sale", id)
-	if code != ExitFail || !strings.Contains(errOut, "refusing to overwrite a live sale without --force") || !strings.Contains(errOut, "running") {
+	if code != ExitFail || !strings.Contains(errOut, "refusing to overwrite a live sale without --force") || !strings.Contains(errOut, "ACTIVE") {
 		t.Fatalf("preload of a live sale: exit %d, %q", code, errOut)
 	}
 	if code, _, errOut := runMain("preload", "--sale", id, "--shards", "8", "--force"); code != ExitFail || !strings.Contains(errOut, "reshard") {

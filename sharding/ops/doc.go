@@ -1,17 +1,32 @@
-// Package ops is the logic of flashctl, the operator's tool for a flash sale's
-// stock in the Redis Cluster: plan (shard count and placement from a target
-// rate), preload (stock from PostgreSQL into Redis), status (per shard and per
-// item, against PostgreSQL), reshard (change the shard count, before or during
-// a sale) and reconcile (compare Redis with PostgreSQL and repair by
-// compare-and-set).
+// Package ops is the logic of flashctl, the operator's tool for a flash sale:
+// a sale's life (sale create, list, show, pause, resume, end), plan (shard
+// count and placement from a target rate), preload (stock from PostgreSQL into
+// Redis), status (per shard and per item, against PostgreSQL), reshard (change
+// the shard count, before or during a sale) and reconcile (compare Redis with
+// PostgreSQL and repair by compare-and-set).
 //
-// Every subcommand is a method of Tool that returns a report value; the report
-// renders itself as aligned tables for people or as JSON for scripts. Main
-// parses a command line into a Config and runs one subcommand, so a test drives
-// the whole tool without a process.
+// The commands are one table (commands.go): each row has a name, a summary,
+// its required flags and a function that registers the command's flags and
+// returns the function that runs it. The synopsis and `--help` of every
+// command are generated from those flags (help.go). Every command is a method
+// of Tool that returns a report value; the report renders itself as aligned
+// tables for people or as JSON for scripts (--json). Main parses a command
+// line and runs one command, so a test drives the whole tool without a process.
 //
-// Exit codes: 0 success (and, for reconcile, a clean sale), 1 a runtime failure
-// or drift found, 2 bad usage.
+// Exit codes: 0 success (and, for reconcile, a clean sale); 1 the command ran
+// and failed: drift or an audit failure found, a refusal, an error; 2 bad
+// command line, nothing done; 3 Redis or PostgreSQL could not be reached,
+// nothing done.
+//
+// # The kill switch
+//
+// `sale pause` writes a halt key on every shard of the sale, which the reserve
+// script checks in the same atomic step that would take a unit, then stores
+// the sale's description with state PAUSED: from the moment the command
+// returns no shard reserves anything (503 SALE_PAUSED from the gateway that
+// asked), and every gateway's catalog shows PAUSED within its 1 s refresh and
+// then answers without a Redis call. `resume` removes the keys, `end` writes
+// ENDED for good (410 SALE_ENDED). Pay, cancel and expiry go on.
 //
 // # Accounting
 //

@@ -51,7 +51,7 @@ func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*
 		return nil, err
 	}
 	if !found {
-		return nil, fmt.Errorf("unknown sale %d: PostgreSQL has no such sale (create it with the writer first)", id)
+		return nil, fmt.Errorf("unknown sale %d: PostgreSQL has no such sale (create it with `flashctl sale create` first)", id)
 	}
 	if len(sale.Items) == 0 {
 		return nil, fmt.Errorf("sale %d has no items in PostgreSQL", id)
@@ -63,6 +63,8 @@ func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*
 		cur = nil
 	case err != nil:
 		return nil, err
+	default:
+		rep.State = saleState(cur, time.Now())
 	}
 	from := "flag"
 	switch {
@@ -90,7 +92,8 @@ func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*
 		if len(cur.Shards) != shards {
 			return nil, fmt.Errorf("sale %d has %d shards in Redis; change the count with `flashctl reshard --sale %d --shards %d`, not with preload", id, len(cur.Shards), id, shards)
 		}
-		sale.Shards, sale.Version = cur.Shards, cur.Version
+		// The operator's state stays: its halt keys are on the shards.
+		sale.Shards, sale.Version, sale.State = cur.Shards, cur.Version, cur.State
 	} else if sale.Shards, err = sharding.PlaceTags(id, shards, top); err != nil {
 		return nil, err
 	}

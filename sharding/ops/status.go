@@ -107,7 +107,19 @@ func (t *Tool) Status(ctx context.Context, id int64) (*StatusReport, error) {
 		is.SoldOut = is.S == 0 && is.InFlight == 0
 		rep.Items = append(rep.Items, is)
 	}
+	if rep.State == "ACTIVE" && allSoldOut(rep.Items) {
+		rep.State = "SOLD_OUT"
+	}
 	return rep, nil
+}
+
+func allSoldOut(items []ItemStatus) bool {
+	for _, it := range items {
+		if !it.SoldOut {
+			return false
+		}
+	}
+	return len(items) > 0
 }
 
 // Watch calls Status every interval and renders each snapshot with render,

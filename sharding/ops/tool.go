@@ -99,13 +99,17 @@ func sum(v []int64) int64 {
 	return s
 }
 
-// saleState names where now falls in the sale's window.
+// saleState is the sale's status as the public sale description names it
+// (SCHEDULED, ACTIVE, PAUSED, ENDED) at now, from its window and the
+// operator's state; SOLD_OUT needs the stock, which Status reads.
 func saleState(s *sharding.Sale, now time.Time) string {
 	switch {
+	case s.State == sharding.StateEnded || !now.Before(s.EndsAt):
+		return "ENDED"
+	case s.State == sharding.StatePaused:
+		return "PAUSED"
 	case now.Before(s.StartsAt):
-		return "not started"
-	case now.Before(s.EndsAt):
-		return "running"
+		return "SCHEDULED"
 	}
-	return "ended"
+	return "ACTIVE"
 }

@@ -271,6 +271,11 @@ func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJ
 			rep.Orders++
 		}
 	}
+	if sale.State != "" {
+		for _, tag := range j.To {
+			cmds = append(cmds, s.c.B().Set().Key(string(sharding.AppendHaltKey(nil, tag))).Value(sale.State).Build())
+		}
+	}
 	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
 		return fmt.Errorf("copying to new shards: %w", err)
 	}
@@ -314,7 +319,8 @@ func (s *Store) dropShards(ctx context.Context, sale *sharding.Sale, tags []stri
 			s.c.B().Del().Key(string(sharding.AppendBuyersKey(nil, tag))).Build(),
 			s.c.B().Del().Key(string(sharding.AppendJournalKey(nil, tag))).Build(),
 			s.c.B().Del().Key(string(sharding.AppendEventsKey(nil, tag))).Build(),
-			s.c.B().Del().Key(string(sharding.AppendTakenKey(nil, tag))).Build())
+			s.c.B().Del().Key(string(sharding.AppendTakenKey(nil, tag))).Build(),
+			s.c.B().Del().Key(string(sharding.AppendHaltKey(nil, tag))).Build())
 		keys, err := s.shardOrders(ctx, tag, top)
 		if err != nil {
 			return err

@@ -32,6 +32,13 @@ import (
 // layout is published within moments) and retry there. Nothing was changed.
 var ErrFrozen = errors.New("shard frozen by a reshard")
 
+// ErrPaused and ErrEnded mean an operator paused the sale or ended it early
+// (the shard's halt key, see sharding.AppendHaltKey): no reservation was made.
+var (
+	ErrPaused = errors.New("sale paused by an operator")
+	ErrEnded  = errors.New("sale ended by an operator")
+)
+
 // Outcome is the business result of a reservation attempt.
 type Outcome uint8
 
@@ -162,11 +169,11 @@ type Credit struct {
 }
 
 // Reserve runs reserve.lua for r: one round trip (plus the replicas'
-// acknowledgement, see Batcher.SetAcks). It returns ErrFrozen or
-// ErrJournalFull when the script refused before writing anything; any other
+// acknowledgement, see Batcher.SetAcks). It returns ErrFrozen, ErrJournalFull,
+// ErrPaused or ErrEnded when the script refused the reservation; any other
 // error leaves the outcome unknown, and the caller settles it with Void.
 func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
-	// The six keys and the order id share one allocation: the order key
+	// The seven keys and the order id share one allocation: the order key
 	// ends with the id's text.
 	var buf [400]byte
 	b := sharding.AppendStockKey(buf[:0], r.Tag, r.ItemID)
@@ -184,8 +191,10 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 	} else {
 		b = sharding.AppendNoMoveKey(b, r.Tag)
 	}
+	k6 := len(b)
+	b = sharding.AppendHaltKey(b, r.Tag)
 	all := string(b)
-	keys := []string{all[:k1], all[k1:k2], all[k2:k3], all[k3:k4], all[k4:k5], all[k5:]}
+	keys := []string{all[:k1], all[k1:k2], all[k2:k3], all[k3:k4], all[k4:k5], all[k5:k6], all[k6:]}
 	oid := all[k3-36 : k3]
 	args := []string{
 		strconv.FormatUint(r.UserID, 10), oid, strconv.FormatInt(r.ItemID, 10),
@@ -281,6 +290,10 @@ func decodeReserve(arr []rueidis.RedisMessage) (Result, error) {
 		return Result{}, ErrFrozen
 	case 5:
 		return Result{}, ErrJournalFull
+	case 6:
+		return Result{}, ErrPaused
+	case 7:
+		return Result{}, ErrEnded
 	default:
 		return Result{}, fmt.Errorf("unknown reply code %d", code)
 	}

@@ -249,7 +249,8 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	marker := string(sharding.AppendNoMoveKey(nil, tag))
 	taken := string(sharding.AppendTakenKey(nil, tag))
 	lease := string(sharding.AppendRelayLeaseKey(nil, tag))
-	rk := []string{stockKey, buyers, order, fence, events, marker}
+	halt := string(sharding.AppendHaltKey(nil, tag))
+	rk := []string{stockKey, buyers, order, fence, events, marker, halt}
 	// user, order id, item, created, expires, ttl, sale, bound, attempt, credit, move id, marker ttl
 	okArgs := []string{"42", sharding.NewOrderID(sale, 6, 6).String(), "1", "1000", "2000", "60", "7", "100", "9", "0", "", "60"}
 	with := func(i int, v string) []string {
@@ -264,9 +265,9 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		args   []string
 		want   string
 	}{
-		{"reserve: too few keys", reserve, rk[:5], okArgs, "want 6 keys and 12 args"},
-		{"reserve: too few args", reserve, rk, okArgs[:11], "want 6 keys and 12 args"},
-		{"reserve: no keys", reserve, nil, nil, "want 6 keys"},
+		{"reserve: too few keys", reserve, rk[:6], okArgs, "want 7 keys and 12 args"},
+		{"reserve: too few args", reserve, rk, okArgs[:11], "want 7 keys and 12 args"},
+		{"reserve: no keys", reserve, nil, nil, "want 7 keys"},
 		{"reserve: empty user", reserve, rk, with(0, ""), "bad arguments"},
 		{"reserve: created not a number", reserve, rk, with(3, "x"), "bad arguments"},
 		{"reserve: ttl zero", reserve, rk, with(5, "0"), "bad arguments"},
@@ -275,8 +276,8 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"reserve: empty attempt", reserve, rk, with(8, ""), "bad arguments"},
 		{"reserve: negative credit", reserve, rk, with(9, "-1"), "bad arguments"},
 		{"reserve: credit without move id", reserve, rk, with(9, "2"), "bad arguments"},
-		{"reserve: non-numeric stock", reserve, []string{badStock, buyers, order, fence, events, marker}, okArgs, "not a non-negative integer"},
-		{"reserve: missing stock key", reserve, []string{missing, buyers, order, fence, events, marker}, okArgs, "stock key missing"},
+		{"reserve: non-numeric stock", reserve, []string{badStock, buyers, order, fence, events, marker, halt}, okArgs, "not a non-negative integer"},
+		{"reserve: missing stock key", reserve, []string{missing, buyers, order, fence, events, marker, halt}, okArgs, "stock key missing"},
 		{"void: wrong arg count", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77"}, "want 6 keys and 4 args"},
 		{"void: empty attempt", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77", id.String(), "", "60"}, "bad arguments"},
 		{"void: ttl zero", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77", id.String(), "1", "0"}, "bad arguments"},

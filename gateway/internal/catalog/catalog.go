@@ -39,11 +39,21 @@ type Source interface {
 type Sale struct {
 	*sharding.Sale
 	Start, End int64 // StartsAt and EndsAt in unix nanoseconds
+	// Halt is the operator's state of the sale (sharding.Sale.State):
+	// HaltNone, HaltPaused or HaltEnded.
+	Halt uint8
 	// NotStarted is the 403 body {"error":"SALE_NOT_STARTED","startsAt":"..."}.
 	NotStarted []byte
 	Items      []*Item
 	desc       atomic.Pointer[[]byte]
 }
+
+// Halt values of Sale.
+const (
+	HaltNone   uint8 = iota
+	HaltPaused       // 503 SALE_PAUSED, status PAUSED
+	HaltEnded        // 410 SALE_ENDED, status ENDED, before or in the window
+)
 
 // Description returns the current public JSON description of the sale; the
 // slice is immutable and shared.
@@ -313,6 +323,12 @@ func preferred(a, b *Sale, now time.Time) *Sale {
 
 func newSale(sl *sharding.Sale, now time.Time) *Sale {
 	s := &Sale{Sale: sl, Start: sl.StartsAt.UnixNano(), End: sl.EndsAt.UnixNano()}
+	switch sl.State {
+	case sharding.StatePaused:
+		s.Halt = HaltPaused
+	case sharding.StateEnded:
+		s.Halt = HaltEnded
+	}
 	b := append([]byte(nil), `{"error":"`+api.SaleNotStarted+`","startsAt":"`...)
 	b = sl.StartsAt.UTC().AppendFormat(b, time.RFC3339)
 	s.NotStarted = append(b, `"}`...)
@@ -335,10 +351,12 @@ func (s *Sale) describe(now time.Time) {
 		}
 	}
 	switch {
-	case n < s.Start:
-		status = "UPCOMING"
-	case n >= s.End:
+	case s.Halt == HaltEnded || n >= s.End:
 		status = "ENDED"
+	case s.Halt == HaltPaused:
+		status = "PAUSED"
+	case n < s.Start:
+		status = "SCHEDULED"
 	case allGone:
 		status = "SOLD_OUT"
 	}

@@ -41,6 +41,12 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 	}
 	sale := it.Sale
 	switch n := now.UnixNano(); {
+	case sale.Halt == catalog.HaltEnded:
+		h.answer(ctx, route, aSaleEnded)
+		return
+	case sale.Halt == catalog.HaltPaused:
+		h.answer(ctx, route, aSalePaused)
+		return
 	case n < sale.Start:
 		h.answerBody(ctx, route, aSaleNotStarted, sale.NotStarted)
 		return
@@ -103,6 +109,14 @@ func (p *purchase) run() {
 	case errors.Is(err, stock.ErrJournalFull):
 		h.Metrics.JournalFull()
 		p.answer(aUnavailable)
+	case errors.Is(err, stock.ErrPaused):
+		// An operator paused the sale and this gateway's copy does not say
+		// so yet: the shard's halt key refused the reservation.
+		h.Catalog.RefreshSoon()
+		p.answer(aSalePaused)
+	case errors.Is(err, stock.ErrEnded):
+		h.Catalog.RefreshSoon()
+		p.answer(aSaleEnded)
 	case errors.Is(err, errBorrow):
 		// Nothing of this attempt ran: the stock reading or the move failed
 		// before any reservation was sent.
@@ -198,9 +212,10 @@ func (p *purchase) borrow() (stock.Result, bool, error) {
 	r.Credit = stock.Credit{MoveID: id, Units: k}
 	res, err := h.Store.Reserve(p.rctx, r)
 	it.Flags.Refilled(p.home, k)
-	if err == nil {
-		// The units are on the home shard: clear the donor's journal. On
-		// failure the relay's recovery does.
+	if err == nil || errors.Is(err, stock.ErrPaused) || errors.Is(err, stock.ErrEnded) {
+		// The units are on the home shard (a halted shard is credited
+		// before it refuses): clear the donor's journal. On failure the
+		// relay's recovery does.
 		_ = h.Borrower.DropMove(p.rctx, from, id)
 	}
 	return res, false, err

@@ -32,6 +32,9 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	}
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 	switch n := now.UnixNano(); {
+	case sale.Halt == catalog.HaltEnded:
+		h.answer(ctx, route, aSaleEnded)
+		return
 	case n < sale.Start:
 		// The waiting room's pre-queue (issue 13, item 3) answers 202
 		// QUEUED here when the sale opened one; else the sale has not begun.
@@ -71,10 +74,9 @@ func (h *Handler) admit(_ *fasthttp.RequestCtx, _ time.Time, _ *catalog.Sale, _ 
 	return true
 }
 
-// salePaused reports whether an operator paused sale. Pausing is being added
-// to the ops tool (SPEC, "Operations"); until the sale description carries
-// it no sale is paused, and this is the one place to read it from.
-func salePaused(_ *catalog.Sale) bool { return false }
+// salePaused reports whether an operator paused sale (`flashctl sale pause`:
+// the sale description's state, see catalog.Sale.Halt).
+func salePaused(sale *catalog.Sale) bool { return sale.Halt == catalog.HaltPaused }
 
 // saleSoldOut reports whether every item of sale is flagged sold out.
 func saleSoldOut(sale *catalog.Sale) bool {

@@ -19,11 +19,11 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/ops"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/app"
 	"flashsale/writer/internal/config"
 	"flashsale/writer/internal/obs"
-	"flashsale/writer/internal/sale"
 	"flashsale/writer/internal/store"
 	"flashsale/writer/orderevent"
 )
@@ -135,7 +135,7 @@ func newSale(t *testing.T, st *store.Store, rs *stock.Store, shards int, quantit
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := sale.Create(ctx, st, rs, s, shards); err != nil {
+	if err := ops.CreateSale(ctx, st.Pool(), rs, s, shards); err != nil {
 		t.Fatalf("creating sale: %v", err)
 	}
 	t.Cleanup(func() {

@@ -1,4 +1,4 @@
-package sale
+package ops
 
 import (
 	"os"
@@ -22,11 +22,11 @@ items:
   - {id: 4201, name: Sneaker, price: 12900, currency: EUR, quantity: 10000}
 `
 
-func TestParseGood(t *testing.T) {
+func TestParseSaleGood(t *testing.T) {
 	for name, tc := range map[string]struct{ data, format string }{
 		"json": {goodJSON, "json"}, "yaml": {goodYAML, "yaml"}, "guess json": {goodJSON, ""}, "guess yaml": {goodYAML, ""},
 	} {
-		s, err := Parse([]byte(tc.data), tc.format)
+		s, err := ParseSale([]byte(tc.data), tc.format)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -37,7 +37,7 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
-func TestParseBad(t *testing.T) {
+func TestParseSaleBad(t *testing.T) {
 	cases := []struct {
 		name, data, format, want string
 	}{
@@ -59,32 +59,33 @@ func TestParseBad(t *testing.T) {
 		{"two values", goodJSON + goodJSON, "json", "more than one"},
 		{"duplicate item", strings.Replace(goodJSON, `}]}`, `}, {"id": 4201, "name": "x", "price": 1, "currency": "EUR", "quantity": 1}]}`, 1), "json", "appears twice"},
 		{"format", goodJSON, "toml", "unknown sale file format"},
+		{"state in the file", goodYAML + "state: PAUSED\n", "yaml", "state is not part of a sale file"},
 	}
 	for _, tc := range cases {
-		_, err := Parse([]byte(tc.data), tc.format)
+		_, err := ParseSale([]byte(tc.data), tc.format)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want one mentioning %q", tc.name, err, tc.want)
 		}
 	}
 }
 
-func TestReadFile(t *testing.T) {
+func TestReadSaleFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "sale.yml")
 	if err := os.WriteFile(p, []byte(goodYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadFile(p); err != nil {
+	if _, err := ReadSaleFile(p); err != nil {
 		t.Fatal(err)
 	}
 	bad := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(bad, []byte(goodYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ReadFile(bad); err == nil || !strings.Contains(err.Error(), "bad.json") {
+	if _, err := ReadSaleFile(bad); err == nil || !strings.Contains(err.Error(), "bad.json") {
 		t.Fatalf("yaml in a .json file: %v, want an error naming the file", err)
 	}
-	if _, err := ReadFile(filepath.Join(dir, "missing.json")); err == nil {
+	if _, err := ReadSaleFile(filepath.Join(dir, "missing.json")); err == nil {
 		t.Fatal("missing file: no error")
 	}
 }

@@ -1,0 +1,246 @@
+package ops
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/sharding"
+)
+
+// commands is flashctl's command table, in the order the usage lists it.
+var commands = []command{
+	{name: "plan", summary: "shard count and placement for a request rate, with the arithmetic",
+		required: []string{"rate"}, flags: planFlags},
+	{name: "preload", summary: "stock from PostgreSQL into Redis; refuses a live sale without --force",
+		required: []string{"sale"}, flags: preloadFlags},
+	{name: "status", summary: "per shard and per item: units, master, buyers, sold-out, totals against PostgreSQL",
+		required: []string{"sale"}, flags: statusFlags},
+	{name: "reshard", summary: "change the shard count (resumes a crashed reshard)",
+		required: []string{"sale", "shards"}, flags: reshardFlags},
+	{name: "reconcile", summary: "compare Redis with PostgreSQL; repair only with --repair (exit 1 when not clean)",
+		required: []string{"sale"}, flags: reconcileFlags},
+	{name: "sale create", summary: "create a sale from a JSON or YAML file (deploy/sale.yaml): PostgreSQL rows and its stock preloaded in Redis",
+		required: []string{"file"}, flags: saleCreateFlags},
+	{name: "sale list", summary: "list the sales with their status", flags: saleListFlags},
+	{name: "sale show", summary: "a sale: status, halt keys, orders by status (PostgreSQL), stock left per shard (Redis)",
+		required: []string{"sale"}, flags: saleShowFlags},
+	{name: "sale pause", summary: "stop selling now: every shard refuses reservations at once, every gateway answers 503 SALE_PAUSED within 1 s",
+		required: []string{"sale"}, flags: stateFlags(sharding.StatePaused)},
+	{name: "sale resume", summary: "sell again after a pause",
+		required: []string{"sale"}, flags: stateFlags("")},
+	{name: "sale end", summary: "end the sale now, for good: 410 SALE_ENDED (pay and cancel of its orders go on)",
+		required: []string{"sale"}, flags: stateFlags(sharding.StateEnded)},
+}
+
+func planFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var in PlanInput
+	var measure bool
+	var sale saleFlag
+	fs.Float64Var(&in.Rate, "rate", 0, "target purchase `requests/s` at the gateways")
+	fs.Float64Var(&in.RedisFraction, "redis-fraction", 1, "share of requests that reach Redis, in (0, 1]")
+	fs.Float64Var(&in.Capacity, "master-capacity", 0, "reserve `scripts/s` one master runs (or --measure)")
+	fs.BoolVar(&measure, "measure", false, "measure the capacity of each master")
+	fs.DurationVar(&in.MeasureFor, "measure-for", 2*time.Second, "how long to measure each master")
+	fs.IntVar(&in.Masters, "masters", 0, "master `count` (default: from CLUSTER SLOTS)")
+	fs.Float64Var(&in.Headroom, "headroom", 0.5, "share of a master's capacity to plan for, in (0, 1]")
+	fs.Var(&sale, "sale", "sale `id` to place the shards for")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		in.SaleID = sale.id
+		switch {
+		case measure && in.Capacity != 0:
+			return 0, usagef("plan: give --master-capacity or --measure, not both")
+		case !measure && in.Capacity == 0:
+			return 0, usagef("plan: give --master-capacity C (reserve scripts/s of one master) or --measure")
+		case !measure && in.Capacity < 0:
+			return 0, usagef("plan: --master-capacity must be positive")
+		case in.Rate <= 0:
+			return 0, usagef("plan: --rate must be a positive number of requests/s")
+		case !(in.RedisFraction > 0 && in.RedisFraction <= 1):
+			return 0, usagef("plan: --redis-fraction must be in (0, 1]")
+		case !(in.Headroom > 0 && in.Headroom <= 1):
+			return 0, usagef("plan: --headroom must be in (0, 1]")
+		}
+		var c rueidis.Client
+		if measure || in.Masters == 0 || in.SaleID != 0 {
+			var err error
+			if c, err = dialRedis(e.cfg.Redis); err != nil {
+				return 0, err
+			}
+			defer c.Close()
+		}
+		ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+		defer cancel()
+		rep, err := NewTool(c, nil).Plan(ctx, in)
+		if err != nil {
+			return 0, err
+		}
+		return ExitOK, Write(e.stdout, rep, e.cfg.JSON)
+	}
+}
+
+func preloadFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var sale saleFlag
+	var shards int
+	var force bool
+	fs.Var(&sale, "sale", "sale `id`")
+	fs.IntVar(&shards, "shards", 0, "shard `count` (default: keep the sale's)")
+	fs.BoolVar(&force, "force", false, "overwrite a live sale")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if err := needSale("preload", &sale); err != nil {
+			return 0, err
+		}
+		if err := checkShards("preload", shards, false); err != nil {
+			return 0, err
+		}
+		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) {
+			return t.Preload(ctx, sale.id, shards, force)
+		})
+	}
+}
+
+func statusFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var sale saleFlag
+	var watch time.Duration
+	var count int
+	fs.Var(&sale, "sale", "sale `id`")
+	fs.DurationVar(&watch, "watch", 0, "redraw every `interval` until interrupted")
+	fs.IntVar(&count, "count", 0, "with --watch, stop after this many snapshots")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if err := needSale("status", &sale); err != nil {
+			return 0, err
+		}
+		if watch < 0 || count < 0 {
+			return 0, usagef("status: --watch and --count must not be negative")
+		}
+		if watch == 0 {
+			return report(ctx, e, false, func(ctx context.Context, t *Tool) (Report, error) { return t.Status(ctx, sale.id) })
+		}
+		t, done, err := connect(ctx, e.cfg, false)
+		if err != nil {
+			return 0, err
+		}
+		defer done()
+		return ExitOK, t.Watch(ctx, sale.id, watch, count, func(r *StatusReport) error {
+			if e.cfg.Clear && !e.cfg.JSON {
+				fmt.Fprint(e.stdout, "\x1b[H\x1b[2J")
+			} else if !e.cfg.JSON {
+				fmt.Fprintln(e.stdout, strings.Repeat("-", 72))
+			}
+			return Write(e.stdout, r, e.cfg.JSON)
+		})
+	}
+}
+
+func reshardFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var sale saleFlag
+	var shards int
+	fs.Var(&sale, "sale", "sale `id`")
+	fs.IntVar(&shards, "shards", 0, "new shard `count`, 1..256")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if err := needSale("reshard", &sale); err != nil {
+			return 0, err
+		}
+		if err := checkShards("reshard", shards, true); err != nil {
+			return 0, err
+		}
+		return report(ctx, e, false, func(ctx context.Context, t *Tool) (Report, error) { return t.Reshard(ctx, sale.id, shards) })
+	}
+}
+
+func reconcileFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var sale saleFlag
+	var opt ReconcileOptions
+	fs.Var(&sale, "sale", "sale `id`")
+	fs.BoolVar(&opt.Repair, "repair", false, "repair what is found (compare-and-set)")
+	fs.DurationVar(&opt.Grace, "grace", 30*time.Second, "`age` after which a reservation missing from PostgreSQL counts as lost")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if err := needSale("reconcile", &sale); err != nil {
+			return 0, err
+		}
+		if opt.Grace <= 0 {
+			return 0, usagef("reconcile: --grace must be positive")
+		}
+		var rep *ReconcileReport
+		if _, err := report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) {
+			var err error
+			rep, err = t.Reconcile(ctx, sale.id, opt)
+			return rep, err
+		}); err != nil {
+			return 0, err
+		}
+		if !rep.Clean {
+			return ExitFail, nil
+		}
+		return ExitOK, nil
+	}
+}
+
+func saleCreateFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var file string
+	var shards int
+	fs.StringVar(&file, "file", "", "sale `file`, JSON or YAML (the extension says which)")
+	fs.IntVar(&shards, "shards", 0, "shard `count` of the new sale, 1..256 (default: one per Redis master)")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if file == "" {
+			return 0, usagef("sale create: --file is required")
+		}
+		if err := checkShards("sale create", shards, false); err != nil {
+			return 0, err
+		}
+		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) { return t.CreateSaleFile(ctx, file, shards) })
+	}
+}
+
+func saleListFlags(*flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) { return t.ListSales(ctx) })
+	}
+}
+
+func saleShowFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var sale saleFlag
+	fs.Var(&sale, "sale", "sale `id`")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if err := needSale("sale show", &sale); err != nil {
+			return 0, err
+		}
+		return report(ctx, e, false, func(ctx context.Context, t *Tool) (Report, error) { return t.ShowSale(ctx, sale.id) })
+	}
+}
+
+// stateFlags makes the flags of sale pause (state PAUSED), resume ("") and
+// end (ENDED).
+func stateFlags(state string) func(*flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	return func(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+		var sale saleFlag
+		fs.Var(&sale, "sale", "sale `id`")
+		return func(ctx context.Context, e *cmdEnv) (int, error) {
+			if err := needSale(fs.Name(), &sale); err != nil {
+				return 0, err
+			}
+			return report(ctx, e, false, func(ctx context.Context, t *Tool) (Report, error) { return t.SetSaleState(ctx, sale.id, state) })
+		}
+	}
+}
+
+// report connects (to PostgreSQL too when needDB), runs do within the
+// configured timeout and writes the report it returns.
+func report(ctx context.Context, e *cmdEnv, needDB bool, do func(context.Context, *Tool) (Report, error)) (int, error) {
+	t, done, err := connect(ctx, e.cfg, needDB)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	rep, err := do(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	return ExitOK, Write(e.stdout, rep, e.cfg.JSON)
+}

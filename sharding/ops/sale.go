@@ -1,0 +1,276 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
+)
+
+// CreateSale places s's shards (shards of them; 0 means one per cluster
+// master) unless s names them, applies the schema's migrations, then writes
+// the sale to PostgreSQL and preloads its stock in Redis, committing
+// PostgreSQL only once Redis holds the stock. A sale id already known to
+// either store is refused with schema.ErrSaleExists.
+func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *sharding.Sale, shards int) error {
+	if err := schema.Migrate(ctx, db, nil); err != nil {
+		return err
+	}
+	if exists, err := schema.SaleExists(ctx, db, s.ID); err != nil {
+		return err
+	} else if exists {
+		return fmt.Errorf("sale %d: %w in PostgreSQL; pick another id", s.ID, schema.ErrSaleExists)
+	}
+	if _, err := rs.LoadSale(ctx, s.ID); err == nil {
+		return fmt.Errorf("sale %d: %w in Redis; pick another id", s.ID, schema.ErrSaleExists)
+	} else if !errors.Is(err, stock.ErrNoSale) {
+		return err
+	}
+	if len(s.Shards) == 0 {
+		topo, err := stock.Topology(ctx, rs.Client())
+		if err != nil {
+			return err
+		}
+		if shards <= 0 {
+			shards = len(topo.Masters)
+		}
+		tags, err := sharding.PlaceTags(s.ID, shards, topo)
+		if err != nil {
+			return err
+		}
+		s.Shards = tags
+	}
+	if s.Version == 0 {
+		s.Version = 1
+	}
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	return schema.CreateSale(ctx, db, s, func(ctx context.Context) error {
+		if err := rs.Preload(ctx, s, false); err != nil {
+			return fmt.Errorf("preloading stock in redis: %w", err)
+		}
+		return nil
+	})
+}
+
+// SaleCreated is the report of `sale create`.
+type SaleCreated struct {
+	Sale   int64    `json:"sale"`
+	Name   string   `json:"name"`
+	Items  int      `json:"items"`
+	Shards []string `json:"shards"`
+}
+
+// Text renders the report.
+func (r *SaleCreated) Text(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "sale %d %q created: %d items, %d shards %v\n", r.Sale, r.Name, r.Items, len(r.Shards), r.Shards)
+	return err
+}
+
+// CreateSaleFile reads the sale file at path and creates the sale (CreateSale).
+func (t *Tool) CreateSaleFile(ctx context.Context, path string, shards int) (*SaleCreated, error) {
+	if err := t.needDB(); err != nil {
+		return nil, err
+	}
+	s, err := ReadSaleFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := CreateSale(ctx, t.DB, t.Store, s, shards); err != nil {
+		return nil, err
+	}
+	return &SaleCreated{Sale: s.ID, Name: s.Name, Items: len(s.Items), Shards: s.Shards}, nil
+}
+
+// SaleLine is one sale of `sale list`.
+type SaleLine struct {
+	Sale     int64     `json:"sale"`
+	Name     string    `json:"name"`
+	Status   string    `json:"status"` // SCHEDULED, ACTIVE, PAUSED, ENDED; "?" when Redis lacks the sale
+	StartsAt time.Time `json:"startsAt"`
+	EndsAt   time.Time `json:"endsAt"`
+	Window   string    `json:"paymentWindow"`
+	Shards   int       `json:"shards"`
+	Items    int       `json:"items"`
+	Quantity int64     `json:"quantity"`
+	Sold     int64     `json:"sold"`
+}
+
+// SaleList is the report of `sale list`.
+type SaleList struct {
+	Sales []SaleLine `json:"sales"`
+}
+
+// ListSales lists every sale in PostgreSQL, newest start first, with its
+// status from the description in Redis.
+func (t *Tool) ListSales(ctx context.Context) (*SaleList, error) {
+	if err := t.needDB(); err != nil {
+		return nil, err
+	}
+	rows, err := schema.ListSales(ctx, t.DB)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	rep := &SaleList{Sales: []SaleLine{}}
+	for _, r := range rows {
+		status := "?"
+		if s, err := t.Store.LoadSale(ctx, r.ID); err == nil {
+			status = saleState(s, now)
+		} else if !errors.Is(err, stock.ErrNoSale) {
+			return nil, err
+		}
+		rep.Sales = append(rep.Sales, SaleLine{Sale: r.ID, Name: r.Name, Status: status, StartsAt: r.StartsAt.UTC(), EndsAt: r.EndsAt.UTC(),
+			Window: r.Window.String(), Shards: r.Shards, Items: r.Items, Quantity: r.Quantity, Sold: r.Sold})
+	}
+	return rep, nil
+}
+
+// Text renders the report.
+func (r *SaleList) Text(w io.Writer) error {
+	tb := newTable(w, "ID", "NAME", "STATUS", "STARTS", "ENDS", "WINDOW", "SHARDS", "ITEMS", "QUANTITY", "SOLD")
+	for _, s := range r.Sales {
+		tb.row(itoa(s.Sale), s.Name, s.Status, s.StartsAt.Format(time.RFC3339), s.EndsAt.Format(time.RFC3339), s.Window,
+			itoa(int64(s.Shards)), itoa(int64(s.Items)), itoa(s.Quantity), itoa(s.Sold))
+	}
+	return tb.flush()
+}
+
+// SaleItem is one item of `sale show`.
+type SaleItem struct {
+	Item     int64            `json:"item"`
+	Name     string           `json:"name"`
+	Price    int64            `json:"price"`
+	Currency string           `json:"currency"`
+	Quantity int64            `json:"quantity"`
+	Sold     int64            `json:"sold"`
+	Orders   map[string]int64 `json:"orders"`   // by status
+	Left     int64            `json:"left"`     // units on the Redis shards
+	PerShard []int64          `json:"perShard"` // units per shard
+}
+
+// SaleShown is the report of `sale show`.
+type SaleShown struct {
+	Sale     int64      `json:"sale"`
+	Name     string     `json:"name"`
+	Status   string     `json:"status"`
+	State    string     `json:"state"` // the operator's state: "", PAUSED, ENDED
+	Version  int64      `json:"version"`
+	StartsAt time.Time  `json:"startsAt"`
+	EndsAt   time.Time  `json:"endsAt"`
+	Window   string     `json:"paymentWindow"`
+	Shards   []string   `json:"shards"`
+	Halts    []string   `json:"halts"` // each shard's halt key ("" when none)
+	Items    []SaleItem `json:"items"`
+}
+
+// ShowSale reads sale id's description from Redis (status, shards and their
+// halt keys, stock left per shard) and, with PostgreSQL, its orders by status.
+func (t *Tool) ShowSale(ctx context.Context, id int64) (*SaleShown, error) {
+	s, err := t.loadSale(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	halts, err := t.Store.Halts(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	rep := &SaleShown{Sale: s.ID, Name: s.Name, Status: saleState(s, time.Now()), State: s.State, Version: s.Version,
+		StartsAt: s.StartsAt.UTC(), EndsAt: s.EndsAt.UTC(), Window: s.Window().String(), Shards: s.Shards, Halts: halts}
+	var stats map[int64]schema.ItemStats
+	if t.DB != nil {
+		_, items, _, err := schema.SaleStats(ctx, t.DB, id)
+		if err != nil {
+			return nil, err
+		}
+		stats = map[int64]schema.ItemStats{}
+		for _, it := range items {
+			stats[it.ID] = it
+		}
+	}
+	soldOut := true
+	for _, it := range s.Items {
+		rem, err := t.Store.Remaining(ctx, s, it.ID)
+		if err != nil {
+			return nil, err
+		}
+		si := SaleItem{Item: it.ID, Name: it.Name, Price: it.Price, Currency: it.Currency, Quantity: it.Quantity,
+			Left: sum(rem), PerShard: rem, Orders: stats[it.ID].ByStatus}
+		si.Sold = stats[it.ID].Sold
+		soldOut = soldOut && si.Left == 0
+		rep.Items = append(rep.Items, si)
+	}
+	if rep.Status == "ACTIVE" && soldOut {
+		rep.Status = "SOLD_OUT"
+	}
+	return rep, nil
+}
+
+// Text renders the report.
+func (r *SaleShown) Text(w io.Writer) error {
+	fmt.Fprintf(w, "sale %d %q  %s  %s .. %s  payment window %s  version %d  shards %d\n", r.Sale, r.Name, r.Status,
+		r.StartsAt.Format(time.RFC3339), r.EndsAt.Format(time.RFC3339), r.Window, r.Version, len(r.Shards))
+	if halted := countSet(r.Halts); halted > 0 || r.State != "" {
+		fmt.Fprintf(w, "operator state %q, halt keys on %d of %d shards\n", r.State, halted, len(r.Halts))
+	}
+	tb := newTable(w, "ITEM", "NAME", "PRICE", "QTY", "SOLD", "PENDING", "PAID", "EXPIRED", "CANCELLED", "FAILED", "REDIS LEFT", "PER SHARD")
+	for _, it := range r.Items {
+		per := make([]string, len(it.PerShard))
+		for i, n := range it.PerShard {
+			per[i] = itoa(n)
+		}
+		o := it.Orders
+		tb.row(itoa(it.Item), it.Name, fmt.Sprintf("%d %s", it.Price, it.Currency), itoa(it.Quantity), itoa(it.Sold),
+			itoa(o["PENDING"]), itoa(o["PAID"]), itoa(o["EXPIRED"]), itoa(o["CANCELLED"]), itoa(o["FAILED"]), itoa(it.Left), strings.Join(per, ","))
+	}
+	return tb.flush()
+}
+
+func countSet(v []string) int {
+	n := 0
+	for _, s := range v {
+		if s != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// SaleState is the report of `sale pause|resume|end`.
+type SaleState struct {
+	Sale    int64  `json:"sale"`
+	Action  string `json:"action"`
+	Status  string `json:"status"`
+	Version int64  `json:"version"`
+	Shards  int    `json:"shards"`
+}
+
+// Text renders the report.
+func (r *SaleState) Text(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "sale %d %s: status %s (version %d); every shard's reserve script obeys it now (%d shards), every gateway within its 1 s refresh\n",
+		r.Sale, r.Action, r.Status, r.Version, r.Shards)
+	return err
+}
+
+// SetSaleState pauses (sharding.StatePaused), resumes ("") or ends
+// (sharding.StateEnded) sale id: see stock.Store.SetState.
+func (t *Tool) SetSaleState(ctx context.Context, id int64, state string) (*SaleState, error) {
+	if _, err := t.loadSale(ctx, id); err != nil {
+		return nil, err
+	}
+	s, err := t.Store.SetState(ctx, id, state)
+	if err != nil {
+		return nil, err
+	}
+	action := map[string]string{"": "resumed", sharding.StatePaused: "paused", sharding.StateEnded: "ended"}[state]
+	return &SaleState{Sale: id, Action: action, Status: saleState(s, time.Now()), Version: s.Version, Shards: len(s.Shards)}, nil
+}

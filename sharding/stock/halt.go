@@ -1,0 +1,103 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/sharding"
+)
+
+// The kill switch. An operator pauses a sale, resumes it, or ends it early for
+// good. Two things carry the state:
+//
+//   - the halt key of every shard (sharding.AppendHaltKey), which reserve.lua
+//     reads in the same atomic step that would take a unit: from the moment
+//     SetState returns, no shard of the sale reserves anything, whatever a
+//     gateway's copy of the sale says (the script answers paused or ended and
+//     the gateway answers 503 SALE_PAUSED or 410 SALE_ENDED);
+//   - the sale's description (Sale.State, Version+1), which every gateway's
+//     catalog reloads within its refresh interval (1 s) and then answers
+//     without a Redis call, and which the public sale description shows.
+//
+// Pause writes the halt keys first and the description second; resume deletes
+// the halt keys first. Pay, cancel, expiry and releases are not halted: a
+// paused sale's orders are paid or returned as usual. A sale being resharded
+// cannot change state (ErrReshardRunning), and a reshard copies the halt keys
+// to the new shards.
+
+// ErrStateChange is a state change the sale's current state does not allow.
+var ErrStateChange = errors.New("state change not allowed")
+
+// SetState moves sale id to state ("" resumes, sharding.StatePaused,
+// sharding.StateEnded) and returns the stored description. Setting the state
+// the sale is already in is done again (it repairs a crashed change) and is
+// not an error; an ended sale cannot be paused or resumed.
+func (s *Store) SetState(ctx context.Context, id int64, state string) (*sharding.Sale, error) {
+	if state != "" && state != sharding.StatePaused && state != sharding.StateEnded {
+		return nil, fmt.Errorf("state %q: %w", state, ErrStateChange)
+	}
+	sale, err := s.LoadSale(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if sale.State == sharding.StateEnded && state != sharding.StateEnded {
+		return nil, fmt.Errorf("sale %d was ended by an operator and cannot be paused or resumed: %w", id, ErrStateChange)
+	}
+	if j, err := s.loadJournal(ctx, id); err != nil {
+		return nil, err
+	} else if j != nil {
+		return nil, fmt.Errorf("sale %d: %w; finish it first", id, ErrReshardRunning)
+	}
+	next := *sale
+	if next.State != state {
+		next.State, next.Version = state, sale.Version+1
+	}
+	// The halt keys first: a pause is exact from here, and a resume lets the
+	// scripts sell before the gateways' copies of the description say so.
+	if err := s.setHalt(ctx, sale.Shards, state); err != nil {
+		return nil, err
+	}
+	return &next, s.StoreSale(ctx, &next)
+}
+
+// setHalt writes state to the halt key of every shard in tags, or deletes the
+// keys when state is "".
+func (s *Store) setHalt(ctx context.Context, tags []string, state string) error {
+	cmds := make(rueidis.Commands, 0, len(tags))
+	for _, tag := range tags {
+		k := string(sharding.AppendHaltKey(nil, tag))
+		if state == "" {
+			cmds = append(cmds, s.c.B().Del().Key(k).Build())
+		} else {
+			cmds = append(cmds, s.c.B().Set().Key(k).Value(state).Build())
+		}
+	}
+	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
+		return fmt.Errorf("writing the halt keys of the sale's shards: %w", err)
+	}
+	return nil
+}
+
+// Halts returns the halt key of every shard of sale ("" where none), so a
+// check can compare them with the description.
+func (s *Store) Halts(ctx context.Context, sale *sharding.Sale) ([]string, error) {
+	cmds := make(rueidis.Commands, len(sale.Shards))
+	for i, tag := range sale.Shards {
+		cmds[i] = s.c.B().Get().Key(string(sharding.AppendHaltKey(nil, tag))).Build()
+	}
+	out := make([]string, len(cmds))
+	for i, r := range s.c.DoMulti(ctx, cmds...) {
+		v, err := r.ToString()
+		if rueidis.IsRedisNil(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the halt key of shard %d: %w", i, err)
+		}
+		out[i] = v
+	}
+	return out, nil
+}

@@ -1,0 +1,95 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// TestHaltInTheScript: a paused sale's shards refuse new reservations in the
+// reserve script itself (nothing written, the stock unchanged), a holder is
+// still told its order, a borrow's credit still arrives (no unit lost), resume
+// sells again, a reshard carries the pause to the new shards, and an ended
+// sale cannot be resumed.
+func TestHaltInTheScript(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := newSale(t, s, c, 2, 10)
+	tag := sale.Shards[0]
+	held := sharding.NewOrderID(sale.ID, 1, 1)
+	if r, err := s.Reserve(ctx, reservation(tag, 1, 1, held)); err != nil || r.Outcome != stock.Reserved {
+		t.Fatalf("reserve before the pause: %+v %v", r, err)
+	}
+	got, err := s.SetState(ctx, sale.ID, sharding.StatePaused)
+	if err != nil || got.State != sharding.StatePaused || got.Version != sale.Version+1 {
+		t.Fatalf("pause: %+v %v", got, err)
+	}
+	before, _ := total(t, s, sale, 1)
+	if _, err := s.Reserve(ctx, reservation(tag, 1, 2, sharding.NewOrderID(sale.ID, 2, 2))); !errors.Is(err, stock.ErrPaused) {
+		t.Fatalf("reserve while paused: %v, want ErrPaused", err)
+	}
+	// The replay of the reservation made before the pause is still true.
+	if r, err := s.Reserve(ctx, reservation(tag, 1, 1, held)); err != nil || r.Outcome != stock.Reserved || !r.Replay {
+		t.Fatalf("replay while paused: %+v %v", r, err)
+	}
+	// A borrow's credit arrives even though the reservation is refused:
+	// the donor's journal is cleared as the gateway does, and no unit is lost.
+	id, k, err := s.MoveOut(ctx, 1, sale.Shards[1], tag, 1)
+	if err != nil || k != 1 {
+		t.Fatalf("move out: %d %v", k, err)
+	}
+	r := reservation(tag, 1, 3, sharding.NewOrderID(sale.ID, 3, 3))
+	r.Credit = stock.Credit{MoveID: id, Units: 1}
+	if _, err := s.Reserve(ctx, r); !errors.Is(err, stock.ErrPaused) {
+		t.Fatalf("borrowing reserve while paused: %v, want ErrPaused", err)
+	}
+	if err := s.DropMove(ctx, sale.Shards[1], id); err != nil {
+		t.Fatal(err)
+	}
+	if after, per := total(t, s, sale, 1); after != before {
+		t.Fatalf("stock %d (%v) after the refused reservations, want %d unchanged", after, per, before)
+	}
+	ls, err := s.LoadSale(ctx, sale.ID)
+	if err != nil || ls.State != sharding.StatePaused {
+		t.Fatalf("stored description: %+v %v", ls, err)
+	}
+	// A reshard while paused keeps the pause on the new shards.
+	top, err := stock.Topology(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, _, err := s.Reshard(ctx, sale.ID, 3, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if halts, err := s.Halts(ctx, next); err != nil || halts[0] != sharding.StatePaused || halts[2] != sharding.StatePaused || next.State != sharding.StatePaused {
+		t.Fatalf("halts after the reshard: %v %v (state %q)", halts, err, next.State)
+	}
+	if _, err := s.SetState(ctx, sale.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if halts, _ := s.Halts(ctx, next); halts[0] != "" || halts[1] != "" || halts[2] != "" {
+		t.Fatalf("halts after resume: %v", halts)
+	}
+	home := next.Shards[sharding.HomeShard(4, sale.ID, 3)]
+	if r, err := s.Reserve(ctx, reservation(home, 1, 4, sharding.NewOrderID(sale.ID, 4, 4))); err != nil || r.Outcome != stock.Reserved {
+		t.Fatalf("reserve after resume: %+v %v", r, err)
+	}
+	if _, err := s.SetState(ctx, sale.ID, sharding.StateEnded); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reserve(ctx, reservation(home, 1, 5, sharding.NewOrderID(sale.ID, 5, 5))); !errors.Is(err, stock.ErrEnded) {
+		t.Fatalf("reserve after end: %v, want ErrEnded", err)
+	}
+	for _, st := range []string{"", sharding.StatePaused} {
+		if _, err := s.SetState(ctx, sale.ID, st); !errors.Is(err, stock.ErrStateChange) {
+			t.Fatalf("state %q after end: %v, want ErrStateChange", st, err)
+		}
+	}
+	if _, err := s.SetState(ctx, sale.ID, "GONE"); !errors.Is(err, stock.ErrStateChange) {
+		t.Fatalf("unknown state: %v", err)
+	}
+}
