@@ -38,7 +38,7 @@ func TestMainUsage(t *testing.T) {
 	}
 	for _, args := range [][]string{{"help"}, {"-h"}, {"run", "-help"}} {
 		code, out, _ := runMain(args, nil)
-		if code != 0 || !strings.Contains(out, "sale create --file F") || !strings.Contains(out, "-database-url string") ||
+		if code != 0 || !strings.Contains(out, "flashctl sale --help") || !strings.Contains(out, "-database-url string") ||
 			!strings.Contains(out, "env FLASHSALE_DATABASE_URL, DATABASE_URL") {
 			t.Errorf("%v: exit %d, %q", args, code, out)
 		}

@@ -1,7 +1,7 @@
 // Package store is the writer's PostgreSQL layer: the migrations of package
 // schema, the idempotent persistence of order-event batches,
-// the expiry of unpaid orders, the outbox of Redis effects, and the sale
-// queries of the `writer sale` commands.
+// the expiry of unpaid orders and the outbox of Redis effects (the sale rows
+// are written by `flashctl sale create` through package schema).
 //
 // PostgreSQL is the source of truth. Every status change that Redis must learn
 // about (an order leaving PENDING) writes a row to the releases outbox in the
