@@ -15,6 +15,7 @@ import (
 
 	"flashsale/lua"
 	"flashsale/sharding"
+	"flashsale/sharding/backoff"
 	"flashsale/writer/orderevent"
 )
 
@@ -323,7 +324,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			}
 			// The acked ids are kept for the next round: deleting them is
 			// idempotent, and a new owner would only produce them again.
-			sleep(ctx, r.cfg.Idle*4)
+			backoff.Sleep(ctx, r.cfg.Idle*4)
 			continue
 		}
 		acked = ""
@@ -348,7 +349,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			acked = r.produce(ctx, sh, rd.Entries)
 		}
 		if len(rd.Entries) < r.cfg.Batch {
-			sleep(ctx, r.pause(rd, acked != ""))
+			backoff.Sleep(ctx, r.pause(rd, acked != ""))
 		}
 	}
 }
@@ -461,16 +462,4 @@ func deadLetter(topic string, sh Shard, e *Entry, why error) *kgo.Record {
 		{Key: "error", Value: []byte(why.Error())},
 		{Key: "origin", Value: []byte("journal " + sh.Tag + " " + e.ID)},
 	}}
-}
-
-// sleep waits d or until ctx ends, and reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/obs"
 	"flashsale/sharding"
+	"flashsale/sharding/backoff"
 	"flashsale/sharding/stock"
 )
 
@@ -161,16 +162,14 @@ func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs
 func (h *Handler) actAgain(a stock.ActRequest) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.ReleaseBudget)
 	defer cancel()
-	backoff := 5 * time.Millisecond
-	for {
+	for attempt := 0; ; attempt++ {
 		v, err := h.Store.Act(ctx, a)
 		if err == nil {
 			return v, nil
 		}
-		if !sleepCtx(ctx, jitter(backoff)) {
+		if !backoff.Sleep(ctx, inRequest.Wait(attempt)) {
 			return "", err
 		}
-		backoff = min(2*backoff, 100*time.Millisecond)
 	}
 }
 

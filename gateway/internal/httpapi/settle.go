@@ -3,12 +3,12 @@ package httpapi
 import (
 	"context"
 	"errors"
-	mrand "math/rand/v2"
 	"sync"
 	"time"
 
 	"flashsale/gateway/internal/obs"
 	"flashsale/sharding"
+	"flashsale/sharding/backoff"
 	"flashsale/sharding/stock"
 )
 
@@ -46,8 +46,7 @@ func (p *purchase) settle() {
 // voidOnce voids r, trying again within ctx while Redis errs (each try is
 // idempotent), and counts the outcome.
 func (h *Handler) voidOnce(ctx context.Context, r stock.Reservation) (stock.VoidOutcome, error) {
-	backoff := 5 * time.Millisecond
-	for {
+	for attempt := 0; ; attempt++ {
 		out, err := h.Store.Void(ctx, r)
 		if err == nil {
 			h.Metrics.Voided(int(out))
@@ -58,12 +57,18 @@ func (h *Handler) voidOnce(ctx context.Context, r stock.Reservation) (stock.Void
 			return 0, err // the layout changed: the queue retries on the new one
 		}
 		h.Metrics.RedisError()
-		if !sleepCtx(ctx, jitter(backoff)) {
+		if !backoff.Sleep(ctx, inRequest.Wait(attempt)) {
 			return 0, err
 		}
-		backoff = min(2*backoff, 100*time.Millisecond)
 	}
 }
+
+// inRequest is the wait between tries within a request's release budget;
+// inQueue between the tries of a queued void, for about ten minutes.
+var (
+	inRequest = backoff.Policy{First: 5 * time.Millisecond, Max: 100 * time.Millisecond}
+	inQueue   = backoff.Policy{First: 100 * time.Millisecond, Max: 10 * time.Second}
+)
 
 // retryQueueLen bounds the voids waiting in the background.
 const retryQueueLen = 4096
@@ -88,7 +93,7 @@ type retryQueue struct {
 type retryItem struct {
 	r       stock.Reservation
 	due     time.Time
-	backoff time.Duration
+	attempt int
 	until   time.Time
 }
 
@@ -103,7 +108,7 @@ func (q *retryQueue) add(r stock.Reservation) {
 	q.mu.Lock()
 	full := len(q.items) >= q.cap
 	if !full {
-		q.items = append(q.items, retryItem{r: r, due: now.Add(jitter(100 * time.Millisecond)), backoff: 100 * time.Millisecond, until: now.Add(10 * time.Minute)})
+		q.items = append(q.items, retryItem{r: r, due: now.Add(inQueue.Wait(0)), until: now.Add(10 * time.Minute)})
 	}
 	q.mu.Unlock()
 	if full {
@@ -168,8 +173,8 @@ func (q *retryQueue) tryDue(now time.Time) {
 			q.gaveUp(it.r, errors.New("redis unreachable for ten minutes"))
 			continue
 		}
-		it.backoff = min(2*it.backoff, 10*time.Second)
-		it.due = time.Now().Add(jitter(it.backoff))
+		it.attempt++
+		it.due = time.Now().Add(inQueue.Wait(it.attempt))
 		q.mu.Lock()
 		q.items = append(q.items, it)
 		q.mu.Unlock()
@@ -204,21 +209,4 @@ func (q *retryQueue) gaveUp(r stock.Reservation, why error) {
 	q.h.Metrics.Voided(obs.VoidGaveUp)
 	q.h.Log.Error("could not void a purchase attempt answered 503; the writer's ghost sweep settles it if it reserved",
 		"order", r.OrderID.String(), "user", r.UserID, "sale", r.SaleID, "tag", r.Tag, "err", why)
-}
-
-// jitter returns d scaled by a random factor in [0.5, 1.5).
-func jitter(d time.Duration) time.Duration {
-	return d/2 + time.Duration(mrand.Int64N(int64(d)+1))
-}
-
-// sleepCtx waits d or until ctx ends, and reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"time"
@@ -34,6 +33,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"flashsale/sharding/backoff"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/outbox"
 	"flashsale/writer/internal/store"
@@ -313,32 +313,16 @@ func (c *Consumer) retry(ctx context.Context, what string, op func(context.Conte
 			kind = "transient"
 		}
 		c.m.Retries.WithLabelValues(kind).Inc()
-		d := Backoff(attempt, c.cfg.RetryMin, c.cfg.RetryMax)
+		d := backoff.Policy{First: c.cfg.RetryMin, Max: c.cfg.RetryMax}.Wait(attempt)
 		if kind == "transient" {
 			c.log.Warn(what+" failed; retrying", "attempt", attempt+1, "in", d, "err", err)
 		} else {
 			c.log.Error(what+" failed with a non-transient error; retrying without committing", "attempt", attempt+1, "in", d, "err", err)
 		}
-		select {
-		case <-ctx.Done():
+		if !backoff.Sleep(ctx, d) {
 			return fmt.Errorf("%s: %w", what, err)
-		case <-time.After(d):
 		}
 	}
-}
-
-// Backoff returns the wait before retry attempt+1: lo doubled per attempt,
-// capped at hi, with a random part of up to half of it taken off (full jitter
-// would allow busy retries; none would let writers retry in lockstep).
-func Backoff(attempt int, lo, hi time.Duration) time.Duration {
-	d := hi
-	if attempt < 30 {
-		d = lo << attempt
-		if d > hi || d <= 0 {
-			d = hi
-		}
-	}
-	return d/2 + rand.N(d/2+1)
 }
 
 // trackLag records, per partition polled, how far the batch's last record is
