@@ -102,10 +102,10 @@ func createSale(t *testing.T, bin string, units int) int64 {
 	if err := os.WriteFile(file, body, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(bin, "writer"), "sale", "create", "--file", file, "--shards", "4")
+	cmd := exec.Command(filepath.Join(bin, "flashctl"), "sale", "create", "--file", file, "--shards", "4")
 	cmd.Env = stackEnv()
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("writer sale create: %v\n%s", err, out)
+		t.Fatalf("flashctl sale create: %v\n%s", err, out)
 	}
 	return id
 }

@@ -26,7 +26,7 @@ func TestThreeShardsMergeLikeOneRun(t *testing.T) {
 		t.Skip("runs the binaries on the local stack")
 	}
 	testenv.Require(t, "redis", "postgres", "kafka")
-	bin := buildBinaries(t, "./gateway", "./writer", "./bench")
+	bin := buildBinaries(t, "./gateway", "./writer", "./bench", "./sharding/cmd/flashctl")
 	const users, units = 3000, 300
 	one, split := createSale(t, bin, units), createSale(t, bin, units)
 	topic := testenv.NewTopic(t, "bench-shards")
