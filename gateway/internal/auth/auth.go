@@ -431,6 +431,18 @@ func (v *Verifier) kickRefresh(now int64) {
 	}()
 }
 
+// checkClaims checks the verified payload's claims at now (Unix ns): the
+// package doc's rules, each refusal its own code (the 401 matrix of
+// TestVerifyAttackMatrix).
+//
+// Why by hand rather than jwx's validation options (jwt.Parse with
+// WithValidate, WithAcceptableSkew, WithIssuer, WithAudience,
+// WithRequiredClaim)? Every new token is a cache miss, and at a sale's start
+// nearly every request carries one. BenchmarkClaims sets the two side by
+// side: by hand about 7-10 us, 904 B and 24 allocations a claims set; jwx
+// 50-100 us, 10.8 kB and 152 allocations (2 cores under load, 2026-12-01),
+// and jwx still needs the sub and duplicate-name checks on top. Neither is
+// allocation-free (the JSON decode allocates).
 func (v *Verifier) checkClaims(now int64, payload []byte) (uid uint64, until int64, c code) {
 	var cl claims
 	if json.Unmarshal(payload, &cl) != nil || ambiguous(payload, claimFields) {
