@@ -25,15 +25,13 @@ const (
 	ExitConnect = 3 // Redis or PostgreSQL could not be reached (nothing was done)
 )
 
-// DefaultRedis is the seed list used when neither --redis nor FLASHSALE_REDIS is set.
-const DefaultRedis = shared.DefaultRedis
-
-// Config is flashctl's configuration: the global flags, defaulted from the
-// environment.
+// Config is flashctl's configuration: the global flags (before the command),
+// with the shared settings of package sharding/config (Redis with its TLS and
+// password file, PostgreSQL, logging; flag -some-name or environment
+// FLASHSALE_SOME_NAME, DATABASE_URL too).
 type Config struct {
-	Redis       string // comma-separated cluster seeds (--redis, FLASHSALE_REDIS)
-	DatabaseURL string // PostgreSQL URL (--database-url, DATABASE_URL); empty: no database
-	JSON        bool   // --json: machine-readable output
+	shared.Common
+	JSON bool // --json: machine-readable output
 	// Clear makes status --watch clear the screen between snapshots; main sets
 	// it when stdout is a terminal.
 	Clear bool
@@ -42,13 +40,13 @@ type Config struct {
 	Timeout time.Duration
 }
 
-// defaults fills Config from the environment.
-func defaults(getenv func(string) string) Config {
-	c := Config{Redis: getenv("FLASHSALE_REDIS"), DatabaseURL: getenv("DATABASE_URL"), Timeout: 2 * time.Minute}
-	if c.Redis == "" {
-		c.Redis = DefaultRedis
-	}
-	return c
+// globalSet registers the global flags of cfg on a new shared.Set.
+func globalSet(cfg *Config) *shared.Set {
+	set := shared.NewSet("flashctl", "")
+	cfg.Common = shared.NewCommon("", 0)
+	cfg.Common.Register(set, shared.UseRedis|shared.UsePostgres)
+	set.Add(shared.Setting{Name: "json", Usage: "JSON output for scripts", Value: shared.Bool(&cfg.JSON), FlagOnly: true})
+	return set
 }
 
 // UsageError is a bad command line: Main prints it with the command's usage
@@ -71,12 +69,15 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 // code. getenv reads the environment; stdout gets reports and help, stderr
 // errors.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, clear bool) int {
-	cfg := defaults(getenv)
-	cfg.Clear = clear
-	inv, err := parseLine(cfg, args)
-	inv.stdout = stdout
+	inv, err := parseLine(args, getenv, stdout)
+	inv.stdout, inv.cfg.Clear = stdout, clear
+	for _, w := range inv.warnings {
+		fmt.Fprintln(stderr, "flashctl:", w)
+	}
 	var ue *UsageError
 	switch {
+	case errors.Is(err, shared.ErrVersion):
+		return ExitOK
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stdout, inv.help())
 		return ExitOK
@@ -113,24 +114,36 @@ type cmdEnv struct {
 // a group such as `sale`), its flag set and the function that runs it.
 type invocation struct {
 	cmdEnv
-	path  string // "flashctl", "flashctl sale", "flashctl sale pause"
-	cmd   *command
-	group string // a group name when path names one
-	fs    *flag.FlagSet
-	run   func(context.Context, *cmdEnv) (int, error)
+	path     string // "flashctl", "flashctl sale", "flashctl sale pause"
+	set      *shared.Set
+	warnings []string
+	cmd      *command
+	group    string // a group name when path names one
+	fs       *flag.FlagSet
+	run      func(context.Context, *cmdEnv) (int, error)
 }
 
-// parseLine finds the command in args and parses its flags (the global flags
-// are accepted before and after the command). The invocation is usable for
-// help even when err is set.
-func parseLine(cfg Config, args []string) (*invocation, error) {
-	inv := &invocation{cmdEnv: cmdEnv{cfg: cfg}, path: "flashctl"}
-	gfs := flag.NewFlagSet("flashctl", flag.ContinueOnError)
-	globals(gfs, &inv.cfg)
-	if err := parseFlags(gfs, args, true); err != nil {
+// parseLine reads the global flags (before the command) and the environment,
+// finds the command and parses its flags. The invocation is usable for help
+// even when err is set.
+func parseLine(args []string, getenv func(string) string, stdout io.Writer) (*invocation, error) {
+	inv := &invocation{cmdEnv: cmdEnv{cfg: Config{Timeout: 2 * time.Minute}}, path: "flashctl"}
+	inv.set = globalSet(&inv.cfg)
+	err := inv.set.Parse(args, getenv, io.Discard)
+	inv.warnings = inv.set.Warnings()
+	switch {
+	case errors.Is(err, shared.ErrVersion):
+		fmt.Fprintln(stdout, shared.VersionLine("flashctl"))
 		return inv, err
+	case errors.Is(err, flag.ErrHelp):
+		return inv, err
+	case err != nil:
+		return inv, usagef("%v", err)
 	}
-	rest := gfs.Args()
+	if err := inv.cfg.Common.Resolve(); err != nil {
+		return inv, usagef("%v", err)
+	}
+	rest := inv.set.Args()
 	if len(rest) == 0 {
 		return inv, usagef("no command given")
 	}
@@ -155,7 +168,6 @@ func parseLine(cfg Config, args []string) (*invocation, error) {
 	inv.path, inv.cmd, inv.group = "flashctl "+name, cmd, ""
 	inv.fs = flag.NewFlagSet(name, flag.ContinueOnError)
 	inv.run = cmd.flags(inv.fs)
-	globals(inv.fs, &inv.cfg)
 	return inv, parseFlags(inv.fs, rest[1:], false)
 }
 
@@ -178,12 +190,6 @@ func helpFor(inv *invocation, words []string) (*invocation, error) {
 	return inv, flag.ErrHelp
 }
 
-func globals(fs *flag.FlagSet, cfg *Config) {
-	fs.StringVar(&cfg.Redis, "redis", cfg.Redis, "Redis Cluster seeds, comma separated (FLASHSALE_REDIS)")
-	fs.StringVar(&cfg.DatabaseURL, "database-url", cfg.DatabaseURL, "PostgreSQL URL (DATABASE_URL)")
-	fs.BoolVar(&cfg.JSON, "json", cfg.JSON, "JSON output for scripts")
-}
-
 // parseFlags parses args with fs, turning flag errors into UsageErrors;
 // without interspersed, arguments after the flags are refused.
 func parseFlags(fs *flag.FlagSet, args []string, interspersed bool) error {
@@ -192,7 +198,11 @@ func parseFlags(fs *flag.FlagSet, args []string, interspersed bool) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usagef("%s: %v", fs.Name(), err)
+		msg := err.Error()
+		if strings.HasPrefix(msg, "flag provided but not defined: -") {
+			msg += " (global flags such as --redis, --database-url and --json go before the command)"
+		}
+		return usagef("%s: %s", fs.Name(), msg)
 	}
 	if !interspersed && fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
@@ -230,47 +240,28 @@ func checkShards(cmd string, n int, required bool) error {
 	return nil
 }
 
-func dialRedis(addrs string) (rueidis.Client, error) {
-	var seeds []string
-	for _, a := range strings.Split(addrs, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			seeds = append(seeds, a)
-		}
-	}
-	if len(seeds) == 0 {
-		return nil, usagef("--redis: no addresses")
-	}
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds, ShuffleInit: true, DisableCache: true})
+func dialRedis(r shared.Redis) (rueidis.Client, error) {
+	opt := r.ClientOption()
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, &ConnectError{fmt.Errorf("connecting to redis %s: %w", addrs, err)}
+		return nil, &ConnectError{fmt.Errorf("connecting to redis %s: %w", strings.Join(r.Addrs, ","), err)}
 	}
 	return c, nil
 }
 
-// connect opens Redis and, when DatabaseURL is set (required with needDB),
-// PostgreSQL; done closes both.
+// connect opens Redis and PostgreSQL; done closes both. Without needDB a
+// PostgreSQL that cannot be reached is left out (the report then shows Redis
+// only) instead of failing the command.
 func connect(ctx context.Context, cfg Config, needDB bool) (*Tool, func(), error) {
-	if needDB && cfg.DatabaseURL == "" {
-		return nil, nil, ErrNoDatabase
-	}
 	c, err := dialRedis(cfg.Redis)
 	if err != nil {
 		return nil, nil, err
 	}
-	var db *pgxpool.Pool
-	if cfg.DatabaseURL != "" {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		if db, err = pgxpool.New(pctx, cfg.DatabaseURL); err == nil {
-			err = db.Ping(pctx)
-		}
-		if err != nil {
-			if db != nil {
-				db.Close()
-			}
-			c.Close()
-			return nil, nil, &ConnectError{fmt.Errorf("connecting to postgresql: %w", err)}
-		}
+	db, err := dialPostgres(ctx, cfg.Postgres, needDB)
+	if err != nil {
+		c.Close()
+		return nil, nil, err
 	}
 	return NewTool(c, db), func() {
 		if db != nil {
@@ -278,4 +269,33 @@ func connect(ctx context.Context, cfg Config, needDB bool) (*Tool, func(), error
 		}
 		c.Close()
 	}, nil
+}
+
+// dialPostgres opens and pings a pool; when the database is optional, one
+// that does not answer within 2 s gives a nil pool.
+func dialPostgres(ctx context.Context, p shared.Postgres, needed bool) (*pgxpool.Pool, error) {
+	pc, err := p.PoolConfig()
+	if err != nil {
+		return nil, usagef("%v", err)
+	}
+	wait := 10 * time.Second
+	if !needed {
+		wait = 2 * time.Second
+	}
+	pctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	db, err := pgxpool.NewWithConfig(pctx, pc)
+	if err == nil {
+		err = db.Ping(pctx)
+	}
+	if err == nil {
+		return db, nil
+	}
+	if db != nil {
+		db.Close()
+	}
+	if !needed {
+		return nil, nil
+	}
+	return nil, &ConnectError{fmt.Errorf("connecting to postgresql: %w", err)}
 }

@@ -57,6 +57,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"plan", "--rate", "1000", "--master-capacity", "5", "--masters", "3", "--headroom", "2"}, "--headroom must be in (0, 1]"},
 		{[]string{"plan", "--rate", "1000", "--master-capacity", "5", "--masters", "3", "--redis-fraction", "0"}, "--redis-fraction must be in (0, 1]"},
 		{[]string{"sale"}, "sale: give a subcommand"},
+		{[]string{"status", "--sale", "5", "--json"}, "global flags such as --redis, --database-url and --json go before the command"},
+		{[]string{"--redis", "", "status", "--sale", "5"}, "-redis names no seed"},
+		{[]string{"--database-url", "mysql://x", "status", "--sale", "5"}, "want a postgres:// URL"},
+		{[]string{"--redis-password-file", "/nonexistent/pw", "status", "--sale", "5"}, "redis-password-file"},
 		{[]string{"sale", "frobnicate"}, `unknown command "sale frobnicate"`},
 		{[]string{"sale", "create"}, "sale create: --file is required"},
 		{[]string{"sale", "create", "--file", "x.yaml", "--shards", "999"}, "--shards 999: want 1..256"},
@@ -103,6 +107,9 @@ func TestHelp(t *testing.T) {
 				}
 			})
 		}
+	}
+	if code, out, _ := runMain("-version"); code != ExitOK || !strings.HasPrefix(out, "flashctl ") {
+		t.Errorf("-version: exit %d, %q", code, out)
 	}
 	if code, _, errOut := runMain("help", "frobnicate"); code != ExitUsage || !strings.Contains(errOut, `unknown command "frobnicate"`) {
 		t.Errorf("help of an unknown command: exit %d, %q", code, errOut)
