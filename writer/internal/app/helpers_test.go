@@ -212,6 +212,31 @@ func persistOrders(t *testing.T, cfg config.Config, events []orderevent.Event) {
 	loader.stop(t)
 }
 
+// dueOrders is the start of an expiry test: a sale (3 shards, 2n units) with
+// n orders reserved in Redis and persisted by a writer that stopped again, all
+// due already; before is the item's Redis stock after the reservations.
+type dueOrders struct {
+	st     *store.Store
+	rs     *stock.Store
+	s      *sharding.Sale
+	item   int64
+	cfg    config.Config // the loader's: expiry off
+	before int64
+}
+
+func newDueOrders(t *testing.T, n int, topicPrefix string) dueOrders {
+	t.Helper()
+	stack(t)
+	st, rs := newStores(t)
+	s := newSale(t, st, rs, 3, int64(2*n))
+	d := dueOrders{st: st, rs: rs, s: s, item: s.Items[0].ID}
+	events := reserveInRedis(t, rs, s, d.item, n, time.Millisecond)
+	d.before = redisLeft(t, rs, s, d.item)
+	d.cfg = testConfig(testenv.NewTopic(t, topicPrefix), groupName(t), s)
+	persistOrders(t, d.cfg, events)
+	return d
+}
+
 // newProducer returns a Kafka producer closed when the test ends.
 func newProducer(t *testing.T, topic string) *kgo.Client {
 	t.Helper()

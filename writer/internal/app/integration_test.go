@@ -232,19 +232,11 @@ func TestPayExpiryRace(t *testing.T) {
 // TestThreeWritersExpire runs three writers over 5,000 stale orders: each
 // order is expired once and its unit returned once.
 func TestThreeWritersExpire(t *testing.T) {
-	stack(t)
-	st, rs := newStores(t)
-	const n = 5000
-	s := newSale(t, st, rs, 3, 2*n)
-	item := s.Items[0].ID
-	topic := testenv.NewTopic(t, "writer-three")
-	events := reserveInRedis(t, rs, s, item, n, time.Millisecond)
-	before := redisLeft(t, rs, s, item)
-
 	// Persist the orders with expiry off, then start three writers whose
 	// expiry jobs all find the 5,000 due at once.
-	cfg := testConfig(topic, groupName(t), s)
-	persistOrders(t, cfg, events)
+	const n = 5000
+	d := newDueOrders(t, n, "writer-three")
+	st, rs, s, item, cfg, before := d.st, d.rs, d.s, d.item, d.cfg, d.before
 
 	var apps []*running
 	for range 3 {
@@ -395,16 +387,9 @@ func repoRoot(t *testing.T) string {
 // Redis, as a writer that died right after its commit would leave them; a
 // writer started afterwards returns every unit exactly once.
 func TestOutboxReplayAfterCrash(t *testing.T) {
-	stack(t)
-	st, rs := newStores(t)
 	const n = 300
-	s := newSale(t, st, rs, 3, 2*n)
-	item := s.Items[0].ID
-	topic := testenv.NewTopic(t, "writer-outbox")
-	events := reserveInRedis(t, rs, s, item, n, time.Millisecond)
-	before := redisLeft(t, rs, s, item)
-	cfg := testConfig(topic, groupName(t), s)
-	persistOrders(t, cfg, events)
+	d := newDueOrders(t, n, "writer-outbox")
+	st, rs, s, item, cfg, before := d.st, d.rs, d.s, d.item, d.cfg, d.before
 
 	effects, err := st.ExpireDue(context.Background(), 1000, []int64{s.ID}, store.ClaimAll)
 	if err != nil || len(effects) != n {
