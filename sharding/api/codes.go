@@ -7,18 +7,20 @@ package api
 
 // Error codes, in the order of SPEC.md's API section.
 const (
-	AlreadyPurchased = "ALREADY_PURCHASED" // 409: the user holds an active order in this sale
-	SoldOut          = "SOLD_OUT"          // 410: no stock left for the item
-	Unauthorized     = "UNAUTHORIZED"      // 401: missing, malformed, expired or wrongly signed token
-	SaleNotStarted   = "SALE_NOT_STARTED"  // 403: before the sale opens (with startsAt)
-	SaleEnded        = "SALE_ENDED"        // 410: after the sale closes
-	ItemNotFound     = "ITEM_NOT_FOUND"    // 404: unknown or malformed item id
-	RateLimited      = "RATE_LIMITED"      // 429: per-IP or per-user bucket empty (with Retry-After)
-	TicketRequired   = "TICKET_REQUIRED"   // 403: the sale requires a purchase ticket and none was sent
-	TicketInvalid    = "TICKET_INVALID"    // 403: a bad, expired or other user's ticket
-	SalePaused       = "SALE_PAUSED"       // 503: an operator paused the sale; nothing is reserved
-	Unavailable      = "UNAVAILABLE"       // 503: Redis cannot be reached in time; nothing is reserved
-	ProofRequired    = "PROOF_REQUIRED"    // 428: the ticket endpoint wants a proof of work first
+	AlreadyPurchased = "ALREADY_PURCHASED"  // 409: the user holds an active order in this sale
+	SoldOut          = "SOLD_OUT"           // 410: no stock left for the item
+	Unauthorized     = "UNAUTHORIZED"       // 401: missing, malformed, expired or wrongly signed token
+	SaleNotStarted   = "SALE_NOT_STARTED"   // 403: before the sale opens (with startsAt)
+	SaleEnded        = "SALE_ENDED"         // 410: after the sale closes
+	ItemNotFound     = "ITEM_NOT_FOUND"     // 404: unknown or malformed item id
+	RateLimited      = "RATE_LIMITED"       // 429: per-IP or per-user bucket empty (with Retry-After)
+	TicketRequired   = "TICKET_REQUIRED"    // 403: the sale requires a purchase ticket and none was sent
+	TicketInvalid    = "TICKET_INVALID"     // 403: a bad, expired or other user's ticket
+	SalePaused       = "SALE_PAUSED"        // 503: an operator paused the sale; nothing is reserved
+	Unavailable      = "UNAVAILABLE"        // 503: Redis cannot be reached in time; nothing is reserved
+	ProofRequired    = "PROOF_REQUIRED"     // 428: the ticket endpoint wants a proof of work first
+	ProofInvalid     = "PROOF_INVALID"      // 403: a malformed, forged, other user's or too weak proof of work
+	QueuePassInvalid = "QUEUE_PASS_INVALID" // 403: a malformed, forged, other user's or sale's queue pass
 
 	OrderNotFound  = "ORDER_NOT_FOUND" // 404: no such order, or another user's
 	OrderExpired   = "ORDER_EXPIRED"   // 409: pay or cancel after the payment deadline
@@ -34,7 +36,7 @@ const (
 // Codes lists every error code above, the order of the constants.
 var Codes = []string{
 	AlreadyPurchased, SoldOut, Unauthorized, SaleNotStarted, SaleEnded, ItemNotFound, RateLimited,
-	TicketRequired, TicketInvalid, SalePaused, Unavailable, ProofRequired,
+	TicketRequired, TicketInvalid, SalePaused, Unavailable, ProofRequired, ProofInvalid, QueuePassInvalid,
 	OrderNotFound, OrderExpired, OrderCancelled, OrderPaid, OrderFailed,
 	SaleNotFound, NotFound, MethodNotAllowed,
 }
@@ -46,6 +48,6 @@ func ErrorBody(code string) []byte { return []byte(`{"error":"` + code + `"}`) }
 var Status = map[string]int{
 	AlreadyPurchased: 409, SoldOut: 410, Unauthorized: 401, SaleNotStarted: 403, SaleEnded: 410,
 	ItemNotFound: 404, RateLimited: 429, TicketRequired: 403, TicketInvalid: 403, SalePaused: 503,
-	Unavailable: 503, ProofRequired: 428, OrderNotFound: 404, OrderExpired: 409, OrderCancelled: 409,
+	Unavailable: 503, ProofRequired: 428, ProofInvalid: 403, QueuePassInvalid: 403, OrderNotFound: 404, OrderExpired: 409, OrderCancelled: 409,
 	OrderPaid: 409, OrderFailed: 409, SaleNotFound: 404, NotFound: 404, MethodNotAllowed: 405,
 }

@@ -31,6 +31,8 @@ import (
 	"flashsale/gateway/internal/httpapi"
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/pow"
+	"flashsale/gateway/internal/room"
 	"flashsale/sharding/journal"
 	"flashsale/sharding/stock"
 )
@@ -47,6 +49,8 @@ type App struct {
 	Relay    *journal.Relay
 	verifier *auth.Verifier
 	Catalog  *catalog.Catalog
+	Room     *room.Room // the waiting rooms, ticked every 100 ms while Serve runs
+	proofs   *pow.Issuer
 	Handler  *httpapi.Handler
 	Metrics  *obs.Metrics
 	server   *fasthttp.Server
@@ -122,6 +126,9 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.Room, a.proofs, err = frontDoor(cfg, a.redis, log); err != nil {
+		return nil, err
+	}
 	var st httpapi.Store = a.store
 	if opt.WrapStore != nil {
 		st = opt.WrapStore(st)
@@ -134,6 +141,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		IPLimit:   limit.New(limit.Config{Rate: cfg.IPRate, Burst: cfg.IPBurst, MaxKeys: cfg.LimitKeys}),
 		UserLimit: limit.New(limit.Config{Rate: cfg.UserRate, Burst: cfg.UserBurst, MaxKeys: cfg.LimitKeys}),
 		Metrics:   a.Metrics, Borrower: a.store, Log: log, Tickets: tickets,
+		Room: a.Room, Proofs: a.proofs, ProofLevel: &pow.Level{Operator: cfg.PowDifficulty, Auto: cfg.PowAutoRate},
 	})
 	a.Handler = h
 	if err := a.Catalog.Refresh(ctx, time.Now()); err != nil {
@@ -179,6 +187,7 @@ func (a *App) Serve(ctx context.Context) error {
 		}
 	}()
 	go a.Catalog.Run(ctx)
+	go a.Room.Run(ctx, roomSource{a.Catalog})
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	relayDone := make(chan struct{})
 	go func() {

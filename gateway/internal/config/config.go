@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"flashsale/gateway/internal/auth"
+	"flashsale/sharding"
 	shared "flashsale/sharding/config"
 )
 
@@ -61,6 +62,15 @@ type Config struct {
 	TicketSecretPrevious string `json:"-"`
 	TicketSecretFile     string
 	TicketTTL            time.Duration // lifetime of a purchase ticket
+
+	// PowDifficulty is the operator's floor of proof of work on every
+	// sale's ticket endpoint (leading zero bits, 0: only sales that ask);
+	// PowAutoRate raises it by a bit per doubling of the challenge requests
+	// per second at this gateway above that rate (0: never; package pow);
+	// PowTTL is a challenge's lifetime.
+	PowDifficulty int
+	PowAutoRate   float64
+	PowTTL        time.Duration
 
 	// PageMaxAge is the Cache-Control max-age of the sale page's HTML (its
 	// assets are content-hashed and immutable).
@@ -144,6 +154,7 @@ func Default() Config {
 		Linger:          time.Millisecond,
 		JWKSRefresh:     auth.DefaultJWKSRefresh,
 		TicketTTL:       60 * time.Second,
+		PowTTL:          2 * time.Minute,
 		PageMaxAge:      60 * time.Second,
 		PageToken:       "localStorage:flashsale.token",
 		Skew:            30 * time.Second,
@@ -193,6 +204,9 @@ func (c *Config) settings(set *shared.Set) {
 		{Name: "ticket-secret-previous", Usage: "the ticket secret before a rotation, still accepted (keep it for one -ticket-ttl after the switch)", Value: shared.SecretString(&c.TicketSecretPrevious), Secret: true},
 		{Name: "ticket-secret-file", Usage: "file holding the ticket secret on its first line and, during a rotation, the previous one on its second (not with -ticket-secret)", Value: shared.File(&c.TicketSecretFile)},
 		{Name: "ticket-ttl", Usage: "lifetime of a purchase ticket", Value: shared.Duration(&c.TicketTTL)},
+		{Name: "pow-difficulty", Usage: "proof of work asked by every sale's ticket endpoint, leading zero bits (0: only sales with powDifficulty)", Value: shared.Int(&c.PowDifficulty)},
+		{Name: "pow-auto-rate", Usage: "challenge requests per second at this gateway above which the difficulty rises a bit per doubling, at most 8 (0: never)", Value: shared.Float(&c.PowAutoRate)},
+		{Name: "pow-ttl", Usage: "lifetime of a proof-of-work challenge", Value: shared.Duration(&c.PowTTL)},
 		{Name: "page-max-age", Usage: "Cache-Control max-age of the sale page's HTML", Value: shared.Duration(&c.PageMaxAge)},
 		{Name: "page-token", Usage: "where the sale page finds the buyer's bearer token: localStorage:<key> or cookie:<name>", Value: shared.String(&c.PageToken)},
 		{Name: "jwks", Usage: "JWKS file path or URL for RS256/ES256/EdDSA", Value: shared.String(&c.JWKS)},
@@ -354,6 +368,15 @@ func (c *Config) Validate() error {
 	}
 	if c.TicketTTL < time.Second || c.TicketTTL > 10*time.Minute {
 		bad("-ticket-ttl %v: want 1s..10m", c.TicketTTL)
+	}
+	if c.PowDifficulty < 0 || c.PowDifficulty > sharding.MaxPowDifficulty {
+		bad("-pow-difficulty %d: want 0 (off) to %d leading zero bits", c.PowDifficulty, sharding.MaxPowDifficulty)
+	}
+	if !(c.PowAutoRate >= 0) || c.PowAutoRate > 1e9 {
+		bad("-pow-auto-rate %v: want 0 (off) or a rate of challenge requests per second", c.PowAutoRate)
+	}
+	if c.PowTTL < 10*time.Second || c.PowTTL > 10*time.Minute {
+		bad("-pow-ttl %v: want 10s..10m (long enough to solve, short enough that a solve is not kept)", c.PowTTL)
 	}
 	if c.PageMaxAge < 0 || c.PageMaxAge > 24*time.Hour {
 		bad("-page-max-age %v: want 0..24h", c.PageMaxAge)

@@ -238,3 +238,22 @@ func TestTicketSecrets(t *testing.T) {
 		})
 	}
 }
+
+func TestProofOfWorkFlags(t *testing.T) {
+	cfg, err := Load([]string{"-dev", "-pow-difficulty", "18", "-pow-auto-rate", "500", "-pow-ttl", "90s"}, env(nil), io.Discard)
+	if err != nil || cfg.PowDifficulty != 18 || cfg.PowAutoRate != 500 || cfg.PowTTL != 90*time.Second {
+		t.Fatalf("%+v %v", cfg, err)
+	}
+	if d := Default(); d.PowDifficulty != 0 || d.PowAutoRate != 0 {
+		t.Fatalf("proof of work is on by default: %d %v", d.PowDifficulty, d.PowAutoRate)
+	}
+	for _, args := range [][]string{
+		{"-pow-difficulty", "-1"}, {"-pow-difficulty", "29"}, {"-pow-difficulty", "hard"},
+		{"-pow-auto-rate", "-5"}, {"-pow-auto-rate", "NaN"}, {"-pow-ttl", "1s"}, {"-pow-ttl", "1h"},
+	} {
+		_, err := Load(append([]string{"-dev"}, args...), env(nil), io.Discard)
+		if err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("%v: err %v, want one naming %s", args, err, args[0])
+		}
+	}
+}

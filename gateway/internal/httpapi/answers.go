@@ -35,6 +35,10 @@ const (
 	aTicketRequired
 	aTicketInvalid
 	aSalePaused
+	aQueued
+	aProofRequired
+	aProofInvalid
+	aQueuePassInvalid
 	aNotModified
 	numAnswers
 )
@@ -68,6 +72,10 @@ var answers = [numAnswers]answerSpec{
 	aTicketRequired:   {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.TicketRequired)},
 	aTicketInvalid:    {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.TicketInvalid)},
 	aSalePaused:       {status: fasthttp.StatusServiceUnavailable, body: api.ErrorBody(api.SalePaused)},
+	aQueued:           {status: fasthttp.StatusAccepted},
+	aProofRequired:    {status: fasthttp.StatusPreconditionRequired},
+	aProofInvalid:     {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.ProofInvalid)},
+	aQueuePassInvalid: {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.QueuePassInvalid)},
 	aNotModified:      {status: fasthttp.StatusNotModified},
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flashsale/gateway/internal/auth"
+	"flashsale/sharding"
 )
 
 // newCtx builds a RequestCtx for method and path from peer with headers
@@ -92,6 +93,24 @@ func cheapPaths() []pathCase {
 			run(e.h, ctx)                                                                             // 202
 			run(e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(2))) // 410 sets the flag
 			return e.h, ctx
+		}},
+		{"queued-poll-with-pass", 202, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			// A queued user polls the waiting room with its pass (no Redis
+			// client exists: the poll is answered from the pass alone).
+			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}})
+			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Queue-Pass", e.pass(1, 3))
+		}},
+		{"queued-poll-forged-pass", 403, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}})
+			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Queue-Pass", e.pass(2, 3))
+		}},
+		{"proof-required", 428, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 5, powDifficulty: 12})
+			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1))
+		}},
+		{"proof-invalid", 403, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 5, powDifficulty: 12})
+			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Proof", "abc:12")
 		}},
 		{"known-buyer-repeat-read", 409, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			// Before the sell-out: a buyer this gateway answered clicks again;

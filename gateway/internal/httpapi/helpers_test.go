@@ -19,7 +19,10 @@ import (
 	"flashsale/gateway/internal/auth"
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/limit"
+	"flashsale/gateway/internal/mac"
 	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/pow"
+	"flashsale/gateway/internal/room"
 	"flashsale/gateway/internal/ticket"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
@@ -329,7 +332,12 @@ type envOpt struct {
 	trusted            []netip.Prefix
 	ticketRequired     bool
 	tickets            *ticket.Keys // default: keys of testTicketKey
+	waitingRoom        *sharding.Room
+	powDifficulty      int
 }
+
+// testFrontDoorRing signs the queue passes and challenges of newEnv's handlers.
+var testFrontDoorRing, _ = mac.NewRing([]byte("test-front-door-0123456789"), nil)
 
 var testTicketKey = []byte("test-ticket-key-0123456789")
 
@@ -350,7 +358,8 @@ func newEnv(t testing.TB, o envOpt) *env {
 	}
 	sale := &sharding.Sale{ID: 77, Name: "Test \"sale\"", StartsAt: o.start.Truncate(time.Second), EndsAt: o.end.Truncate(time.Second),
 		Items:  []sharding.Item{{ID: 7, Name: "Widget", Price: 1999, Currency: "JPY", Quantity: o.stockPerShard * int64(o.shards)}},
-		Shards: sharding.UniformTags(77, o.shards), Version: 1, TicketRequired: o.ticketRequired}
+		Shards: sharding.UniformTags(77, o.shards), Version: 1, TicketRequired: o.ticketRequired,
+		WaitingRoom: o.waitingRoom, PowDifficulty: o.powDifficulty}
 	if o.tickets == nil {
 		o.tickets, _ = ticket.New(testTicketKey, nil, 0)
 	}
@@ -373,9 +382,23 @@ func newEnv(t testing.TB, o envOpt) *env {
 		IPLimit:   limit.New(limit.Config{Rate: 0.001, Burst: o.ipBurst, MaxKeys: 1024}),
 		UserLimit: limit.New(limit.Config{Rate: 0.001, Burst: o.userBurst, MaxKeys: 1024}),
 		Metrics:   obs.New(), Log: quiet, Tickets: o.tickets,
+		// The room has no Redis client: a poll with a pass must not need one.
+		Room: must(room.New(nil, room.Config{Ring: testFrontDoorRing, Log: quiet})), Proofs: pow.NewIssuer(testFrontDoorRing, 0),
 	})
 	t.Cleanup(h.Close)
 	return &env{t: t, h: h, st: st, cat: cat, sale: sale, tickets: o.tickets}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+// pass returns a queue pass of user's n-th late place in sale 77.
+func (e *env) pass(user, n uint64) string {
+	return string(room.AppendPass(nil, testFrontDoorRing, room.Pass{Kind: room.Late, SaleID: 77, UserID: user, Number: n, Expires: e.sale.EndsAt.Unix()}))
 }
 
 func (e *env) token(user uint64) string {

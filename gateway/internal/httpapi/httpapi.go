@@ -38,6 +38,8 @@ import (
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/pow"
+	"flashsale/gateway/internal/room"
 	"flashsale/gateway/internal/ticket"
 	"flashsale/sharding"
 	"flashsale/sharding/api"
@@ -113,6 +115,13 @@ type Deps struct {
 	// Tickets signs and verifies purchase tickets; when nil, New makes keys
 	// of its own (valid on this handler only).
 	Tickets *ticket.Keys
+	// Room, when set, serves the waiting rooms of the sales that have one;
+	// without it every sale admits at once.
+	Room *room.Room
+	// Proofs, when set, issues and checks the proof of work of sales (or an
+	// operator) that ask for one, at the difficulty ProofLevel chooses.
+	Proofs     *pow.Issuer
+	ProofLevel *pow.Level
 	// Borrower, when set, serves users whose home shard ran dry from the
 	// item's other shards; without it they are told SOLD_OUT until the shard
 	// is refilled.
@@ -148,6 +157,9 @@ func New(cfg Config, d Deps) *Handler {
 	}
 	if d.Log == nil {
 		d.Log = slog.Default()
+	}
+	if d.Proofs != nil && d.ProofLevel == nil {
+		d.ProofLevel = &pow.Level{}
 	}
 	if d.Tickets == nil {
 		d.Tickets = ticket.Random()

@@ -13,9 +13,9 @@ import (
 // URL's key, handed out only once the sale has started (SPEC, "The front
 // door"). The cheap refusals come first, as on the purchase path: sale id,
 // per-IP bucket, window, pause, sold out; then the bearer token and the
-// per-user bucket; then admission (the waiting room and proof of work hook
-// in at admit); then 200 ADMITTED with a ticket bound to (user, sale). No
-// Redis call is made.
+// per-user bucket; then admission (the waiting room and the proof of work,
+// frontdoor.go); then 200 ADMITTED with a ticket bound to (user, sale). The
+// only Redis call is a user's join of the waiting room.
 func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteTicket
 	id, ok := parseID(arg)
@@ -35,9 +35,9 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	case sale.Halt == catalog.HaltEnded:
 		h.answer(ctx, route, aSaleEnded)
 		return
-	case n < sale.Start:
-		// The waiting room's pre-queue (issue 13, item 3) answers 202
-		// QUEUED here when the sale opened one; else the sale has not begun.
+	case n < sale.Start && !h.preQueueOpen(sale, now):
+		// A sale whose waiting room opened its pre-queue goes on to admit,
+		// which answers 202 QUEUED (the place is drawn at the start).
 		h.answerBody(ctx, route, aSaleNotStarted, sale.NotStarted)
 		return
 	case n >= sale.End:
@@ -64,14 +64,6 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	b = exp.UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, `"}`...)
 	h.answerBody(ctx, route, aOK, b)
-}
-
-// admit decides whether user may have a ticket now; on refusal it has
-// answered. This is where the waiting room (202 QUEUED with a position) and
-// the proof of work (428 PROOF_REQUIRED) of issue 13 come in; until they do,
-// every authenticated buyer of a started sale is admitted at once.
-func (h *Handler) admit(_ *fasthttp.RequestCtx, _ time.Time, _ *catalog.Sale, _ uint64) bool {
-	return true
 }
 
 // salePaused reports whether an operator paused sale (`flashctl sale pause`:

@@ -189,6 +189,9 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 		}
 	}
 	r.track(sales)
+	if len(sales) == 0 {
+		return nil
+	}
 	draws, err := r.readDraws(ctx, sales)
 	if err != nil {
 		return err

@@ -1,0 +1,101 @@
+package app
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"log/slog"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/gateway/internal/catalog"
+	"flashsale/gateway/internal/config"
+	"flashsale/gateway/internal/mac"
+	"flashsale/gateway/internal/pow"
+	"flashsale/gateway/internal/room"
+)
+
+// frontDoor builds the waiting room and the proof-of-work issuer. Their
+// keys are derived from the ticket secrets (or, as the ticket key is, from
+// the HS256 secret), one label each, so every gateway that shares the
+// ticket key shares them and a ticket rotation rotates them (the previous
+// secret still checks passes and challenges). With neither secret the keys
+// are random: passes and proofs then hold on this gateway only.
+func frontDoor(cfg config.Config, c rueidis.Client, log *slog.Logger) (*room.Room, *pow.Issuer, error) {
+	passes, err := derivedRing(cfg, "flashsale queue pass v1")
+	if err != nil {
+		return nil, nil, err
+	}
+	proofs, err := derivedRing(cfg, "flashsale proof of work v1")
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := room.New(c, room.Config{Ring: passes, Log: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, pow.NewIssuer(proofs, cfg.PowTTL), nil
+}
+
+func derivedRing(cfg config.Config, label string) (*mac.Ring, error) {
+	derive := func(secret string) []byte {
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write([]byte(label))
+		return m.Sum(nil)
+	}
+	var cur, prev []byte
+	switch {
+	case cfg.TicketSecret != "":
+		cur = derive(cfg.TicketSecret)
+		if cfg.TicketSecretPrevious != "" {
+			prev = derive(cfg.TicketSecretPrevious)
+		}
+	case cfg.JWTSecret != "":
+		cur = derive(cfg.JWTSecret)
+	default:
+		cur = make([]byte, 32)
+		_, _ = rand.Read(cur) // crypto/rand.Read never fails on supported platforms
+	}
+	r, err := mac.NewRing(cur, prev)
+	if err != nil {
+		return nil, fmt.Errorf("%s key: %w", label, err)
+	}
+	return r, nil
+}
+
+// roomSource lists the catalog's sales with a waiting room for the room's
+// tick, and their units left (0 while an operator paused the sale, so
+// nobody is admitted into a pause).
+type roomSource struct{ c *catalog.Catalog }
+
+func (s roomSource) Rooms() []room.Sale {
+	var out []room.Sale
+	for _, sl := range s.c.Snapshot().Sales() {
+		if r, ok := room.FromSale(sl.Sale); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (s roomSource) Remaining(saleID int64) int64 {
+	sl := s.c.Snapshot().Sale(saleID)
+	if sl == nil {
+		return -1
+	}
+	if sl.Halt != catalog.HaltNone {
+		return 0 // paused or ended: the cursor holds
+	}
+	var n int64
+	for _, it := range sl.Items {
+		r := it.Flags.Remaining()
+		if r < 0 {
+			return -1
+		}
+		if !it.Flags.SoldOut() {
+			n += r
+		}
+	}
+	return n
+}

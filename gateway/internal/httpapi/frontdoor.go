@@ -1,0 +1,200 @@
+package httpapi
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"flashsale/gateway/internal/catalog"
+	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/pow"
+	"flashsale/gateway/internal/room"
+)
+
+// The front door: the waiting room and the proof of work in front of the
+// ticket (SPEC, "The front door"). Order of checks in admit, after the token:
+//
+//  1. A sale with a waiting room and a queue pass (X-Queue-Pass, else the
+//     cookie) is answered from the pass and this gateway's copy of the room:
+//     202 QUEUED, the ticket when admitted, 410 SOLD_OUT, 403
+//     QUEUE_PASS_INVALID for a bad pass (the cookie is cleared, so the next
+//     ask joins afresh). No Redis call, no proof: the pass shows the work
+//     was done when it was issued.
+//  2. Without a pass, when the sale or the operator asks for proof of work:
+//     no X-Proof is 428 PROOF_REQUIRED with a new challenge (so is an
+//     expired proof); a malformed, forged, other user's or weak one is 403
+//     PROOF_INVALID.
+//  3. A sale with a waiting room: one Redis call joins it (the draw before
+//     it closes, else the end of the line); the pass is set as a cookie
+//     scoped to the ticket URL and sent as X-Queue-Pass; the answer is as
+//     in 1. A Redis failure is 503 UNAVAILABLE: the user holds no place (a
+//     place taken whose reply was lost stays empty and is passed over).
+//  4. Otherwise the ticket is handed out.
+
+// admit decides whether user may have a ticket of sale now; on refusal it
+// has answered.
+func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.Sale, user uint64) bool {
+	rs, inRoom := room.FromSale(sale.Sale)
+	inRoom = inRoom && h.Room != nil
+	if inRoom {
+		if pass := queuePass(ctx); pass != nil {
+			return h.roomAnswer(ctx, sale, &rs, h.Room.Check(now, &rs, user, pass, remaining(sale)))
+		}
+	}
+	if !h.proofOK(ctx, now, sale, user) {
+		return false
+	}
+	if !inRoom {
+		return true
+	}
+	rctx, _ := h.deadlines.get(now)
+	var buf [room.PassLen]byte
+	pass, v, err := h.Room.Join(rctx, now, &rs, user, remaining(sale), buf[:0])
+	if err != nil {
+		h.Log.Warn("joining the waiting room", "sale", sale.ID, "err", err)
+		h.answer(ctx, obs.RouteTicket, aUnavailable)
+		return false
+	}
+	if v.Outcome != room.NotOpen {
+		setQueuePass(ctx, sale.ID, pass, rs.End.Sub(now))
+	}
+	return h.roomAnswer(ctx, sale, &rs, v)
+}
+
+// preQueueOpen reports whether sale has a waiting room open before its start.
+func (h *Handler) preQueueOpen(sale *catalog.Sale, now time.Time) bool {
+	r := sale.WaitingRoom
+	return h.Room != nil && r != nil && r.PreQueue > 0 && !now.Before(sale.StartsAt.Add(-time.Duration(r.PreQueue)))
+}
+
+// roomAnswer answers v; true means admitted (the caller hands out the ticket).
+func (h *Handler) roomAnswer(ctx *fasthttp.RequestCtx, sale *catalog.Sale, rs *room.Sale, v room.Verdict) bool {
+	const route = obs.RouteTicket
+	switch v.Outcome {
+	case room.Admitted:
+		return true
+	case room.Queued:
+		secs := int64((v.Wait + time.Second - 1) / time.Second)
+		var buf [112]byte
+		b := append(buf[:0], `{"status":"QUEUED","position":`...)
+		b = strconv.AppendInt(b, v.Position, 10)
+		b = append(b, `,"estimatedWaitSeconds":`...)
+		b = strconv.AppendInt(b, secs, 10)
+		b = append(b, '}')
+		ctx.Response.Header.SetCanonical(hdrRetryAfter, retryAfter[min(max(secs/2, 1), maxQueuePoll)])
+		h.answerBody(ctx, route, aQueued, b)
+	case room.SoldOut:
+		h.answer(ctx, route, aSoldOut)
+	case room.Refused:
+		setQueuePass(ctx, rs.ID, nil, 0)
+		h.answer(ctx, route, aQueuePassInvalid)
+	default: // NotOpen
+		h.answerBody(ctx, route, aSaleNotStarted, sale.NotStarted)
+	}
+	return false
+}
+
+// maxQueuePoll is the longest Retry-After of a queued answer, in seconds:
+// polls cost no Redis call, and a user must learn of a sell-out or an
+// admission soon.
+const maxQueuePoll = 5
+
+// proofOK applies the proof of work; on refusal it has answered 428 or 403.
+func (h *Handler) proofOK(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.Sale, user uint64) bool {
+	if h.Proofs == nil {
+		return true
+	}
+	d := h.ProofLevel.For(now, sale.PowDifficulty)
+	if d == 0 {
+		return true
+	}
+	proof := peek(ctx, hdrProof, hdrProofLower)
+	if len(proof) == 0 {
+		h.ProofLevel.Arrive(now)
+		h.askProof(ctx, now, sale.ID, user, d)
+		return false
+	}
+	switch _, res := h.Proofs.Verify(now, proof, sale.ID, user); res {
+	case pow.OK:
+		return true
+	case pow.Expired:
+		h.askProof(ctx, now, sale.ID, user, d)
+	default:
+		h.answer(ctx, obs.RouteTicket, aProofInvalid)
+	}
+	return false
+}
+
+func (h *Handler) askProof(ctx *fasthttp.RequestCtx, now time.Time, saleID int64, user uint64, d int) {
+	var buf [128]byte
+	b := append(buf[:0], `{"error":"PROOF_REQUIRED","challenge":"`...)
+	b = h.Proofs.AppendChallenge(b, now, saleID, user, d)
+	b = append(b, `","difficulty":`...)
+	b = strconv.AppendInt(b, int64(d), 10)
+	b = append(b, '}')
+	h.answerBody(ctx, obs.RouteTicket, aProofRequired, b)
+}
+
+// remaining returns sale's units left over its items from the last
+// readings, or -1 before the first.
+func remaining(sale *catalog.Sale) int64 {
+	var n int64
+	for _, it := range sale.Items {
+		r := it.Flags.Remaining()
+		if r < 0 {
+			return -1
+		}
+		if !it.Flags.SoldOut() {
+			n += r
+		}
+	}
+	return n
+}
+
+// queuePass returns the pass the request carries: X-Queue-Pass, else the
+// cookie; nil when none.
+func queuePass(ctx *fasthttp.RequestCtx) []byte {
+	if p := peek(ctx, hdrQueuePass, hdrQueuePassLower); len(p) > 0 {
+		return p
+	}
+	if p := ctx.Request.Header.CookieBytes(cookieQueuePass); len(p) > 0 {
+		return p
+	}
+	return nil
+}
+
+// setQueuePass sends pass as X-Queue-Pass and as a cookie that only the
+// sale's ticket URL receives (HttpOnly, SameSite=Strict), kept for ttl; a
+// nil pass clears the cookie.
+func setQueuePass(ctx *fasthttp.RequestCtx, saleID int64, pass []byte, ttl time.Duration) {
+	var path [64]byte
+	c := fasthttp.AcquireCookie()
+	defer fasthttp.ReleaseCookie(c)
+	c.SetKeyBytes(cookieQueuePass)
+	c.SetPathBytes(appendTicketPath(path[:0], saleID))
+	c.SetHTTPOnly(true)
+	c.SetSameSite(fasthttp.CookieSameSiteStrictMode)
+	if pass == nil {
+		c.SetExpire(fasthttp.CookieExpireDelete)
+	} else {
+		c.SetValueBytes(pass)
+		c.SetMaxAge(max(int(ttl/time.Second), 1))
+		ctx.Response.Header.SetCanonical(hdrQueuePass, pass)
+	}
+	ctx.Response.Header.SetCookie(c)
+}
+
+func appendTicketPath(dst []byte, saleID int64) []byte {
+	dst = append(dst, "/api/flash-sales/sales/"...)
+	dst = strconv.AppendInt(dst, saleID, 10)
+	return append(dst, "/ticket"...)
+}
+
+var (
+	hdrProof          = []byte("X-Proof")
+	hdrProofLower     = []byte("x-proof")
+	hdrQueuePass      = []byte("X-Queue-Pass")
+	hdrQueuePassLower = []byte("x-queue-pass")
+	cookieQueuePass   = []byte("fs_queue")
+)
