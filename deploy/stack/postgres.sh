@@ -8,6 +8,11 @@ PRIVATE_DB_URL="postgres://flashsale@127.0.0.1:$PG_PORT/flashsale?sslmode=disabl
 EXTERNAL_PG=0
 if [[ -n "${DATABASE_URL:-}" && "$DATABASE_URL" != "$PRIVATE_DB_URL" ]]; then EXTERNAL_PG=1; fi
 DB_URL=${DATABASE_URL:-$PRIVATE_DB_URL}
+# The secure endpoint (secure.sh): TLS checked against the local CA, the writer's
+# own role and database (it owns the schema; flashsale_ro may only read).
+PG_SECURE_DB=flashsale_secure
+PG_SECURE_URL=
+((EXTERNAL_PG)) || PG_SECURE_URL="postgres://flashsale_writer@127.0.0.1:$PG_PORT/$PG_SECURE_DB?sslmode=verify-full&sslrootcert=$RUN/tls/ca.pem"
 
 PG_DIR="$RUN/pg"
 PG_DATA="$PG_DIR/data"
@@ -112,6 +117,38 @@ pg_ensure_db() {
 	fi
 }
 
+# pg_secure: TLS on (ssl=on with the stack's certificate), the password roles
+# reachable over hostssl only, with scram-sha-256, and their database.
+pg_secure() {
+	local tls="$PG_DIR/tls" hba="$PG_DATA/pg_hba.conf" role pw
+	mkdir -p "$tls"
+	cp "$TLS_DIR/server.pem" "$TLS_DIR/server.key" "$tls/"
+	chmod 600 "$tls/server.key"
+	if is_root; then chown -R postgres:postgres "$tls"; fi
+	if ! as_pg grep -q '^# flashsale secure roles' "$hba"; then
+		as_pg sh -c "{ printf '%s\n' '# flashsale secure roles (deploy/stack/postgres.sh): TLS and a password, never plain' \
+			'hostssl all flashsale_writer,flashsale_ro 127.0.0.1/32 scram-sha-256' \
+			'host all flashsale_writer,flashsale_ro 0.0.0.0/0 reject'; cat '$hba'; } >'$hba.new' && mv '$hba.new' '$hba'"
+	fi
+	pg_psql -c "alter system set ssl = on" -c "alter system set ssl_cert_file = '$tls/server.pem'" \
+		-c "alter system set ssl_key_file = '$tls/server.key'" -c "alter system set password_encryption = 'scram-sha-256'" \
+		-c "select pg_reload_conf()" >/dev/null
+	for role in "${PG_ROLES[@]}"; do
+		pw=$(secret "pg-$role")
+		if [[ "$(pg_psql -tAc "select 1 from pg_roles where rolname = '$role'")" != 1 ]]; then
+			pg_psql -c "create role $role login"
+		fi
+		pg_psql -c "alter role $role login nosuperuser nocreatedb nocreaterole password '$pw'" >/dev/null
+	done
+	if [[ "$(pg_psql -tAc "select 1 from pg_database where datname = '$PG_SECURE_DB'")" != 1 ]]; then
+		pg_psql -c "create database $PG_SECURE_DB owner flashsale_writer"
+	fi
+	pg_psql -d "$PG_SECURE_DB" -c "revoke all on database $PG_SECURE_DB from public" \
+		-c "grant connect on database $PG_SECURE_DB to flashsale_ro" -c "grant usage on schema public to flashsale_ro" \
+		-c "alter default privileges for role flashsale_writer in schema public grant select on tables to flashsale_ro" \
+		-c "grant select on all tables in schema public to flashsale_ro" >/dev/null
+}
+
 pg_external_up() {
 	pg_isready -q -d "$DATABASE_URL" -t 5 || die "DATABASE_URL is set but does not answer pg_isready"
 	psql -X -q -d "$DATABASE_URL" -c 'select 1' >/dev/null || die "DATABASE_URL is set but 'select 1' fails"
@@ -127,6 +164,7 @@ pg_up() {
 	pg_ensure_server
 	pg_start
 	pg_ensure_db
+	pg_secure
 	log "postgres: ready on 127.0.0.1:$PG_PORT in $(since "$t0")"
 }
 

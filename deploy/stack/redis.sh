@@ -1,6 +1,12 @@
 # shellcheck shell=bash
 # redis.sh: the six-node Redis Cluster (3 masters + 3 replicas) on
 # 127.0.0.1:REDIS_BASE_PORT.. (one directory per node under .run/redis/PORT).
+# Each node also listens with TLS on port + REDIS_TLS_OFFSET (secure.sh) and
+# has the ACL users of deploy/k8s/base/redis-users.acl; the default user stays
+# open so that the plain ports work as before. tls-cluster is on: Redis 7.0 then
+# answers CLUSTER SLOTS with the TLS ports on a TLS connection and the plain
+# ports on a plain one (with it off, a TLS client is sent to the plain ports),
+# so rueidis over TLS follows the cluster like a plain client.
 
 REDIS_BASE_PORT=${REDIS_BASE_PORT:-7001}
 REDIS_NODES=6
@@ -43,12 +49,46 @@ maxmemory-policy noeviction
 appendonly yes
 appendfsync everysec
 save ""
+tls-port $((port + REDIS_TLS_OFFSET))
+tls-cert-file $TLS_DIR/server.pem
+tls-key-file $TLS_DIR/server.key
+tls-ca-cert-file $TLS_DIR/ca.pem
+tls-auth-clients no
+tls-replication yes
+tls-cluster yes
+cluster-port $((port + 10000))
 CONF
+}
+
+# redis_tls_old: some node runs without the TLS cluster bus (started by an older
+# stack.sh). The bus is all TLS or all plain, so every node restarts with it.
+redis_tls_old() {
+	local p
+	for p in $(redis_ports); do
+		redis_node_alive "$p" || continue
+		[[ "$({ redis_cli -p "$p" config get tls-cluster || true; } | tail -n1)" == yes ]] || return 0
+	done
+	return 1
+}
+
+# redis_acl PORT: (re)define the ACL users on one node, each with its password
+# from SECRETS_DIR (ACL SETUSER NAME reset RULES... >password).
+redis_acl() {
+	local port=$1 kw name rules
+	while read -r kw name rules; do
+		[[ $kw == user ]] || continue
+		# shellcheck disable=SC2086 # the rules are words
+		redis_cli -p "$port" acl setuser "$name" reset $rules ">$(secret "$name")" >/dev/null ||
+			die "redis $port: ACL SETUSER $name failed"
+	done <"$ROOT/deploy/k8s/base/redis-users.acl"
 }
 
 redis_start_node() {
 	local port=$1 dir="$RUN/redis/$1" i
-	if redis_node_alive "$port"; then return 0; fi
+	if redis_node_alive "$port"; then
+		redis_acl "$port"
+		return 0
+	fi
 	if pid_alive "$dir/redis.pid"; then
 		die "redis $port: process $(cat "$dir/redis.pid") is alive but does not answer PING"
 	fi
@@ -57,7 +97,7 @@ redis_start_node() {
 	redis_write_conf "$port"
 	redis-server "$dir/redis.conf" || { tail_log "$dir/redis.log"; die "redis-server $port failed to start"; }
 	for ((i = 0; i < 100; i++)); do
-		[[ "$(redis_cli -p "$port" ping 2>/dev/null)" == PONG ]] && return 0
+		[[ "$(redis_cli -p "$port" ping 2>/dev/null)" == PONG ]] && { redis_acl "$port"; return 0; }
 		sleep 0.1
 	done
 	tail_log "$dir/redis.log"
@@ -119,6 +159,10 @@ redis_up() {
 	ensure_pkg redis-server redis-server
 	ensure_pkg redis-cli redis-tools
 	mapfile -t ports < <(redis_ports)
+	if redis_tls_old; then
+		log "redis: restarting every node with its TLS port and a TLS cluster bus"
+		redis_down
+	fi
 	for p in "${ports[@]}"; do redis_start_node "$p"; done
 	redis_formed "${ports[@]}" || redis_create "${ports[@]}"
 	redis_wait_ok "${ports[@]}"

@@ -23,6 +23,7 @@
 #   redis.sh     redis_up/down/status, one node's start and wait
 #   postgres.sh  pg_up/down/status (private server or external DATABASE_URL)
 #   kafka.sh     broker_up/down/status: Apache Kafka (Maven jar fetch) or kfake
+#   secure.sh    the secure endpoints' CA, certificate and passwords (.run/tls, .run/secrets)
 #   faults.sh    cmd_redis_kill, cmd_redis_start, cmd_pg_restart, cmd_broker_stop/start
 # A new service: a file NAME.sh with NAME_up/NAME_down/NAME_status, sourced below
 # and called from cmd_up/cmd_down/cmd_status. A new tool: one STACK_TOOLS line.
@@ -34,7 +35,7 @@ RUN="$ROOT/.run"
 STOP_TIMEOUT=${STOP_TIMEOUT:-30}
 READY_TIMEOUT=${READY_TIMEOUT:-60}
 
-for part in lib install redis postgres kafka faults; do
+for part in lib install secure redis postgres kafka faults; do
 	# shellcheck source=/dev/null
 	source "$SCRIPT_DIR/$part.sh"
 done
@@ -48,6 +49,7 @@ write_env() {
 		echo "export DATABASE_URL=$(shq "$DB_URL")"
 		echo "export KAFKA_BROKERS=$(shq "127.0.0.1:$KAFKA_PORT")"
 		echo "export FLASHSALE_BROKER=$(shq "$BROKER")"
+		secure_env
 	} >"$RUN/env.tmp"
 	mv "$RUN/env.tmp" "$RUN/env"
 }
@@ -58,6 +60,8 @@ cmd_up() {
 	mkdir -p "$RUN/redis" "$KAFKA_DIR" "$KFAKE_DIR"
 	[[ -f "$RUN/.gitignore" ]] || echo '*' >"$RUN/.gitignore"
 	tools_up
+	tls_up
+	secrets_up
 	redis_up
 	pg_up
 	broker_up
