@@ -231,3 +231,31 @@ func (s *Store) InJournal(ctx context.Context, tag, id string) (bool, error) {
 	}
 	return len(es) > 0, nil
 }
+
+// JournaledUnits counts, per item, the reservations still in the hand-off
+// journals of sale's shards: units that left the stock and are not yet on
+// their way through Kafka to PostgreSQL (the drift's "in flight").
+func (s *Store) JournaledUnits(ctx context.Context, sale *sharding.Sale) (map[int64]int64, error) {
+	cmds := make(rueidis.Commands, len(sale.Shards))
+	for i, tag := range sale.Shards {
+		cmds[i] = s.c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()
+	}
+	out := map[int64]int64{}
+	for i, r := range s.c.DoMulti(ctx, cmds...) {
+		entries, err := r.AsXRange()
+		if err != nil {
+			return nil, fmt.Errorf("reading the hand-off journal of shard %d: %w", i, err)
+		}
+		for _, e := range entries {
+			if e.FieldValues["t"] != "reserved" {
+				continue
+			}
+			item, err := strconv.ParseInt(e.FieldValues["i"], 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("hand-off journal of shard %d: entry %s has item %q", i, e.ID, e.FieldValues["i"])
+			}
+			out[item]++
+		}
+	}
+	return out, nil
+}

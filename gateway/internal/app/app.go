@@ -109,7 +109,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		return nil, fmt.Errorf("setting up token verification: %w", err)
 	}
 	a.Catalog = catalog.New(newSalesSource(a.store, log), catalog.Config{
-		Refresh: cfg.RefreshEvery, Poll: cfg.PollInterval, SoldOutGauge: a.Metrics.SoldOut, Log: log,
+		Refresh: cfg.RefreshEvery, Poll: cfg.PollInterval, SoldOutGauge: a.Metrics.SoldOut, StockGauge: a.Metrics.Stock, Log: log,
 	})
 	if cfg.Relay {
 		kopts := append(journal.ProducerOpts(cfg.Kafka.Brokers), cfg.Kafka.Opts()...)

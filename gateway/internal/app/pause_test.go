@@ -184,7 +184,45 @@ func TestPauseUnderLoad(t *testing.T) {
 	if before["202"] == 0 || after["202"] == 0 || len(during) == 0 || len(afterEnd) == 0 {
 		t.Fatalf("the crowd did not buy before the pause and after the resume, or sent nothing while paused or ended")
 	}
-	if left := s.remaining(); int64(accepted) != units-left {
+	left := s.remaining()
+	if int64(accepted) != units-left {
 		t.Fatalf("Q = S + 202s does not hold: %d units, %d left, %d answered 202", units, left, accepted)
 	}
+	// Every gateway's poller exports the stock per shard: within a refresh
+	// (1 s) both show what Redis holds.
+	for _, a := range []string{s.app.AdminAddr(), other.AdminAddr()} {
+		deadline := time.Now().Add(3 * time.Second)
+		for got := exportedStock(t, s, a); got != left; got = exportedStock(t, s, a) {
+			if time.Now().After(deadline) {
+				t.Fatalf("gateway admin %s exports %d units for the sale, Redis holds %d", a, got, left)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// exportedStock sums flashsale_gateway_stock_units of s's sale over the shards
+// from the gateway's /metrics at admin.
+func exportedStock(t *testing.T, s *stack, admin string) int64 {
+	code, body := s.doAt(admin, "GET", "/metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	var n, lines int64
+	prefix := fmt.Sprintf(`flashsale_gateway_stock_units{item="%d",sale="%d",shard="`, s.item, s.sale.ID)
+	for _, l := range strings.Split(body, "\n") {
+		if rest, ok := strings.CutPrefix(l, prefix); ok {
+			var shard int
+			var v float64
+			if _, err := fmt.Sscanf(rest, `%d"} %g`, &shard, &v); err != nil {
+				t.Fatalf("metrics line %q: %v", l, err)
+			}
+			n += int64(v)
+			lines++
+		}
+	}
+	if lines != int64(len(s.sale.Shards)) {
+		return -1
+	}
+	return n
 }

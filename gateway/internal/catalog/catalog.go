@@ -100,7 +100,10 @@ type Config struct {
 	// SoldOutGauge, when set, is told each item's sold-out state after every
 	// full reading (for the flashsale_gateway_soldout gauge).
 	SoldOutGauge func(itemID int64, soldOut bool)
-	Log          *slog.Logger
+	// StockGauge, when set, is told every reading of an item's shards (for
+	// the flashsale_gateway_stock_units gauge): a poller, not the requests.
+	StockGauge func(saleID, itemID int64, perShard []int64)
+	Log        *slog.Logger
 }
 
 // Catalog is the current snapshot plus the loop that refreshes it. It is safe
@@ -231,6 +234,9 @@ func (c *Catalog) read(ctx context.Context, it *Item) error {
 		return err
 	}
 	it.Flags.Observe(rem)
+	if c.cfg.StockGauge != nil {
+		c.cfg.StockGauge(it.Sale.ID, it.Item.ID, rem)
+	}
 	return nil
 }
 

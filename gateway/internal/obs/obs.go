@@ -63,6 +63,7 @@ type Metrics struct {
 	voids       [numVoids]prometheus.Counter
 	journalFull prometheus.Counter
 	soldOut     *prometheus.GaugeVec
+	stock       *prometheus.GaugeVec
 	relay       relayMetrics
 }
 
@@ -97,7 +98,9 @@ func New() *Metrics {
 	}
 	m.journalFull = prometheus.NewCounter(prometheus.CounterOpts{Name: "flashsale_gateway_journal_full_total", Help: "Purchases, pays and cancels refused (503) because the shard's hand-off journal was full."})
 	m.soldOut = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_soldout", Help: "1 when the item's local sold-out flag is set."}, []string{"item"})
-	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, m.journalFull, m.soldOut)
+	m.stock = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_stock_units",
+		Help: "Units left on one shard of an item, as of the catalog's last reading (every refresh, 1 s; flagged items every poll, 200 ms)."}, []string{"sale", "item", "shard"})
+	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, m.journalFull, m.soldOut, m.stock)
 	m.relay = newRelayMetrics(reg)
 	return m
 }
@@ -157,6 +160,16 @@ func (m *Metrics) Voided(outcome int) { m.voids[outcome].Inc() }
 
 // JournalFull counts a request refused because the journal was full.
 func (m *Metrics) JournalFull() { m.journalFull.Inc() }
+
+// Stock sets the stock gauges of an item's shards from a reading. It
+// allocates; the catalog calls it from its reading loops only, never per
+// request.
+func (m *Metrics) Stock(saleID, itemID int64, perShard []int64) {
+	sale, item := strconv.FormatInt(saleID, 10), strconv.FormatInt(itemID, 10)
+	for i, n := range perShard {
+		m.stock.WithLabelValues(sale, item, strconv.Itoa(i)).Set(float64(n))
+	}
+}
 
 // SoldOut sets the sold-out gauge of item. It allocates; the catalog calls it
 // from its refresh loop only.

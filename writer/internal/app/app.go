@@ -21,6 +21,7 @@ import (
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/config"
 	"flashsale/writer/internal/consume"
+	"flashsale/writer/internal/drift"
 	"flashsale/writer/internal/expiry"
 	"flashsale/writer/internal/ghost"
 	"flashsale/writer/internal/obs"
@@ -42,6 +43,7 @@ type App struct {
 	Expiry   *expiry.Job
 	Consumer *consume.Consumer
 	Ghost    *ghost.Sweeper // nil when -ghost-interval is 0
+	Drift    *drift.Watcher // nil when -drift-interval is 0
 }
 
 // New connects everything cfg names and, when cfg.Migrate is set, applies
@@ -92,6 +94,9 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 	}, a.Store, a.Applier, a.Metrics, log)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.DriftInterval > 0 {
+		a.Drift = drift.New(drift.Config{Interval: cfg.DriftInterval, Sales: cfg.Sales}, a.Store.Pool(), a.Stock, a.Metrics.Registry, log)
 	}
 	if cfg.GhostInterval > 0 {
 		a.Ghost = ghost.New(ghost.Config{Interval: cfg.GhostInterval, Grace: cfg.GhostGrace, Sales: cfg.Sales},
@@ -145,6 +150,9 @@ func (a *App) Run(ctx context.Context) error {
 	wg.Go(func() { a.Expiry.Run(ctx) })
 	if a.Ghost != nil {
 		wg.Go(func() { a.Ghost.Run(ctx) })
+	}
+	if a.Drift != nil {
+		wg.Go(func() { a.Drift.Run(ctx) })
 	}
 	a.Log.Info("writer consuming", "topic", a.Cfg.Topic, "group", a.Cfg.Group)
 	err := a.Consumer.Run(ctx)

@@ -40,6 +40,7 @@ type Config struct {
 	OutboxInterval time.Duration
 	OutboxGrace    time.Duration
 	GhostInterval  time.Duration
+	DriftInterval  time.Duration
 	GhostGrace     time.Duration
 	StatusTTL      time.Duration
 	RedisParallel  int
@@ -64,6 +65,7 @@ func Default() Config {
 		OutboxInterval: 5 * time.Second,
 		OutboxGrace:    2 * time.Second,
 		GhostInterval:  30 * time.Second,
+		DriftInterval:  time.Second,
 		GhostGrace:     2 * time.Minute,
 		StatusTTL:      24 * time.Hour,
 		RedisParallel:  64,
@@ -92,6 +94,7 @@ func (c *Config) Register(set *shared.Set) {
 			DeprecatedEnv: []string{"FLASHSALE_WRITER_SALES"}},
 		{Name: "outbox-interval", Usage: "period of the replay of Redis effects not yet applied", Value: shared.Duration(&c.OutboxInterval)},
 		{Name: "outbox-grace", Usage: "age before an unapplied outbox row is replayed by any writer", Value: shared.Duration(&c.OutboxGrace)},
+		{Name: "drift-interval", Usage: "period of the online invariant Q - (S + M + P + J) per item of live sales (flashsale_writer_stock_drift_units; 0 turns it off)", Value: shared.Duration(&c.DriftInterval)},
 		{Name: "ghost-interval", Usage: "period of the ghost sweep (reservations with no journal entry and no order; 0 turns it off)", Value: shared.Duration(&c.GhostInterval)},
 		{Name: "ghost-grace", Usage: "how long a reservation must stay without journal entry and order before the sweep releases it", Value: shared.Duration(&c.GhostGrace)},
 		{Name: "status-ttl", Usage: "how long Redis keeps an order record after its final status", Value: shared.Duration(&c.StatusTTL)},
@@ -137,6 +140,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-status-ttl %s: want at least 1s", c.StatusTTL)
 	case c.OutboxGrace < 0 || c.SessionTimeout < 0:
 		return errors.New("-outbox-grace and -session-timeout must not be negative")
+	case c.DriftInterval < 0:
+		return fmt.Errorf("-drift-interval %s: want >= 0", c.DriftInterval)
 	case c.GhostInterval < 0 || (c.GhostInterval > 0 && c.GhostGrace < 10*time.Second):
 		return fmt.Errorf("ghost sweep -ghost-interval %s -ghost-grace %s: want interval >= 0 and grace >= 10s", c.GhostInterval, c.GhostGrace)
 	}

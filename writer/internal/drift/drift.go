@@ -1,0 +1,203 @@
+// Package drift is the writer's online invariant: every Interval it computes,
+// for each item of each live sale,
+//
+//	drift = Q - (S + M + P + J)
+//
+// with Q the item's quantity and P its PENDING and PAID orders (items.sold) in
+// PostgreSQL, S the units on its Redis shards, M the units in journaled moves
+// between shards, and J the reservations still in the shards' hand-off
+// journals (in flight: taken from the stock, not yet persisted). It exports
+// the value as flashsale_writer_stock_drift_units{sale,item}; the oversell
+// alarm watches it (deploy/observability/alerts.yaml).
+//
+// The reading is not atomic: for a moment a unit can be counted twice (a
+// reservation the writer committed before the relay trimmed its entry) or
+// not at all (between the relay's hand-over to Kafka and the commit), so a
+// busy sale shows drift of a few units for well under a second. Drift that
+// stays is real: below zero more units exist than the quantity (an oversell in
+// the making: stock set wrong in Redis, a double release); above zero units
+// were lost or are stuck (a writer far behind Kafka shows here too).
+//
+// A sale is live from ten minutes before its start to ten minutes after its
+// end plus its payment window; other sales are not read.
+package drift
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// Config tunes a Watcher.
+type Config struct {
+	Interval time.Duration // between readings (default 1s)
+	Sales    []int64       // the sales to watch; empty: every live sale in Redis
+}
+
+// Watcher computes the drift of live sales and exports it.
+type Watcher struct {
+	cfg   Config
+	db    *pgxpool.Pool
+	redis *stock.Store
+	drift *prometheus.GaugeVec
+	log   *slog.Logger
+	shown map[[2]string]bool // series exported by the last reading
+}
+
+// New registers the drift gauge in reg and returns a Watcher.
+func New(cfg Config, db *pgxpool.Pool, redis *stock.Store, reg prometheus.Registerer, log *slog.Logger) *Watcher {
+	if cfg.Interval <= 0 {
+		cfg.Interval = time.Second
+	}
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "flashsale_writer_stock_drift_units",
+		Help: "Q - (S + M + P + J) per item of a live sale: quantity minus Redis stock, units in moves, PENDING+PAID orders and reservations still in the hand-off journal. Stays 0; below 0 is an oversell in the making.",
+	}, []string{"sale", "item"})
+	reg.MustRegister(g)
+	return &Watcher{cfg: cfg, db: db, redis: redis, drift: g, log: log, shown: map[[2]string]bool{}}
+}
+
+// Run reads every Interval until ctx ends; a failed reading is logged and
+// leaves the last values.
+func (w *Watcher) Run(ctx context.Context) {
+	t := time.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := w.Once(ctx, time.Now()); err != nil && ctx.Err() == nil {
+				w.log.Warn("drift reading failed", "err", err)
+			}
+		}
+	}
+}
+
+// Item is one item's reading.
+type Item struct {
+	Sale, Item    int64
+	Q, S, M, P, J int64
+	Drift         int64
+}
+
+// Once takes one reading of every live sale at now, exports it and returns
+// the first error (the other sales are still read).
+func (w *Watcher) Once(ctx context.Context, now time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Interval*5)
+	defer cancel()
+	ids := w.cfg.Sales
+	if len(ids) == 0 {
+		var err error
+		if ids, err = w.redis.SaleIDs(ctx); err != nil {
+			return err
+		}
+	}
+	var firstErr error
+	shown := map[[2]string]bool{}
+	for _, id := range ids {
+		items, err := w.Sale(ctx, id, now)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		for _, it := range items {
+			k := [2]string{strconv.FormatInt(it.Sale, 10), strconv.FormatInt(it.Item, 10)}
+			w.drift.WithLabelValues(k[0], k[1]).Set(float64(it.Drift))
+			shown[k] = true
+		}
+	}
+	for k := range w.shown {
+		if !shown[k] && firstErr == nil {
+			w.drift.DeleteLabelValues(k[0], k[1])
+		}
+	}
+	if firstErr == nil {
+		w.shown = shown
+	}
+	return firstErr
+}
+
+// live reports whether sale is worth reading at now.
+func live(s *sharding.Sale, now time.Time) bool {
+	return now.After(s.StartsAt.Add(-10*time.Minute)) && now.Before(s.EndsAt.Add(s.Window()+10*time.Minute))
+}
+
+// Sale reads the drift of every item of sale id; nil for a sale that is not
+// live or not in Redis.
+func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) ([]Item, error) {
+	sale, err := w.redis.LoadSale(ctx, id)
+	if errors.Is(err, stock.ErrNoSale) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !live(sale, now) {
+		return nil, nil
+	}
+	moves, err := w.redis.PendingMoves(ctx, sale)
+	if err != nil {
+		return nil, err
+	}
+	journaled, err := w.redis.JournaledUnits(ctx, sale)
+	if err != nil {
+		return nil, err
+	}
+	pg, err := w.itemTotals(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var out []Item
+	for _, it := range sale.Items {
+		tot, ok := pg[it.ID]
+		if !ok {
+			continue // not in PostgreSQL (yet): nothing to compare with
+		}
+		rem, err := w.redis.Remaining(ctx, sale, it.ID)
+		if err != nil {
+			return nil, err
+		}
+		r := Item{Sale: id, Item: it.ID, Q: tot[0], P: tot[1], J: journaled[it.ID]}
+		for _, n := range rem {
+			r.S += n
+		}
+		for _, m := range moves {
+			if m.ItemID == it.ID {
+				r.M += m.Units
+			}
+		}
+		r.Drift = r.Q - (r.S + r.M + r.P + r.J)
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// itemTotals reads quantity and sold (PENDING + PAID) of each item of sale id.
+func (w *Watcher) itemTotals(ctx context.Context, id int64) (map[int64][2]int64, error) {
+	rows, err := w.db.Query(ctx, `SELECT id, quantity, sold FROM items WHERE sale_id = $1`, id)
+	if err != nil {
+		return nil, fmt.Errorf("reading items of sale %d: %w", id, err)
+	}
+	defer rows.Close()
+	out := map[int64][2]int64{}
+	for rows.Next() {
+		var item, q, sold int64
+		if err := rows.Scan(&item, &q, &sold); err != nil {
+			return nil, fmt.Errorf("reading items of sale %d: %w", id, err)
+		}
+		out[item] = [2]int64{q, sold}
+	}
+	return out, rows.Err()
+}
