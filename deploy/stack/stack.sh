@@ -35,7 +35,7 @@ RUN="$ROOT/.run"
 STOP_TIMEOUT=${STOP_TIMEOUT:-30}
 READY_TIMEOUT=${READY_TIMEOUT:-60}
 
-for part in lib install secure redis postgres kafka faults; do
+for part in lib install redis postgres kafka secure faults; do # secure.sh reads the ports the service files default
 	# shellcheck source=/dev/null
 	source "$SCRIPT_DIR/$part.sh"
 done
