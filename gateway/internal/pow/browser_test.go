@@ -20,7 +20,7 @@ const workerPath = "testdata/pow-worker.js"
 const solvePage = `<!doctype html><title>pow</title><script>
 window.solve = (challenge, difficulty) => new Promise((ok, fail) => {
   const w = new Worker('/pow-worker.js');
-  w.onmessage = (ev) => { w.terminate(); ok(ev.data); };
+  w.onmessage = (ev) => { if (ev.data.progress) return; w.terminate(); ok(ev.data); };
   w.onerror = (ev) => { w.terminate(); fail(ev.message); };
   w.postMessage({challenge, difficulty});
 });

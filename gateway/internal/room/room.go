@@ -13,7 +13,10 @@
 //     may share a place; places are filled by admission one at a time either
 //     way). Clicking first in the window gains nothing.
 //   - After the draw closes, arrivals join the end: the n-th late arrival
-//     takes place D + n, n from one INCR on the room's tail counter.
+//     takes place D + n, n from one INCR on the room's tail counter. A
+//     drawn user who asks again without the pass after the close joins the
+//     end too (no lookup of the draw: the pass is a cookie, so this takes
+//     a cleared cookie or another device, and it only ever costs the user).
 //   - Admission starts Grace after the draw closes (the draw's size is final
 //     then) and moves a cursor: places up to the cursor are admitted (the
 //     ticket endpoint hands them a purchase ticket). The cursor advances at
@@ -30,8 +33,10 @@
 // (100 ms): G gateways cost 10 G calls per second, whatever the crowd. Polls
 // never touch Redis: a queued user holds a signed pass (its draw or tail
 // number) and the gateway compares its place with the state of its last
-// tick. While the draw is open every tick also reads the draw's 16 ZCARDs
-// (for positions shown in the pre-queue and for the final size).
+// tick. While the draw is open a gateway also reads the draw's 16 ZCARDs
+// (for positions shown in the pre-queue and for the final size): once a
+// second, and every tick from a second before the close until the size is
+// final.
 package room
 
 import (
@@ -113,7 +118,20 @@ type Room struct {
 	c     rueidis.Client
 	cfg   Config
 	rooms atomic.Pointer[map[int64]*atomic.Pointer[State]]
+	// draws is each open draw's last size and when it was read; only Tick
+	// touches it.
+	draws map[int64]drawReading
 }
+
+type drawReading struct {
+	n  int64
+	at time.Time
+}
+
+// drawReadEvery is how often a draw's size is read while the draw is far
+// from closing (positions shown in a long pre-queue need no more); near the
+// close, and until the size is final, every tick reads it.
+const drawReadEvery = time.Second
 
 var (
 	joinScript = rueidis.NewLuaScript(lua.RoomJoin)
@@ -134,7 +152,7 @@ func New(c rueidis.Client, cfg Config) (*Room, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	r := &Room{c: c, cfg: cfg}
+	r := &Room{c: c, cfg: cfg, draws: map[int64]drawReading{}}
 	r.rooms.Store(&map[int64]*atomic.Pointer[State]{})
 	return r, nil
 }
@@ -192,7 +210,7 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 	if len(sales) == 0 {
 		return nil
 	}
-	draws, err := r.readDraws(ctx, sales)
+	draws, err := r.readDraws(ctx, now, sales)
 	if err != nil {
 		return err
 	}
@@ -248,19 +266,28 @@ func (r *Room) track(sales []Sale) {
 }
 
 // readDraws returns the size of each sale's draw, read while it can still
-// change (a final size is kept by the state hash and not read again).
-func (r *Room) readDraws(ctx context.Context, sales []Sale) ([]int64, error) {
+// change (a final size is kept by the state hash and not read again), every
+// tick near the close and every drawReadEvery before.
+func (r *Room) readDraws(ctx context.Context, now time.Time, sales []Sale) ([]int64, error) {
 	out := make([]int64, len(sales))
 	var cmds rueidis.Commands
 	var owner []int
 	for i := range sales {
-		if st := r.State(sales[i].ID); st != nil && st.Final {
+		s := &sales[i]
+		if st := r.State(s.ID); st != nil && st.Final {
+			delete(r.draws, s.ID)
+			continue
+		}
+		last, seen := r.draws[s.ID]
+		out[i] = last.n
+		if seen && now.Sub(last.at) < drawReadEvery && now.Before(s.Closes().Add(-drawReadEvery)) {
 			continue
 		}
 		for k := 0; k < sharding.RoomLotteryShards; k++ {
-			cmds = append(cmds, r.c.B().Zcard().Key(sharding.RoomLotteryKey(sales[i].ID, k)).Build())
+			cmds = append(cmds, r.c.B().Zcard().Key(sharding.RoomLotteryKey(s.ID, k)).Build())
 			owner = append(owner, i)
 		}
+		out[i] = 0
 	}
 	if len(cmds) == 0 {
 		return out, nil
@@ -271,6 +298,9 @@ func (r *Room) readDraws(ctx context.Context, sales []Sale) ([]int64, error) {
 			return nil, fmt.Errorf("reading the draw of sale %d: %w", sales[owner[j]].ID, err)
 		}
 		out[owner[j]] += n
+	}
+	for _, i := range owner {
+		r.draws[sales[i].ID] = drawReading{n: out[i], at: now}
 	}
 	return out, nil
 }
