@@ -5,10 +5,15 @@ STACK := deploy/stack/stack.sh
 BINS := gateway writer bench flashctl
 TEST_TIMEOUT ?= 14m
 
-.PHONY: demo test test-unit test-race up down status build lint bench bench-peers clean
+.PHONY: demo demo-slow test test-unit test-race up down status build lint bench bench-peers clean
 
 demo: build up
 	bash deploy/demo.sh
+
+# demo-slow runs a small sale that starts a minute ahead, on a gateway with
+# the development sign-in, for a person to click through the sale page.
+demo-slow: build up
+	bash deploy/demo-slow.sh
 
 # test runs every test against the real stack: first all packages in parallel,
 # then, one package at a time, the fault tests (named TestFault...: they kill a

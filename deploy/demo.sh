@@ -68,6 +68,7 @@ for _ in $(seq 1 50); do # the gateway loads sales every second
   sleep 0.2
 done
 echo "== gateway on 127.0.0.1:$port (admin :$((port + 2))), writer admin :$((port + 3)), $(grep FLASHSALE_BROKER .run/env | cut -d= -f2) broker"
+echo "== sale page: http://127.0.0.1:$port/sale/$sale (make demo-slow runs a sale to click through by hand)"
 
 status=0
 GOMAXPROCS=1 bin/bench -url "http://127.0.0.1:$port" -sale "$sale" -scenario flash-crowd -users "$users" \

@@ -214,12 +214,22 @@ type sale struct {
 
 func createSale(t *testing.T, units int64, shards int, startsIn time.Duration) *sale {
 	t.Helper()
+	return createSaleWith(t, units, shards, startsIn, nil)
+}
+
+// createSaleWith is createSale with more fields of the sale file (they
+// replace the defaults).
+func createSaleWith(t *testing.T, units int64, shards int, startsIn time.Duration, fields map[string]any) *sale {
+	t.Helper()
 	id := rand.Int64N(sharding.MaxSaleID-10_000_000) + 10_000_000
 	item := id*10 + 1
 	now := time.Now()
 	body := map[string]any{"id": id, "name": "e2e " + t.Name(), "startsAt": now.Add(startsIn).UTC().Format(time.RFC3339Nano),
 		"endsAt": now.Add(time.Hour).UTC().Format(time.RFC3339), "paymentWindow": "10m",
 		"items": []map[string]any{{"id": item, "name": "thing", "price": 100, "currency": "JPY", "quantity": units}}}
+	for k, v := range fields {
+		body[k] = v
+	}
 	b, _ := json.Marshal(body)
 	file := filepath.Join(t.TempDir(), "sale.json")
 	if err := os.WriteFile(file, b, 0o644); err != nil {

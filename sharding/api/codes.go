@@ -31,6 +31,8 @@ const (
 	SaleNotFound     = "SALE_NOT_FOUND"     // 404: unknown sale id
 	NotFound         = "NOT_FOUND"          // 404: no such route
 	MethodNotAllowed = "METHOD_NOT_ALLOWED" // 405: wrong method (with Allow)
+
+	InvalidUserID = "INVALID_USER_ID" // 400: the development sign-in (-dev only) got no positive decimal user id
 )
 
 // Codes lists every error code above, the order of the constants.
@@ -38,7 +40,7 @@ var Codes = []string{
 	AlreadyPurchased, SoldOut, Unauthorized, SaleNotStarted, SaleEnded, ItemNotFound, RateLimited,
 	TicketRequired, TicketInvalid, SalePaused, Unavailable, ProofRequired, ProofInvalid, QueuePassInvalid,
 	OrderNotFound, OrderExpired, OrderCancelled, OrderPaid, OrderFailed,
-	SaleNotFound, NotFound, MethodNotAllowed,
+	SaleNotFound, NotFound, MethodNotAllowed, InvalidUserID,
 }
 
 // ErrorBody is the body {"error":"<code>"} of an answer that carries no other field.

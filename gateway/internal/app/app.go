@@ -31,6 +31,7 @@ import (
 	"flashsale/gateway/internal/httpapi"
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/page"
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/room"
 	"flashsale/sharding/journal"
@@ -129,6 +130,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	if a.Room, a.proofs, err = frontDoor(cfg, a.redis, log); err != nil {
 		return nil, err
 	}
+	site, err := page.New(page.Config{Token: cfg.PageToken, Dev: cfg.Dev, MaxAge: cfg.PageMaxAge})
+	if err != nil {
+		return nil, err
+	}
 	var st httpapi.Store = a.store
 	if opt.WrapStore != nil {
 		st = opt.WrapStore(st)
@@ -136,11 +141,12 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	h := httpapi.New(httpapi.Config{
 		Budget: cfg.Budget, ReleaseBudget: cfg.ReleaseBudget, OrderTTL: cfg.OrderTTL, TrustedProxies: cfg.TrustedProxies,
 		NoRepeatRead: !cfg.RepeatRead, JournalBound: cfg.JournalBound,
+		Dev: cfg.Dev, DevSecret: []byte(cfg.JWTSecret), DevIssuer: cfg.Issuer, DevAudience: cfg.Audience,
 	}, httpapi.Deps{
 		Catalog: a.Catalog, Store: st, Verifier: a.verifier,
 		IPLimit:   limit.New(limit.Config{Rate: cfg.IPRate, Burst: cfg.IPBurst, MaxKeys: cfg.LimitKeys}),
 		UserLimit: limit.New(limit.Config{Rate: cfg.UserRate, Burst: cfg.UserBurst, MaxKeys: cfg.LimitKeys}),
-		Metrics:   a.Metrics, Borrower: a.store, Log: log, Tickets: tickets,
+		Metrics:   a.Metrics, Borrower: a.store, Log: log, Tickets: tickets, Page: site,
 		Room: a.Room, Proofs: a.proofs, ProofLevel: &pow.Level{Operator: cfg.PowDifficulty, Auto: cfg.PowAutoRate},
 	})
 	a.Handler = h

@@ -11,7 +11,8 @@ import (
 
 // MintHS256 returns a compact HS256 JWT with sub (decimal), exp and the extra
 // claims (which may override sub and exp), signed with secret. It exists for
-// tests, benchmarks and the load generator; the gateway never mints tokens.
+// tests, benchmarks, the load generator and the development sign-in of a
+// gateway started with -dev; otherwise the gateway never mints tokens.
 func MintHS256(secret []byte, sub uint64, exp time.Time, extra map[string]any) (string, error) {
 	tok := jwt.New()
 	if err := tok.Set(jwt.SubjectKey, strconv.FormatUint(sub, 10)); err != nil {

@@ -336,7 +336,7 @@ func newSale(sl *sharding.Sale, now time.Time) *Sale {
 		s.Halt = HaltEnded
 	}
 	b := append([]byte(nil), `{"error":"`+api.SaleNotStarted+`","startsAt":"`...)
-	b = sl.StartsAt.UTC().AppendFormat(b, time.RFC3339)
+	b = sl.StartsAt.UTC().AppendFormat(b, rfc3339Milli)
 	s.NotStarted = append(b, `"}`...)
 	shards := len(sl.Shards)
 	for i := range sl.Items {
@@ -345,6 +345,11 @@ func newSale(sl *sharding.Sale, now time.Time) *Sale {
 	s.describe(now)
 	return s
 }
+
+// rfc3339Milli is RFC 3339 with milliseconds, the API's time format: the
+// sale page enables "buy" at startsAt, so a start within a second must not
+// be rounded.
+const rfc3339Milli = "2006-01-02T15:04:05.000Z07:00"
 
 // describe rebuilds the public description body of s at now.
 func (s *Sale) describe(now time.Time) {
@@ -374,9 +379,9 @@ func (s *Sale) describe(now time.Time) {
 	b = append(b, `,"status":"`...)
 	b = append(b, status...)
 	b = append(b, `","startsAt":"`...)
-	b = s.StartsAt.UTC().AppendFormat(b, time.RFC3339)
+	b = s.StartsAt.UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, `","endsAt":"`...)
-	b = s.EndsAt.UTC().AppendFormat(b, time.RFC3339)
+	b = s.EndsAt.UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, `","paymentWindow":"`...)
 	b = append(b, s.Window().String()...)
 	b = append(b, `","items":[`...)

@@ -40,6 +40,7 @@ const (
 	aProofInvalid
 	aQueuePassInvalid
 	aNotModified
+	aBadRequest
 	numAnswers
 )
 
@@ -77,6 +78,7 @@ var answers = [numAnswers]answerSpec{
 	aProofInvalid:     {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.ProofInvalid)},
 	aQueuePassInvalid: {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.QueuePassInvalid)},
 	aNotModified:      {status: fasthttp.StatusNotModified},
+	aBadRequest:       {status: fasthttp.StatusBadRequest, body: api.ErrorBody(api.InvalidUserID)},
 }
 
 // Header names and values, in the forms the handler writes or looks up.

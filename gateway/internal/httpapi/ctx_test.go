@@ -149,6 +149,18 @@ func cheapPaths() []pathCase {
 			e := newEnv(tb, envOpt{stockPerShard: 1})
 			return e.h, newCtx("POST", "/api/flash-sales/sales/77/ticket", "10.0.0.1", "Authorization", "Bearer "+e.token(1))
 		}},
+		{"sale-page", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1})
+			return e.h, newCtx("GET", "/sale/77", "10.0.0.1")
+		}},
+		{"sale-page-not-modified", 304, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1})
+			return e.h, newCtx("GET", "/sale/77", "10.0.0.1", "If-None-Match", string(e.h.Page.Page().ETag))
+		}},
+		{"sale-page-asset", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, envOpt{stockPerShard: 1})
+			return e.h, newCtx("GET", e.h.Page.Assets()[0], "10.0.0.1")
+		}},
 		{"server-time", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			e := newEnv(tb, envOpt{stockPerShard: 1})
 			return e.h, newCtx("GET", "/api/flash-sales/time", "10.0.0.1")

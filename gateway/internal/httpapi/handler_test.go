@@ -171,7 +171,7 @@ func TestSaleWindow(t *testing.T) {
 	now := time.Now()
 	e := newEnv(t, envOpt{stockPerShard: 1, start: now.Add(time.Hour), end: now.Add(2 * time.Hour)})
 	c := e.serve("10.0.0.1")
-	startsAt := e.sale.StartsAt.UTC().Format(time.RFC3339)
+	startsAt := e.sale.StartsAt.UTC().Format(rfc3339Milli)
 	want(t, do(t, c, "POST", purchasePath, e.token(1)), 403, `{"error":"SALE_NOT_STARTED","startsAt":"`+startsAt+`"}`)
 
 	e = newEnv(t, envOpt{stockPerShard: 1, start: now.Add(-2 * time.Hour), end: now.Add(-time.Hour)})

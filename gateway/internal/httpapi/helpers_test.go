@@ -334,6 +334,7 @@ type envOpt struct {
 	tickets            *ticket.Keys // default: keys of testTicketKey
 	waitingRoom        *sharding.Room
 	powDifficulty      int
+	dev                bool // the development sign-in, with testSecret
 }
 
 // testFrontDoorRing signs the queue passes and challenges of newEnv's handlers.
@@ -377,7 +378,11 @@ func newEnv(t testing.TB, o envOpt) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := New(Config{NoRepeatRead: o.noRepeatRead, TrustedProxies: o.trusted}, Deps{
+	var devSecret []byte
+	if o.dev {
+		devSecret = testSecret
+	}
+	h := New(Config{NoRepeatRead: o.noRepeatRead, TrustedProxies: o.trusted, Dev: o.dev, DevSecret: devSecret}, Deps{
 		Catalog: cat, Store: st, Verifier: v,
 		IPLimit:   limit.New(limit.Config{Rate: 0.001, Burst: o.ipBurst, MaxKeys: 1024}),
 		UserLimit: limit.New(limit.Config{Rate: 0.001, Burst: o.userBurst, MaxKeys: 1024}),
@@ -454,9 +459,21 @@ type reply struct {
 
 func do(t testing.TB, c *fasthttp.Client, method, path, token string, hdr ...string) reply {
 	t.Helper()
+	return doBody(t, c, method, path, token, "", hdr...)
+}
+
+// rawPost posts body to path without a token.
+func rawPost(t testing.TB, c *fasthttp.Client, path, body string) reply {
+	t.Helper()
+	return doBody(t, c, "POST", path, "", body, "Content-Type", "application/json")
+}
+
+func doBody(t testing.TB, c *fasthttp.Client, method, path, token, body string, hdr ...string) reply {
+	t.Helper()
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
+	req.SetBodyString(body)
 	req.Header.SetMethod(method)
 	req.SetRequestURI("http://gateway" + path)
 	if token != "" {

@@ -38,6 +38,7 @@ import (
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/page"
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/room"
 	"flashsale/gateway/internal/ticket"
@@ -101,6 +102,12 @@ type Config struct {
 	// NoRepeatRead sends every repeat click to the reserve script (see
 	// Handler.repeat).
 	NoRepeatRead bool
+	// Dev enables the development sign-in (POST /api/flash-sales/dev/token),
+	// which mints HS256 tokens with DevSecret (and DevIssuer, DevAudience
+	// when set); without Dev, or without a secret, the route is 404.
+	Dev                    bool
+	DevSecret              []byte
+	DevIssuer, DevAudience string
 }
 
 // Deps are the handler's collaborators; all are required except Borrower
@@ -112,6 +119,8 @@ type Deps struct {
 	IPLimit   Limiter
 	UserLimit Limiter
 	Metrics   *obs.Metrics
+	// Page is the sale page; when nil, New renders it with page.Config{}.
+	Page *page.Site
 	// Tickets signs and verifies purchase tickets; when nil, New makes keys
 	// of its own (valid on this handler only).
 	Tickets *ticket.Keys
@@ -164,6 +173,9 @@ func New(cfg Config, d Deps) *Handler {
 	if d.Tickets == nil {
 		d.Tickets = ticket.Random()
 	}
+	if d.Page == nil {
+		d.Page = page.Default()
+	}
 	h := &Handler{cfg: cfg, Deps: d, winners: newWinners(), deadlines: newDeadlines(cfg.Budget)}
 	h.retries = newRetryQueue(h, retryQueueLen)
 	var seed [16]byte
@@ -214,6 +226,10 @@ func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		h.ticket(ctx, now, arg)
+	case obs.RoutePage:
+		h.salePage(ctx, arg)
+	case obs.RouteDev:
+		h.devToken(ctx, now)
 	case obs.RouteTime:
 		if string(m) != fasthttp.MethodGet {
 			h.answer(ctx, route, aMethodGet)

@@ -17,7 +17,7 @@ func TestTicketEndpoint(t *testing.T) {
 	now := time.Now()
 	early := newEnv(t, envOpt{stockPerShard: 1, start: now.Add(time.Hour), end: now.Add(2 * time.Hour)})
 	c := early.serve("10.0.0.1")
-	startsAt := early.sale.StartsAt.UTC().Format(time.RFC3339)
+	startsAt := early.sale.StartsAt.UTC().Format(rfc3339Milli)
 	want(t, do(t, c, "POST", ticketPath, early.token(1)), 403, `{"error":"SALE_NOT_STARTED","startsAt":"`+startsAt+`"}`)
 
 	ended := newEnv(t, envOpt{stockPerShard: 1, start: now.Add(-2 * time.Hour), end: now.Add(-time.Hour)})

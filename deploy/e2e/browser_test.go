@@ -1,0 +1,323 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"flashsale/deploy/testenv"
+)
+
+// The browser tests drive the sale page in a real headless Chromium
+// (Debian's chromium, installed by the stack script) against the real
+// binaries: a gateway with -dev (for the development sign-in) and a writer,
+// so an order reaches PostgreSQL before the page calls it reserved. Each
+// state is saved as a PNG under artifactsDir (FLASHSALE_ARTIFACTS, default
+// .run/artifacts/browser in the checkout), at desktop and phone width.
+
+// artifactsDir returns (and creates) the screenshot directory.
+func artifactsDir(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("FLASHSALE_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join(root, ".run", "artifacts", "browser")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// chromiumPath finds the browser; without it the test fails where the stack
+// is required (make test) and skips elsewhere.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("FLASHSALE_REQUIRE_STACK") == "1" {
+		t.Fatal("no chromium on PATH: the stack script installs it (bash deploy/stack/stack.sh up)")
+	}
+	t.Skip("no chromium on PATH")
+	return ""
+}
+
+// browser starts one headless Chromium for the test and returns a context
+// that makes tabs in it.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromiumPath(t)), chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-dev-shm-usage", true))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelB(); cancelA() })
+	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return bctx
+}
+
+// tab is one page in its own browser context (its own local storage, so its
+// own signed-in user), with a viewport.
+type tab struct {
+	t     *testing.T
+	ctx   context.Context
+	name  string // screenshot prefix: desktop or phone
+	dir   string
+	shots []string
+}
+
+func newTab(t *testing.T, b context.Context, name string, width, height int64, mobile bool) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(b, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	vp := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+	if mobile {
+		vp = append(vp, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulatePortrait)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height, vp...)); err != nil {
+		t.Fatal(err)
+	}
+	return &tab{t: t, ctx: ctx, name: name, dir: artifactsDir(t)}
+}
+
+func (tb *tab) do(steps ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 15*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		tb.t.Fatalf("%s: %v (state %s)", tb.name, err, tb.state())
+	}
+}
+
+func eval[T any](tb *tab, js string) T {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
+	if err != nil {
+		tb.t.Fatalf("%s: evaluating %s: %v", tb.name, js, err)
+	}
+	return v
+}
+
+func (tb *tab) state() string {
+	ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+	defer cancel()
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById('main').dataset.state`))
+	if err != nil {
+		return "?" + err.Error()
+	}
+	return s
+}
+
+func (tb *tab) text(id string) string {
+	return eval[string](tb, `document.getElementById('`+id+`').textContent`)
+}
+
+// waitState polls until the page is in one of want, calling seen for every
+// other state met on the way; it fails after within.
+func (tb *tab) waitState(within time.Duration, seen func(string), want ...string) string {
+	tb.t.Helper()
+	deadline := time.Now().Add(within)
+	last := ""
+	for time.Now().Before(deadline) {
+		s := tb.state()
+		for _, w := range want {
+			if s == w {
+				return s
+			}
+		}
+		if s != last && seen != nil {
+			seen(s)
+		}
+		last = s
+		time.Sleep(40 * time.Millisecond)
+	}
+	tb.t.Fatalf("%s: state %q after %v, want one of %v; status %q, alert %q", tb.name, last, within, want, tb.text("status"), tb.text("alert"))
+	return ""
+}
+
+// shot saves a full-page screenshot as <dir>/<name>-<state>.png.
+func (tb *tab) shot(state string) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.t.Fatalf("screenshot %s: %v", state, err)
+	}
+	file := filepath.Join(tb.dir, tb.name+"-"+state+".png")
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+	tb.shots = append(tb.shots, file)
+}
+
+// signIn uses the page's development sign-in for user.
+func (tb *tab) signIn(user string) {
+	tb.t.Helper()
+	tb.do(chromedp.WaitVisible(chromedp.ID("signin")), chromedp.SendKeys(chromedp.ID("user-id"), user),
+		chromedp.Click(chromedp.CSS("#signin button")))
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(tb.text("who"), "user "+user) {
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("%s: sign-in as %s did not take: %q, alert %q", tb.name, user, tb.text("who"), tb.text("alert"))
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+}
+
+// TestBrowserBuyToPaid walks a buyer through a ticket-required sale that
+// starts a few seconds after the page loads: the countdown, "buy" disabled
+// before the start and enabled at it, a purchase through the ticket
+// endpoint, "processing" until the writer persisted the order, "reserved"
+// with the time left to pay, pay to "paid"; a second buyer on a phone-sized
+// screen is told the item is sold out.
+func TestBrowserBuyToPaid(t *testing.T) {
+	need(t)
+	b := browser(t)
+	s := createSaleWith(t, 1, 1, 7*time.Second, map[string]any{"ticketRequired": true, "name": "Winter drop"})
+	topic := testenv.NewTopic(t, "browser")
+	startWriter(t, topic, s.ID)
+	g := startGateway(t, topic, s, "-dev")
+	g.waitReady(t, 20*time.Second)
+	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
+
+	desk := newTab(t, b, "desktop", 1280, 900, false)
+	phone := newTab(t, b, "phone", 390, 844, true)
+	desk.do(chromedp.Navigate(url))
+	phone.do(chromedp.Navigate(url))
+	desk.waitState(10*time.Second, nil, "signin")
+	desk.shot("signin")
+	desk.signIn("1001")
+	phone.waitState(10*time.Second, nil, "signin")
+	phone.signIn("1002")
+
+	desk.waitState(5*time.Second, nil, "countdown")
+	if time.Until(s.StartsAt) < time.Second {
+		t.Fatalf("the machine is too slow: the sale starts in %v, before the countdown could be seen", time.Until(s.StartsAt))
+	}
+	if !eval[bool](desk, `document.getElementById('buy').disabled`) {
+		t.Fatal("buy is enabled before the start")
+	}
+	if c := desk.text("countdown"); !strings.HasPrefix(c, "Starts in 00:0") {
+		t.Fatalf("countdown %q", c)
+	}
+	desk.shot("countdown")
+	phone.waitState(5*time.Second, nil, "countdown")
+	phone.shot("countdown")
+
+	// Buy turns on at the start, not before (the page's clock follows the
+	// server's; 250 ms is the page's tick).
+	for eval[bool](desk, `document.getElementById('buy').disabled`) {
+		if time.Now().After(s.StartsAt.Add(3 * time.Second)) {
+			t.Fatalf("buy still disabled 3 s after the start (state %s)", desk.state())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if early := time.Until(s.StartsAt); early > 100*time.Millisecond {
+		t.Fatalf("buy enabled %v before the start", early)
+	}
+	desk.waitState(time.Second, nil, "open")
+	desk.shot("open")
+
+	desk.do(chromedp.Click(chromedp.ID("buy")))
+	sawProcessing := false
+	desk.waitState(20*time.Second, func(st string) {
+		if st == "processing" && !sawProcessing {
+			sawProcessing = true
+			desk.shot("processing")
+		}
+	}, "reserved")
+	if !sawProcessing {
+		t.Error("the page never showed processing before reserved")
+	}
+	if st := desk.text("status"); !strings.HasPrefix(st, "Reserved: pay within 09:") && !strings.HasPrefix(st, "Reserved: pay within 10:") {
+		t.Fatalf("reserved status %q", st)
+	}
+	if f := eval[string](desk, `document.activeElement.id`); f != "order-h" {
+		t.Errorf("focus on %q after the reservation, want the order heading", f)
+	}
+	desk.shot("reserved")
+
+	// The only unit is taken: the second buyer is told so.
+	phone.waitState(5*time.Second, nil, "open", "soldout")
+	if phone.state() == "open" {
+		phone.do(chromedp.Click(chromedp.ID("buy")))
+	}
+	phone.waitState(10*time.Second, nil, "soldout")
+	phone.shot("soldout")
+
+	desk.do(chromedp.Click(chromedp.ID("pay")))
+	desk.waitState(20*time.Second, nil, "paid")
+	if st := desk.text("status"); !strings.HasPrefix(st, "Paid.") {
+		t.Fatalf("paid status %q", st)
+	}
+	desk.shot("paid")
+	t.Logf("screenshots: %s", strings.Join(append(desk.shots, phone.shots...), " "))
+}
+
+// TestBrowserProofWorker: the page's Web Worker finds the same nonce as the
+// Go reference (the smallest n with at least D leading zero bits in
+// SHA-256("<challenge>:<n>")).
+func TestBrowserProofWorker(t *testing.T) {
+	need(t)
+	b := browser(t)
+	s := createSale(t, 1, 1, 10*time.Minute)
+	g := startGateway(t, testenv.NewTopic(t, "browser-pow"), s, "-relay=false")
+	g.waitReady(t, 20*time.Second)
+	tb := newTab(t, b, "worker", 800, 600, false)
+	tb.do(chromedp.Navigate(fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)))
+	for _, c := range []struct {
+		challenge string
+		d         int
+	}{{"abc.def-1", 0}, {"abc.def-1", 8}, {"k3y:with:colons", 12}, {strings.Repeat("long", 30), 14}} {
+		want := solve(c.challenge, c.d)
+		js := fmt.Sprintf(`new Promise((ok, bad) => { const w = new Worker(document.documentElement.dataset.worker);
+			w.onmessage = (e) => { if (e.data.progress) return; w.terminate(); ok(e.data.nonce || ('error ' + e.data.error)); };
+			w.onerror = (e) => bad(e.message); w.postMessage({challenge: %q, difficulty: %d}); })`, c.challenge, c.d)
+		if got := eval[string](tb, js); got != fmt.Sprint(want) {
+			t.Errorf("challenge %q difficulty %d: worker %s, Go %d", c.challenge, c.d, got, want)
+		}
+	}
+	bad := eval[string](tb, `new Promise((ok) => { const w = new Worker(document.documentElement.dataset.worker);
+		w.onmessage = (e) => { w.terminate(); ok(e.data.error || 'solved'); }; w.postMessage({challenge: 'x y', difficulty: 99}); })`)
+	if bad != "bad challenge" {
+		t.Errorf("malformed challenge: %q", bad)
+	}
+}
+
+// solve is the Go reference of the proof of work.
+func solve(challenge string, d int) uint64 {
+	for n := uint64(0); ; n++ {
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s:%d", challenge, n)))
+		if leadingZeros(sum[:]) >= d {
+			return n
+		}
+	}
+}
+
+func leadingZeros(b []byte) int {
+	z := 0
+	for i := 0; i+8 <= len(b); i += 8 {
+		w := binary.BigEndian.Uint64(b[i:])
+		z += bits.LeadingZeros64(w)
+		if w != 0 {
+			break
+		}
+	}
+	return z
+}

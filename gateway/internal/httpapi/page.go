@@ -1,0 +1,129 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"flashsale/gateway/internal/auth"
+	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/page"
+)
+
+// Header names and values of the sale page.
+var (
+	hdrETag        = []byte("ETag")
+	hdrIfNoneMatch = []byte("If-None-Match")
+	hdrINMLower    = []byte("if-none-match")
+	hdrCSP         = []byte("Content-Security-Policy")
+	hdrNoSniff     = []byte("X-Content-Type-Options")
+	hdrReferrer    = []byte("Referrer-Policy")
+	valNoSniff     = []byte("nosniff")
+	valReferrer    = []byte("same-origin")
+	// The page loads nothing from elsewhere: no CDN, no external fonts.
+	valCSP = []byte("default-src 'none'; script-src 'self'; worker-src 'self'; style-src 'self'; " +
+		"connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+)
+
+// salePage serves GET /sale/{saleId} (the page, the same bytes for every
+// sale id and user) and GET /sale/assets/<hashed name>. Nothing here reads
+// the catalog or Redis: the page loads the sale itself, so a CDN may serve
+// it before the gateway knows the sale.
+func (h *Handler) salePage(ctx *fasthttp.RequestCtx, arg []byte) {
+	const route = obs.RoutePage
+	if m := ctx.Method(); string(m) != fasthttp.MethodGet && string(m) != fasthttp.MethodHead {
+		h.answer(ctx, route, aMethodGet)
+		return
+	}
+	var a *page.Asset
+	if name, ok := cutPrefix(arg, "assets/"); ok {
+		a = h.Page.Asset(name)
+	} else if _, ok := parseID(trimSlash(arg)); ok {
+		a = h.Page.Page()
+	}
+	if a == nil {
+		h.answer(ctx, route, aNotFound)
+		return
+	}
+	r := &ctx.Response
+	r.Header.SetCanonical(hdrETag, a.ETag)
+	r.Header.SetCanonical(hdrCacheControl, a.CacheControl)
+	if page.NotModified(peek(ctx, hdrIfNoneMatch, hdrINMLower), a.ETag) {
+		r.SetStatusCode(fasthttp.StatusNotModified)
+		h.Metrics.Request(route, fasthttp.StatusNotModified)
+		return
+	}
+	r.Header.SetCanonical(hdrNoSniff, valNoSniff)
+	r.Header.SetCanonical(hdrReferrer, valReferrer)
+	r.Header.SetCanonical(hdrCSP, valCSP)
+	r.SetStatusCode(fasthttp.StatusOK)
+	r.Header.SetContentTypeBytes(a.ContentType)
+	r.SetBodyRaw(a.Body)
+	h.Metrics.Request(route, fasthttp.StatusOK)
+}
+
+func cutPrefix(b []byte, p string) ([]byte, bool) {
+	if hasPrefix(b, p) {
+		return b[len(p):], true
+	}
+	return b, false
+}
+
+func trimSlash(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '/' {
+		return b[:n-1]
+	}
+	return b
+}
+
+// devTokenLifetime is how long a development sign-in token lasts.
+const devTokenLifetime = 12 * time.Hour
+
+// devToken serves POST /api/flash-sales/dev/token, the development sign-in:
+// {"userId":"<digits>"} -> {"token":"<HS256 JWT>","expiresAt":"..."}. It
+// exists only on a gateway started with -dev and an HS256 secret; anywhere
+// else the route is 404 NOT_FOUND, as if it did not exist.
+func (h *Handler) devToken(ctx *fasthttp.RequestCtx, now time.Time) {
+	const route = obs.RouteDev
+	if !h.cfg.Dev || len(h.cfg.DevSecret) == 0 {
+		h.answer(ctx, route, aNotFound)
+		return
+	}
+	if string(ctx.Method()) != fasthttp.MethodPost {
+		h.answer(ctx, route, aMethodPost)
+		return
+	}
+	if !h.clientAllowed(ctx, now, route) {
+		return
+	}
+	var req struct {
+		UserID json.Number `json:"userId"`
+	}
+	user, ok := uint64(0), json.Unmarshal(ctx.PostBody(), &req) == nil
+	if ok {
+		id, idOK := parseID([]byte(req.UserID.String()))
+		user, ok = uint64(id), idOK
+	}
+	if !ok {
+		h.answerBody(ctx, route, aBadRequest, nil)
+		return
+	}
+	extra := map[string]any{}
+	if h.cfg.DevIssuer != "" {
+		extra["iss"] = h.cfg.DevIssuer
+	}
+	if h.cfg.DevAudience != "" {
+		extra["aud"] = h.cfg.DevAudience
+	}
+	exp := now.Add(devTokenLifetime)
+	tok, err := auth.MintHS256(h.cfg.DevSecret, user, exp, extra)
+	if err != nil {
+		h.Log.Error("minting a development token", "err", err)
+		h.answer(ctx, route, aUnavailable)
+		return
+	}
+	b, _ := json.Marshal(map[string]string{"token": tok, "expiresAt": exp.UTC().Format(rfc3339Milli)})
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
+	h.answerBody(ctx, route, aOK, b)
+}

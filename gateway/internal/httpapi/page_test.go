@@ -1,0 +1,112 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"flashsale/gateway/internal/auth"
+	"flashsale/sharding"
+)
+
+// TestSalePage: the same bytes for every user and sale id, cacheable, with
+// content-hashed immutable assets and 304 on a matching ETag; no Redis.
+func TestSalePage(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 1})
+	c := e.serve("10.0.0.1")
+	r := do(t, c, "GET", "/sale/77", "")
+	wantStatus(t, r, 200, "")
+	if r.header["Content-Type"] != "text/html; charset=utf-8" || r.header["Cache-Control"] != "public, max-age=60" ||
+		r.header["ETag"] == "" || !strings.Contains(r.header["Content-Security-Policy"], "default-src 'none'") {
+		t.Fatalf("page headers %q", r.header)
+	}
+	for _, other := range []reply{
+		do(t, c, "GET", "/sale/77", e.token(42)),
+		do(t, c, "GET", "/sale/78/", "", "Cookie", "session=abc"),
+		do(t, e.serve("10.9.9.9"), "GET", "/sale/4294967295", e.token(43)),
+	} {
+		if other.status != 200 || other.body != r.body || other.header["ETag"] != r.header["ETag"] || other.header["Set-Cookie"] != "" {
+			t.Fatalf("the page differs between users or sales: %d %v", other.status, other.header)
+		}
+	}
+	etag := r.header["ETag"]
+	for _, inm := range []string{etag, "W/" + etag, `"other", ` + etag} {
+		nm := do(t, c, "GET", "/sale/77", "", "If-None-Match", inm)
+		if nm.status != 304 || nm.body != "" || nm.header["ETag"] != etag || nm.header["Cache-Control"] != "public, max-age=60" {
+			t.Fatalf("If-None-Match %s: %d %q %v", inm, nm.status, nm.body, nm.header)
+		}
+	}
+	wantStatus(t, do(t, c, "GET", "/sale/77", "", "If-None-Match", `"stale"`), 200, r.body)
+
+	assets := regexp.MustCompile(`"(/sale/assets/[^"]+)"`).FindAllStringSubmatch(r.body, -1)
+	if len(assets) != 3 {
+		t.Fatalf("%d assets named", len(assets))
+	}
+	for _, a := range assets {
+		ar := do(t, c, "GET", a[1], "")
+		if ar.status != 200 || ar.header["Cache-Control"] != "public, max-age=31536000, immutable" || ar.header["ETag"] == "" || len(ar.body) < 100 {
+			t.Fatalf("asset %s: %d %v", a[1], ar.status, ar.header)
+		}
+		wantStatus(t, do(t, c, "GET", a[1], "", "If-None-Match", ar.header["ETag"]), 304, "")
+	}
+	head := do(t, c, "HEAD", "/sale/77", "")
+	if head.status != 200 || head.body != "" {
+		t.Fatalf("HEAD: %d %q", head.status, head.body)
+	}
+	for _, p := range []string{"/sale/", "/sale/abc", "/sale/0", "/sale/77/x", "/sale/assets/sale.js", "/sale/assets/nope.0123456789ab.js", "/sale/assets/"} {
+		want(t, do(t, c, "GET", p, ""), 404, `{"error":"NOT_FOUND"}`)
+	}
+	want(t, do(t, c, "POST", "/sale/77", ""), 405, `{"error":"METHOD_NOT_ALLOWED"}`)
+	if n := e.st.redisCalls(); n != 0 {
+		t.Fatalf("serving the page made %d Redis calls", n)
+	}
+}
+
+// TestDevSignIn: the development sign-in mints a token for the typed user id
+// on a -dev gateway only; elsewhere the route does not exist.
+func TestDevSignIn(t *testing.T) {
+	const path = "/api/flash-sales/dev/token"
+	prod := newEnv(t, envOpt{stockPerShard: 1})
+	pc := prod.serve("10.0.0.1")
+	want(t, rawPost(t, pc, path, `{"userId":"42"}`), 404, `{"error":"NOT_FOUND"}`)
+	want(t, do(t, pc, "GET", path, ""), 404, `{"error":"NOT_FOUND"}`)
+
+	dev := newEnv(t, envOpt{stockPerShard: 5, dev: true})
+	c := dev.serve("10.0.0.1")
+	for _, body := range []string{`{"userId":"42"}`, `{"userId":42}`} {
+		r := rawPost(t, c, path, body)
+		want(t, r, 200, "")
+		var got struct{ Token, ExpiresAt string }
+		if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+			t.Fatal(err)
+		}
+		v, err := auth.New(t.Context(), auth.Config{HS256Secret: testSecret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if user, err := v.Verify(time.Now(), []byte(got.Token)); err != nil || user != 42 {
+			t.Fatalf("minted token: user %d, %v", user, err)
+		}
+		if r.header["Cache-Control"] != "no-store" {
+			t.Fatalf("Cache-Control %q", r.header["Cache-Control"])
+		}
+		// The token buys.
+		want(t, do(t, c, "POST", purchasePath, got.Token), 202, "")
+		dev.st.set(func(f *fakeStore) { f.buyers = map[string]map[uint64]sharding.OrderID{} })
+	}
+	for _, bad := range []string{``, `{}`, `{"userId":""}`, `{"userId":"0"}`, `{"userId":"-1"}`, `{"userId":"01"}`,
+		`{"userId":"abc"}`, `{"userId":"99999999999999999999"}`, `{"userId":1.5}`, `not json`, `{"userId":"42"`} {
+		want(t, rawPost(t, c, path, bad), 400, `{"error":"INVALID_USER_ID"}`)
+	}
+	want(t, do(t, c, "GET", path, ""), 405, `{"error":"METHOD_NOT_ALLOWED"}`)
+}
+
+// wantStatus is want for answers that are not JSON.
+func wantStatus(t *testing.T, r reply, status int, body string) {
+	t.Helper()
+	if r.status != status || (body != "" && r.body != body) {
+		t.Fatalf("got %d %.200s, want %d %.200s", r.status, r.body, status, body)
+	}
+}

@@ -1,0 +1,468 @@
+// sale.js: the sale page's script. The page is the same for every buyer; this
+// script reads the sale id from the URL, the sale from the public API, and
+// the buyer's bearer token from where the shop keeps it (the <html>
+// element's data-token: "localStorage:<key>" or "cookie:<name>").
+//
+// States (main[data-state]): loading, signin, countdown, open, ticket,
+// queued, proof, buying, processing, reserved, paying, paid, cancelling,
+// cancelled, expired, failed, soldout, ended, paused, limited, error,
+// notfound. The page never says "reserved" before the order is persisted.
+'use strict';
+(() => {
+  const API = '/api/flash-sales';
+  const root = document.documentElement.dataset;
+  const $ = (id) => document.getElementById(id);
+  const main = $('main');
+  const el = {
+    title: $('title'), when: $('when'), list: $('item-list'), choice: $('choice'), choices: $('choices'),
+    countdown: $('countdown'), status: $('status'), alert: $('alert'), progress: $('progress'),
+    buy: $('buy'), retry: $('retry'), order: $('order'), orderH: $('order-h'), orderText: $('order-text'),
+    payLeft: $('pay-left'), pay: $('pay'), cancel: $('cancel'), orderId: $('order-id'),
+    who: $('who'), signin: $('signin'), userId: $('user-id'), signout: $('signout'),
+  };
+  const m = /^\/sale\/([1-9][0-9]{0,9})\/?$/.exec(location.pathname);
+  const saleId = m ? m[1] : null;
+
+  let sale = null;          // the sale description
+  let offset = 0;           // server clock minus client clock, ms
+  let state = 'loading';
+  let orderId = null;
+  let orderExpires = 0;     // server ms
+  let idemKey = null;       // Idempotency-Key of the current purchase attempt
+  let ticketRetried = false;
+  let soldOutSeen = -Infinity; // when a purchase or ticket was told SOLD_OUT (server ms)
+  let timers = [];
+  const orderKey = () => 'flashsale.order.' + saleId;
+
+  const now = () => Date.now() + offset;
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+  // ---- the bearer token -------------------------------------------------
+  const [tokenKind, tokenName] = (root.token || 'localStorage:flashsale.token').split(':');
+  function getToken() {
+    if (tokenKind === 'cookie') {
+      for (const part of document.cookie.split(';')) {
+        const [k, v] = part.trim().split('=');
+        if (k === tokenName && v) return decodeURIComponent(v);
+      }
+      return null;
+    }
+    try { return localStorage.getItem(tokenName); } catch (e) { return null; }
+  }
+  function setToken(tok) {
+    if (tokenKind === 'cookie') {
+      document.cookie = tokenName + '=' + (tok ? encodeURIComponent(tok) : '') + '; path=/; SameSite=Strict' +
+        (tok ? '' : '; max-age=0') + (location.protocol === 'https:' ? '; Secure' : '');
+      return;
+    }
+    try { tok ? localStorage.setItem(tokenName, tok) : localStorage.removeItem(tokenName); } catch (e) { /* private mode */ }
+  }
+  function tokenUser(tok) {
+    try {
+      const p = JSON.parse(atob(tok.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+      return p.sub ? String(p.sub) : null;
+    } catch (e) { return null; }
+  }
+
+  // ---- talking to the gateway -------------------------------------------
+  async function call(method, path, headers) {
+    const h = Object.assign({}, headers || {});
+    const tok = getToken();
+    if (tok) h.Authorization = 'Bearer ' + tok;
+    let resp;
+    try {
+      resp = await fetch(API + path, { method, headers: h, credentials: 'same-origin', cache: 'no-store' });
+    } catch (e) {
+      return { status: 0, body: {}, retryAfter: 2 };
+    }
+    let body = {};
+    try { body = await resp.json(); } catch (e) { /* empty or not JSON */ }
+    const ra = parseInt(resp.headers.get('Retry-After') || '', 10);
+    return { status: resp.status, body, retryAfter: Number.isFinite(ra) && ra > 0 ? ra : 1 };
+  }
+
+  async function syncClock() {
+    let best = Infinity;
+    for (let i = 0; i < 3; i++) {
+      const t0 = Date.now();
+      let r;
+      try { r = await fetch(API + '/time', { cache: 'no-store' }); } catch (e) { continue; }
+      const t1 = Date.now();
+      if (!r.ok) continue;
+      const { serverTime } = await r.json();
+      const server = Date.parse(serverTime);
+      if (Number.isFinite(server) && t1 - t0 < best) {
+        best = t1 - t0;
+        offset = server - (t0 + t1) / 2;
+      }
+    }
+  }
+
+  async function loadSale() {
+    let r;
+    try { r = await fetch(API + '/sales/' + saleId, { cache: 'no-cache' }); } catch (e) { return false; }
+    if (r.status === 404) { sale = null; return 'notfound'; }
+    if (!r.ok) return false;
+    sale = await r.json();
+    sale.start = Date.parse(sale.startsAt);
+    sale.end = Date.parse(sale.endsAt);
+    return true;
+  }
+
+  // ---- rendering ---------------------------------------------------------
+  function money(price, currency) {
+    try {
+      const f = new Intl.NumberFormat(undefined, { style: 'currency', currency });
+      const digits = f.resolvedOptions().maximumFractionDigits;
+      return f.format(price / Math.pow(10, digits));
+    } catch (e) { return price + ' ' + currency; }
+  }
+  function clock(ms) {
+    const s = Math.max(0, Math.ceil(ms / 1000));
+    const d = Math.floor(s / 86400), h = Math.floor(s / 3600) % 24, mi = Math.floor(s / 60) % 60, se = s % 60;
+    const pad = (n) => String(n).padStart(2, '0');
+    return (d > 0 ? d + 'd ' : '') + (d > 0 || h > 0 ? pad(h) + ':' : '') + pad(mi) + ':' + pad(se);
+  }
+  function renderSale() {
+    document.title = sale.name + ' – flash sale';
+    el.title.textContent = sale.name;
+    const fmt = (t) => new Date(t).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+    el.when.textContent = 'From ' + fmt(sale.start) + ' to ' + fmt(sale.end);
+    el.list.replaceChildren();
+    el.choices.replaceChildren();
+    const many = sale.items.length > 1;
+    el.choice.hidden = !many;
+    el.list.hidden = many;
+    sale.items.forEach((it, i) => {
+      const left = it.remaining == null ? '' : ' · ' + (it.remaining > 0 ? it.remaining + ' of ' + it.quantity + ' left' : 'sold out');
+      if (many) {
+        const label = document.createElement('label');
+        const input = document.createElement('input');
+        input.type = 'radio'; input.name = 'item'; input.value = it.itemId; input.checked = i === 0;
+        label.append(input, ' ' + it.name + ' – ' + money(it.price, it.currency) + left);
+        el.choices.append(label);
+      } else {
+        const li = document.createElement('li');
+        const name = document.createElement('span');
+        name.textContent = it.name + left;
+        const price = document.createElement('span');
+        price.className = 'price';
+        price.textContent = money(it.price, it.currency);
+        li.append(name, price);
+        el.list.append(li);
+      }
+    });
+  }
+  function chosenItem() {
+    const r = el.choices.querySelector('input[name=item]:checked');
+    return r ? r.value : String(sale.items[0].itemId);
+  }
+
+  // set moves to state s: the status line (announced), the alert (errors),
+  // which controls show. focus names an element to move focus to.
+  function set(s, status, opts) {
+    const o = opts || {};
+    state = s;
+    main.dataset.state = s;
+    main.setAttribute('aria-busy', String(['loading', 'ticket', 'buying', 'processing', 'paying', 'cancelling', 'proof'].includes(s)));
+    el.status.textContent = status || '';
+    el.alert.textContent = o.alert || '';
+    el.progress.hidden = !['ticket', 'buying', 'processing', 'paying', 'cancelling', 'proof', 'queued'].includes(s);
+    el.retry.hidden = !o.retry;
+    const inOrder = ['processing', 'reserved', 'paying', 'paid', 'cancelling', 'cancelled', 'expired', 'failed'].includes(s) && orderId;
+    el.order.hidden = !inOrder;
+    el.pay.hidden = el.cancel.hidden = s !== 'reserved';
+    el.buy.hidden = !!inOrder && s !== 'cancelled' && s !== 'expired';
+    // After a cancelled or expired order (or an error) the buyer may buy
+    // again while the sale is open.
+    el.buy.disabled = !(s === 'open' || (['cancelled', 'expired', 'error'].includes(s) && sale && phase() === 'open'));
+    if (o.focus) o.focus.focus();
+  }
+
+  function every(ms, fn) { fn(); const t = setInterval(fn, ms); timers.push(t); return t; }
+  function stopTimers() { timers.forEach(clearInterval); timers = []; }
+
+  // ---- the sale's phases -------------------------------------------------
+  function phase() {
+    const t = now();
+    if (!getToken()) return 'signin';
+    if (sale.status === 'ENDED' || t >= sale.end) return 'ended';
+    if (sale.status === 'PAUSED') return 'paused';
+    if (t < sale.start) return 'countdown';
+    // A SOLD_OUT answer outranks a description a second or two old.
+    if (sale.status === 'SOLD_OUT' || t - soldOutSeen < 5000) return 'soldout';
+    return 'open';
+  }
+  // countdownText is the line under the items: time to the start, time
+  // left, or why nothing can be bought.
+  function countdownText(p) {
+    const t = now();
+    if (t >= sale.end || sale.status === 'ENDED') return 'The sale has ended.';
+    if (t < sale.start) return 'Starts in ' + clock(sale.start - t);
+    if (p === 'paused') return 'Paused';
+    if (p === 'soldout') return 'Sold out';
+    return 'On sale now · ends in ' + clock(sale.end - t);
+  }
+  const phaseStatus = {
+    countdown: 'The buy button turns on when the sale starts.',
+    open: 'The sale has started: you can buy now.',
+    signin: 'Sign in to buy.',
+    ended: 'This sale is over.',
+    paused: 'The sale is paused for a moment. This page carries on by itself when it resumes.',
+    soldout: 'Everything has been sold. Units of unpaid orders may come back: this page shows it.',
+  };
+  // showPhase follows the clock and the sale: the countdown line always, the
+  // state only while no purchase or order owns the page.
+  function showPhase() {
+    const p = phase();
+    el.countdown.textContent = countdownText(p);
+    if (idle() && state !== p) set(p, phaseStatus[p]);
+  }
+  // The idle phases follow the clock and the sale; the order flow owns the
+  // page while it runs.
+  const idle = () => ['loading', 'signin', 'countdown', 'open', 'ended', 'paused', 'soldout'].includes(state);
+
+  // ---- buying ------------------------------------------------------------
+  async function buy() {
+    if (el.buy.disabled) return;
+    if (orderId) { forgetOrder(); orderId = null; }
+    ticketRetried = false;
+    idemKey = (crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2) + Date.now());
+    await getTicket({});
+  }
+
+  async function getTicket(headers) {
+    set('ticket', 'Asking for your place…');
+    const r = await call('POST', '/sales/' + saleId + '/ticket', headers);
+    const code = r.body.error;
+    if (r.status === 200 && r.body.ticket) return purchase(r.body.ticket);
+    if (r.status === 202 && r.body.status === 'QUEUED') {
+      const pos = r.body.position, wait = r.body.estimatedWaitSeconds;
+      set('queued', 'You are in the queue' + (pos ? ', number ' + pos : '') +
+        (wait != null ? '. Estimated wait: ' + clock(wait * 1000) : '') + '. Keep this page open: it asks again by itself.');
+      await sleep(r.retryAfter * 1000);
+      return getTicket(headers);
+    }
+    if (r.status === 428 && code === 'PROOF_REQUIRED') return proof(r.body.challenge, r.body.difficulty);
+    return refused(r, () => getTicket(headers));
+  }
+
+  function proof(challenge, difficulty) {
+    set('proof', 'Checking your browser before the purchase (this takes a moment)…');
+    return new Promise((resolve) => {
+      let w;
+      try { w = new Worker(root.worker); } catch (e) {
+        set('error', '', { alert: 'This browser cannot run the check the sale needs.', retry: true });
+        return resolve();
+      }
+      w.onmessage = (ev) => {
+        if (ev.data.progress) return;
+        w.terminate();
+        if (ev.data.error) {
+          set('error', '', { alert: 'The sale sent a check this page cannot solve. Try again.', retry: true });
+          return resolve();
+        }
+        resolve(getTicket({ 'X-Proof': challenge + ':' + ev.data.nonce }));
+      };
+      w.onerror = () => { w.terminate(); set('error', '', { alert: 'The browser check failed. Try again.', retry: true }); resolve(); };
+      w.postMessage({ challenge, difficulty });
+    });
+  }
+
+  async function purchase(ticket) {
+    set('buying', 'Buying…');
+    const r = await call('POST', '/items/' + chosenItem() + '/purchase', { 'X-Purchase-Ticket': ticket, 'Idempotency-Key': idemKey });
+    const code = r.body.error;
+    if (r.status === 202 || (r.status === 409 && code === 'ALREADY_PURCHASED' && r.body.orderId)) {
+      orderId = r.body.orderId;
+      try { sessionStorage.setItem(orderKey(), orderId); } catch (e) { /* ignore */ }
+      return track(r.status === 409 ? 'You already have an order in this sale.' : '');
+    }
+    if (r.status === 403 && (code === 'TICKET_INVALID' || code === 'TICKET_REQUIRED') && !ticketRetried) {
+      ticketRetried = true; // the ticket ran out (a slow network): one new one
+      return getTicket({});
+    }
+    return refused(r, () => purchase(ticket));
+  }
+
+  // refused shows the refusal r of a ticket or purchase request; again
+  // repeats the request (after a 429's Retry-After).
+  async function refused(r, again) {
+    const code = r.body.error;
+    if (r.status === 410 && code === 'SOLD_OUT') {
+      soldOutSeen = now();
+      const it = sale.items.find((i) => String(i.itemId) === chosenItem());
+      if (it && sale.items.length === 1) { it.remaining = 0; renderSale(); }
+      el.countdown.textContent = countdownText('soldout');
+      return set('soldout', 'Sold out: every unit has been taken.', { focus: el.title }); }
+    if (r.status === 410 && code === 'SALE_ENDED') { sale.status = 'ENDED'; el.countdown.textContent = countdownText('ended'); return set('ended', 'This sale is over.', { focus: el.title }); }
+    if (r.status === 503 && code === 'SALE_PAUSED') { sale.status = 'PAUSED'; el.countdown.textContent = countdownText('paused'); return set('paused', 'The sale is paused for a moment. Nothing was bought. This page carries on when it resumes.'); }
+    if (r.status === 403 && code === 'SALE_NOT_STARTED') { await syncClock(); return set('countdown', 'The sale has not started yet.'); }
+    if (r.status === 401) { setToken(null); return set('signin', '', { alert: 'Your sign-in has expired. Sign in again to buy.' }); }
+    if (r.status === 429) {
+      set('limited', '', { alert: 'Too many tries at once. Trying again in ' + r.retryAfter + ' s…' });
+      await sleep(r.retryAfter * 1000);
+      return again();
+    }
+    if (r.status === 403) return set('error', '', { alert: 'The purchase was refused (' + (code || r.status) + '). Nothing was bought.', retry: true });
+    if (r.status === 503) return set('error', '', { alert: 'The shop is very busy: nothing was bought. Try again in a moment.', retry: true });
+    if (r.status === 0) return set('error', '', { alert: 'No connection to the shop. Check your network and try again.', retry: true });
+    return set('error', '', { alert: 'Something went wrong (' + (code || r.status) + '). Try again.', retry: true });
+  }
+
+  // ---- the order ---------------------------------------------------------
+  // track polls the order until PostgreSQL holds it, then shows it.
+  async function track(note) {
+    el.orderId.textContent = orderId;
+    set('processing', (note ? note + ' ' : '') + 'Processing your order: do not close this page…', { focus: el.orderH });
+    el.orderText.textContent = 'Your unit is held while the order is being recorded.';
+    el.payLeft.textContent = '';
+    for (let i = 0; ; i++) {
+      const r = await call('GET', '/orders/' + orderId);
+      if (r.status === 200) {
+        if (r.body.status !== 'PENDING') return showOrder(r.body);
+        if (r.body.persisted) return showOrder(r.body);
+      } else if (r.status === 404) {
+        forgetOrder();
+        return set('error', '', { alert: 'Your order could not be found. Nothing was bought.', retry: true });
+      } else if (r.status === 401) {
+        return refused(r, () => track(note));
+      }
+      await sleep(Math.min(500 + i * 250, 2000));
+    }
+  }
+
+  function forgetOrder() {
+    try { sessionStorage.removeItem(orderKey()); } catch (e) { /* ignore */ }
+  }
+
+  function showOrder(o) {
+    stopTimers();
+    startClock();
+    orderExpires = Date.parse(o.expiresAt);
+    const s = o.status;
+    if (s === 'PENDING') {
+      set('reserved', 'Reserved: pay within ' + clock(orderExpires - now()) + '.', { focus: el.orderH });
+      el.orderText.textContent = 'One unit is reserved for you.';
+      every(500, () => {
+        if (state !== 'reserved') return;
+        const left = orderExpires - now();
+        el.payLeft.textContent = 'Pay within ' + clock(left);
+        if (left <= 0) {
+          el.payLeft.textContent = '';
+          set('processing', 'The time to pay is up: checking your order…');
+          settle();
+        }
+      });
+      return;
+    }
+    el.payLeft.textContent = '';
+    forgetOrder();
+    if (s === 'PAID') { set('paid', 'Paid. Thank you: your order is complete.', { focus: el.orderH }); el.orderText.textContent = 'Your payment went through.'; }
+    else if (s === 'CANCELLED') { set('cancelled', 'Order cancelled. Its unit went back on sale.', { focus: el.orderH }); el.orderText.textContent = 'You cancelled this order.'; orderId = null; }
+    else if (s === 'EXPIRED') { set('expired', 'The time to pay ran out; the order expired and its unit went back on sale.', { focus: el.orderH }); el.orderText.textContent = 'This order was not paid in time.'; }
+    else { set('failed', 'The order could not be completed. Nothing was charged.', { focus: el.orderH }); el.orderText.textContent = 'Something went wrong recording this order.'; }
+  }
+
+  async function act(what) {
+    if (state !== 'reserved') return;
+    const paying = what === 'pay';
+    set(paying ? 'paying' : 'cancelling', paying ? 'Paying…' : 'Cancelling…');
+    const r = await call('POST', '/orders/' + orderId + '/' + what);
+    const code = r.body.error;
+    if (r.status === 202) return settle();
+    if (r.status === 409 && code === 'ORDER_EXPIRED') return showOrder({ status: 'EXPIRED', expiresAt: new Date(orderExpires).toISOString() });
+    if (r.status === 409 && code === 'ORDER_PAID') return showOrder({ status: 'PAID', expiresAt: new Date(orderExpires).toISOString() });
+    if (r.status === 409 && code === 'ORDER_CANCELLED') return showOrder({ status: 'CANCELLED', expiresAt: new Date(orderExpires).toISOString() });
+    if (r.status === 409) return showOrder({ status: 'FAILED', expiresAt: new Date(orderExpires).toISOString() });
+    if (r.status === 429) { await sleep(r.retryAfter * 1000); state = 'reserved'; return act(what); }
+    set('reserved', '', { alert: (paying ? 'The payment' : 'The cancellation') + ' did not go through (' + (code || r.status) + '). Your order is still reserved: try again.' });
+  }
+
+  // settle polls the order until it leaves PENDING.
+  async function settle() {
+    for (let i = 0; ; i++) {
+      const r = await call('GET', '/orders/' + orderId);
+      if (r.status === 200 && r.body.status !== 'PENDING') return showOrder(r.body);
+      await sleep(Math.min(500 + i * 250, 2000));
+    }
+  }
+
+  // ---- sign-in -----------------------------------------------------------
+  function showAccount() {
+    const tok = getToken();
+    const dev = root.dev === 'true';
+    el.signin.hidden = !!tok || !dev;
+    el.signout.hidden = !tok || !dev;
+    if (tok) el.who.textContent = 'Signed in' + (tokenUser(tok) ? ' as user ' + tokenUser(tok) : '') + '.';
+    else if (dev) el.who.textContent = 'You are not signed in.';
+    else el.who.textContent = 'Sign in at the shop first, then come back to this page.';
+  }
+  async function devSignIn(ev) {
+    ev.preventDefault();
+    const id = el.userId.value.trim();
+    if (!/^[1-9][0-9]{0,18}$/.test(id)) {
+      el.alert.textContent = 'Type a user id made of digits, not starting with 0.';
+      el.userId.setAttribute('aria-invalid', 'true');
+      el.userId.focus();
+      return;
+    }
+    el.userId.removeAttribute('aria-invalid');
+    let r;
+    try {
+      r = await fetch(API + '/dev/token', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ userId: id }), credentials: 'same-origin' });
+    } catch (e) { el.alert.textContent = 'No connection to the shop.'; return; }
+    const body = await r.json().catch(() => ({}));
+    if (r.status !== 200 || !body.token) { el.alert.textContent = 'Sign-in refused (' + (body.error || r.status) + ').'; return; }
+    setToken(body.token);
+    el.alert.textContent = '';
+    showAccount();
+    state = 'loading';
+    showPhase();
+    (el.buy.disabled ? el.title : el.buy).focus();
+  }
+
+  // ---- start -------------------------------------------------------------
+  function startClock() {
+    every(250, showPhase);
+  }
+  // refreshLoop reloads the sale (a cacheable description, at most a second
+  // old): every second while paused or sold out, to notice a resume or
+  // returned stock, else every five.
+  async function refreshLoop() {
+    for (;;) {
+      await sleep(state === 'paused' || state === 'soldout' ? 1000 : 5000);
+      const keep = chosenItem();
+      if ((await loadSale()) !== true) continue;
+      renderSale();
+      const r = el.choices.querySelector('input[value="' + keep + '"]');
+      if (r) r.checked = true;
+    }
+  }
+
+  async function init() {
+    el.buy.addEventListener('click', buy);
+    el.retry.addEventListener('click', () => {
+      state = 'loading';
+      showPhase();
+      if (state === 'open') buy(); else el.title.focus();
+    });
+    el.pay.addEventListener('click', () => act('pay'));
+    el.cancel.addEventListener('click', () => act('cancel'));
+    el.signin.addEventListener('submit', devSignIn);
+    el.signout.addEventListener('click', () => { setToken(null); showAccount(); state = 'loading'; showPhase(); });
+    if (!saleId) { set('notfound', '', { alert: 'This address names no sale.' }); el.countdown.textContent = ''; return; }
+    await syncClock();
+    const ok = await loadSale();
+    if (ok === 'notfound') { set('notfound', '', { alert: 'There is no sale ' + saleId + '.' }); el.countdown.textContent = ''; return; }
+    if (!ok) { set('error', '', { alert: 'The sale could not be loaded. Reload the page to try again.' }); return; }
+    renderSale();
+    showAccount();
+    let saved = null;
+    try { saved = sessionStorage.getItem(orderKey()); } catch (e) { /* ignore */ }
+    startClock();
+    refreshLoop();
+    if (saved && getToken()) { orderId = saved; track(''); }
+  }
+  init();
+})();
