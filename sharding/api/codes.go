@@ -52,4 +52,5 @@ var Status = map[string]int{
 	ItemNotFound: 404, RateLimited: 429, TicketRequired: 403, TicketInvalid: 403, SalePaused: 503,
 	Unavailable: 503, ProofRequired: 428, ProofInvalid: 403, QueuePassInvalid: 403, OrderNotFound: 404, OrderExpired: 409, OrderCancelled: 409,
 	OrderPaid: 409, OrderFailed: 409, SaleNotFound: 404, NotFound: 404, MethodNotAllowed: 405,
+	InvalidUserID: 400,
 }
