@@ -88,7 +88,8 @@ func run(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) (int
 	if err != nil {
 		return ExitError, err
 	}
-	eng, err := load.New(load.Options{Addr: cfg.Addr, Conns: cfg.Conns, Workers: cfg.Workers, SourceAddrs: cfg.SourceAddrs(),
+	eng, err := load.New(load.Options{Addr: cfg.Addr, Conns: cfg.Conns, Workers: cfg.Workers, SourceAddrs: sources(cfg),
+		TLS: cfg.TLS, Insecure: cfg.Insecure, Portable: cfg.Engine == "portable",
 		Timeout: cfg.Timeout, LateBy: cfg.LateBy, Drain: cfg.Drain, Items: items, Tokens: toks, UserBase: cfg.UserBase,
 		XForwardedFor: cfg.XFF, IdempotencyKeys: cfg.IdemKeys, RunID: strconv.FormatUint(seed%1e12, 36), Seed: seed,
 		StartAt: cfg.StartAt})
@@ -144,6 +145,7 @@ func describe(cfg *config.Config, res *load.Result, plan *load.Plan, items, qty 
 	out.Scenario, out.URL, out.Users, out.SaleID = cfg.Scenario, cfg.URL, cfg.Users, cfg.SaleID
 	out.GOMAXPROCS = runtime.GOMAXPROCS(0)
 	out.Meta = runMeta(cfg, seed)
+	out.Meta.Engine = res.Engine
 	for _, s := range samples {
 		out.Stock = append(out.Stock, report.StockSample{T: s.at.Sub(res.Start).Seconds(), Left: s.left})
 	}

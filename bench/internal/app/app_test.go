@@ -223,3 +223,29 @@ func TestTokensOutWithKeyFile(t *testing.T) {
 		t.Fatalf("token not signed by the key: %v", err)
 	}
 }
+
+// An https target with a self-signed certificate is measured with
+// -insecure (the portable engine), and the report names the engine.
+func TestHTTPSTargetWithInsecure(t *testing.T) {
+	g := &fakeGateway{units: 5, holders: map[string]string{}}
+	srv := httptest.NewTLSServer(g)
+	defer srv.Close()
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	code := Main(context.Background(), []string{"-url", srv.URL, "-items", "7", "-n", "300", "-c", "4", "-insecure", "-quiet", "-out", dir, "-dev"},
+		os.Getenv, &stdout, &stderr)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s %s", code, stdout.String(), stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res report.Result
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Meta.Engine != "portable" || res.Responses != 300 || res.Failed != 0 {
+		t.Fatalf("engine %q, %d responses, %d failures", res.Meta.Engine, res.Responses, res.Failed)
+	}
+}

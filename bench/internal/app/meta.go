@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"runtime"
@@ -11,7 +13,6 @@ import (
 	"time"
 
 	"flashsale/bench/internal/config"
-	"flashsale/bench/internal/load"
 	"flashsale/bench/internal/report"
 )
 
@@ -19,11 +20,11 @@ import (
 func runMeta(cfg *config.Config, seed uint64) report.Meta {
 	host, _ := os.Hostname()
 	m := report.Meta{Seed: seed, Commit: commit(), GoVersion: runtime.Version(), Args: cfg.Args, Host: host,
-		OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Engine: load.EngineName}
+		OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU()}
 	if cfg.Shards > 1 {
 		m.Shard = strconv.Itoa(cfg.Shard) + "/" + strconv.Itoa(cfg.Shards)
 	}
-	for _, a := range cfg.SourceAddrs() {
+	for _, a := range sources(cfg) {
 		m.SourceAddr = append(m.SourceAddr, a.String())
 	}
 	return m
@@ -55,4 +56,25 @@ func commit() string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// sources are the local addresses to bind, of the target's family (an
+// "auto" list holds both).
+func sources(cfg *config.Config) []netip.Addr {
+	all := cfg.Sources()
+	if len(all) == 0 {
+		return nil
+	}
+	ta, err := net.ResolveTCPAddr("tcp", cfg.Addr)
+	if err != nil {
+		return all // load.New reports the address
+	}
+	v4 := ta.AddrPort().Addr().Unmap().Is4()
+	var out []netip.Addr
+	for _, a := range all {
+		if a.Unmap().Is4() == v4 {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"net/url"
 	"runtime"
@@ -43,8 +44,11 @@ type Stage struct {
 
 // Config is everything the bench binary reads from flags and environment.
 type Config struct {
-	URL      string // target base URL, http only
+	URL      string // target base URL, http or https
 	Addr     string // host:port of URL
+	TLS      bool   // URL is https
+	Insecure bool   // https: skip the certificate check (self-signed targets)
+	Engine   string // "auto", "epoll" or "portable"
 	Scenario string
 
 	Conns   int // connections (-c)
@@ -67,9 +71,10 @@ type Config struct {
 	Pay, Cancel   float64       // winners that pay / cancel; the rest walk away
 	Think         time.Duration // winners' delay before paying or cancelling
 
-	SourceIPs int  // bind connections to 127.0.0.1..127.0.0.N (loopback targets)
-	XFF       bool // send X-Forwarded-For per user
-	IdemKeys  bool // send an Idempotency-Key per click
+	SourceIPs   int          // bind connections to 127.0.0.1..127.0.0.N (loopback targets)
+	SourceAddrs []netip.Addr // bind connections to these local addresses (-source-addrs)
+	XFF         bool         // send X-Forwarded-For per user
+	IdemKeys    bool         // send an Idempotency-Key per click
 
 	Items  []int64 // item ids; empty: read from the sale
 	SaleID int64
@@ -153,11 +158,14 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	if v := getenv("FLASHSALE_REDIS"); v != "" {
 		c.Redis = splitList(v)
 	}
-	var items, rate, clicks, redis, shard, startAt string
+	var items, rate, clicks, redis, shard, startAt, sources string
 	redis = strings.Join(c.Redis, ",")
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(usage)
-	fs.StringVar(&c.URL, "url", c.URL, "gateway base URL (http only)")
+	fs.StringVar(&c.URL, "url", c.URL, "gateway base URL, http:// or https://")
+	fs.BoolVar(&c.Insecure, "insecure", false, "https: do not check the server's certificate (a self-signed test target)")
+	fs.StringVar(&c.Engine, "engine", "auto", "load engine: epoll (Linux, http), portable (fasthttp's client: https, any OS), auto")
+	fs.StringVar(&sources, "source-addrs", "", "bind connections to these local addresses, comma separated, round robin; \"auto\": every non-loopback address of this host in the target's family")
 	fs.StringVar(&c.Scenario, "scenario", c.Scenario, "scenario: "+strings.Join(Scenarios, ", "))
 	fs.IntVar(&c.Conns, "c", c.Conns, "connections")
 	fs.IntVar(&c.Workers, "workers", 0, "event loops (0: GOMAXPROCS)")
@@ -216,6 +224,9 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	if c.StartAt, err = parseStartAt(startAt); err != nil {
 		return c, err
 	}
+	if c.SourceAddrs, err = parseSources(sources); err != nil {
+		return c, err
+	}
 	if c.Items, err = parseItems(items); err != nil {
 		return c, err
 	}
@@ -231,12 +242,23 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 // resolve fills scenario defaults and checks the whole.
 func (c *Config) resolve() error {
 	u, err := url.Parse(c.URL)
-	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return fmt.Errorf("-url %q: want http://host:port", c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("-url %q: want http://host:port or https://host:port", c.URL)
 	}
+	c.TLS = u.Scheme == "https"
 	c.Addr = u.Host
 	if u.Port() == "" {
-		c.Addr = u.Host + ":80"
+		c.Addr = u.Host + map[bool]string{false: ":80", true: ":443"}[c.TLS]
+	}
+	switch {
+	case c.Engine != "auto" && c.Engine != "epoll" && c.Engine != "portable":
+		return fmt.Errorf("-engine %q: want auto, epoll or portable", c.Engine)
+	case c.Engine == "epoll" && c.TLS:
+		return errors.New("-engine epoll speaks plain http only; https runs on the portable engine")
+	case c.Insecure && !c.TLS:
+		return errors.New("-insecure is for an https -url")
+	case c.SourceIPs > 0 && len(c.SourceAddrs) > 0:
+		return errors.New("-source-ips and -source-addrs: give one")
 	}
 	known := false
 	for _, s := range Scenarios {
@@ -309,8 +331,12 @@ func (c *Config) resolve() error {
 	return nil
 }
 
-// SourceAddrs returns 127.0.0.1..127.0.0.SourceIPs.
-func (c *Config) SourceAddrs() []netip.Addr {
+// Sources returns the local addresses to bind: -source-addrs, or
+// 127.0.0.1..127.0.0.SourceIPs.
+func (c *Config) Sources() []netip.Addr {
+	if len(c.SourceAddrs) > 0 {
+		return c.SourceAddrs
+	}
 	out := make([]netip.Addr, c.SourceIPs)
 	for i := range out {
 		out[i] = netip.AddrFrom4([4]byte{127, 0, 0, byte(i + 1)})
@@ -370,6 +396,41 @@ func parseStartAt(s string) (time.Time, error) {
 		return time.Unix(0, int64(f*1e9)), nil
 	}
 	return time.Time{}, fmt.Errorf("-start-at %q: want an RFC 3339 time (2026-12-01T12:00:00Z) or Unix seconds", s)
+}
+
+// parseSources reads -source-addrs: addresses, or "auto" for every
+// non-loopback unicast address of this host (resolved later, by family).
+func parseSources(s string) ([]netip.Addr, error) {
+	if strings.TrimSpace(s) == "auto" {
+		return hostAddrs()
+	}
+	var out []netip.Addr
+	for _, p := range splitList(s) {
+		a, err := netip.ParseAddr(p)
+		if err != nil {
+			return nil, fmt.Errorf("-source-addrs: %q is not an IP address", p)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// hostAddrs lists this host's global unicast addresses.
+func hostAddrs() ([]netip.Addr, error) {
+	ifs, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil, fmt.Errorf("-source-addrs auto: %w", err)
+	}
+	var out []netip.Addr
+	for _, ia := range ifs {
+		if p, err := netip.ParsePrefix(ia.String()); err == nil && p.Addr().IsGlobalUnicast() {
+			out = append(out, p.Addr())
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("-source-addrs auto: this host has no address beyond loopback")
+	}
+	return out, nil
 }
 
 func parseItems(s string) ([]int64, error) {

@@ -16,7 +16,12 @@ func TestBadFlagsGiveClearErrors(t *testing.T) {
 		want string
 	}{
 		{[]string{"-scenario", "stampede"}, `-scenario "stampede": want one of steady, flash-crowd, bots, retry-storm`},
-		{[]string{"-url", "https://x:1"}, "want http://host:port"},
+		{[]string{"-url", "ftp://x:1"}, "want http://host:port or https://host:port"},
+		{[]string{"-insecure"}, "-insecure is for an https -url"},
+		{[]string{"-url", "https://x:1", "-engine", "epoll"}, "-engine epoll speaks plain http only"},
+		{[]string{"-engine", "turbo"}, `-engine "turbo": want auto, epoll or portable`},
+		{[]string{"-source-addrs", "10.0.0.x"}, `-source-addrs: "10.0.0.x" is not an IP address`},
+		{[]string{"-source-addrs", "127.0.0.2", "-source-ips", "2"}, "give one"},
 		{[]string{"-c", "0"}, "-c 0: want at least 1 connection"},
 		{[]string{"-rate", "fast"}, `"fast" is not a positive rate`},
 		{[]string{"-rate", "100:5s,200"}, "every stage of a schedule needs RATE:DURATION"},
@@ -66,7 +71,7 @@ func TestDefaultsAndEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Users != 4 || c.SourceIPs != 4 || c.JWTSecret != DevSecret || len(c.SourceAddrs()) != 4 || c.SourceAddrs()[3].String() != "127.0.0.4" {
+	if c.Users != 4 || c.SourceIPs != 4 || c.JWTSecret != DevSecret || len(c.Sources()) != 4 || c.Sources()[3].String() != "127.0.0.4" {
 		t.Fatalf("bots config = %+v", c)
 	}
 }
