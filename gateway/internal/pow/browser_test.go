@@ -14,8 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// workerPath is the worker the browser runs.
-const workerPath = "testdata/pow-worker.js"
+// workerPath is the sale page's worker (package page), the one buyers run.
+const workerPath = "../page/assets/pow-worker.js"
 
 const solvePage = `<!doctype html><title>pow</title><script>
 window.solve = (challenge, difficulty) => new Promise((ok, fail) => {
