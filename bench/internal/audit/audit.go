@@ -14,6 +14,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -94,125 +95,122 @@ const sampleSize = 10
 // Check reads the sale's state and checks the invariants.
 func Check(ctx context.Context, db DB, st Stock, in Input) (*Report, error) {
 	r := &Report{SaleID: in.SaleID, Failures: []string{}}
-	byID := map[int64]*Item{}
+	items := map[int64]*Item{}
 	item := func(id int64) *Item {
-		it := byID[id]
-		if it == nil {
-			it = &Item{ID: id}
-			byID[id] = it
+		if items[id] == nil {
+			items[id] = &Item{ID: id}
 		}
-		return it
+		return items[id]
 	}
-
-	rows, err := db.Query(ctx, `SELECT id, quantity, sold FROM items WHERE sale_id = $1`, in.SaleID)
+	if err := readItems(ctx, db, in.SaleID, item); err != nil {
+		return nil, err
+	}
+	if err := countOrders(ctx, db, r, item); err != nil {
+		return nil, err
+	}
+	dups, err := query(ctx, db, pgx.RowTo[int64], "looking for duplicate buyers", `SELECT user_id FROM orders
+		WHERE sale_id = $1 AND status IN ('PENDING','PAID') GROUP BY user_id HAVING count(*) > 1 ORDER BY user_id`, in.SaleID)
 	if err != nil {
-		return nil, fmt.Errorf("audit: reading items: %w", err)
+		return nil, err
 	}
-	for rows.Next() {
-		var id, q, sold int64
-		if err := rows.Scan(&id, &q, &sold); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("audit: reading items: %w", err)
+	r.Duplicates, r.DuplicateSample = len(dups), dups[:min(len(dups), sampleSize)]
+	ids := distinctAccepted(in.Accepted, item)
+	r.Accepted = len(ids)
+	if len(ids) > 0 {
+		lost, err := query(ctx, db, pgx.RowTo[string], "looking for lost orders", `SELECT o::text FROM unnest($1::text[]::uuid[]) AS o
+			WHERE NOT EXISTS (SELECT 1 FROM orders WHERE id = o) ORDER BY 1`, ids)
+		if err != nil {
+			return nil, err
 		}
-		it := item(id)
-		it.Q, it.Sold, it.InDB = q, sold, true
+		r.Missing, r.MissingSample = len(lost), lost[:min(len(lost), sampleSize)]
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("audit: reading items: %w", err)
+	if err := readRedis(ctx, st, in.SaleID, item); err != nil {
+		return nil, err
 	}
+	for _, it := range items {
+		r.Items = append(r.Items, *it)
+	}
+	slices.SortFunc(r.Items, func(a, b Item) int { return cmp.Compare(a.ID, b.ID) })
+	r.judge()
+	return r, nil
+}
 
-	rows, err = db.Query(ctx, `SELECT item_id, status, count(*) FROM orders WHERE sale_id = $1 GROUP BY 1, 2`, in.SaleID)
+// query runs sql and collects its rows with pgx.CollectRows; what names the
+// step in the error.
+func query[T any](ctx context.Context, db DB, row pgx.RowToFunc[T], what, sql string, args ...any) ([]T, error) {
+	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, fmt.Errorf("audit: counting orders: %w", err)
+		return nil, fmt.Errorf("audit: %s: %w", what, err)
 	}
-	for rows.Next() {
-		var id, n int64
-		var status string
-		if err := rows.Scan(&id, &status, &n); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("audit: counting orders: %w", err)
-		}
-		it := item(id)
-		r.Orders += n
-		switch status {
+	out, err := pgx.CollectRows(rows, row)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %s: %w", what, err)
+	}
+	return out, nil
+}
+
+func readItems(ctx context.Context, db DB, sale int64, item func(int64) *Item) error {
+	type row struct{ ID, Q, Sold int64 }
+	rows, err := query(ctx, db, pgx.RowToStructByPos[row], "reading items", `SELECT id, quantity, sold FROM items WHERE sale_id = $1`, sale)
+	for _, x := range rows {
+		it := item(x.ID)
+		it.Q, it.Sold, it.InDB = x.Q, x.Sold, true
+	}
+	return err
+}
+
+func countOrders(ctx context.Context, db DB, r *Report, item func(int64) *Item) error {
+	type row struct {
+		Item   int64
+		Status string
+		N      int64
+	}
+	rows, err := query(ctx, db, pgx.RowToStructByPos[row], "counting orders",
+		`SELECT item_id, status, count(*) FROM orders WHERE sale_id = $1 GROUP BY 1, 2`, r.SaleID)
+	for _, x := range rows {
+		it := item(x.Item)
+		r.Orders += x.N
+		switch x.Status {
 		case "PENDING":
-			it.Pending += n
+			it.Pending += x.N
 		case "PAID":
-			it.Paid += n
+			it.Paid += x.N
 		case "EXPIRED":
-			it.Expired += n
+			it.Expired += x.N
 		case "CANCELLED":
-			it.Cancelled += n
+			it.Cancelled += x.N
 		case "FAILED":
-			it.Failed += n
+			it.Failed += x.N
 		}
 		it.P = it.Pending + it.Paid
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("audit: counting orders: %w", err)
-	}
+	return err
+}
 
-	rows, err = db.Query(ctx, `SELECT user_id FROM orders WHERE sale_id = $1 AND status IN ('PENDING','PAID')
-		GROUP BY user_id HAVING count(*) > 1 ORDER BY user_id`, in.SaleID)
+// distinctAccepted returns the distinct order ids answered 202 and counts
+// them per item.
+func distinctAccepted(acc []Accepted, item func(int64) *Item) []string {
+	seen := make(map[sharding.OrderID]bool, len(acc))
+	ids := make([]string, 0, len(acc))
+	for _, a := range acc {
+		if !seen[a.Order] {
+			seen[a.Order] = true
+			ids = append(ids, a.Order.String())
+			item(a.ItemID).A++
+		}
+	}
+	return ids
+}
+
+func readRedis(ctx context.Context, st Stock, saleID int64, item func(int64) *Item) error {
+	sale, err := st.LoadSale(ctx, saleID)
 	if err != nil {
-		return nil, fmt.Errorf("audit: looking for duplicate buyers: %w", err)
-	}
-	for rows.Next() {
-		var u int64
-		if err := rows.Scan(&u); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("audit: looking for duplicate buyers: %w", err)
-		}
-		r.Duplicates++
-		if len(r.DuplicateSample) < sampleSize {
-			r.DuplicateSample = append(r.DuplicateSample, u)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("audit: looking for duplicate buyers: %w", err)
-	}
-
-	seen := make(map[sharding.OrderID]bool, len(in.Accepted))
-	ids := make([]string, 0, len(in.Accepted))
-	for _, a := range in.Accepted {
-		if seen[a.Order] {
-			continue
-		}
-		seen[a.Order] = true
-		ids = append(ids, a.Order.String())
-		item(a.ItemID).A++
-	}
-	r.Accepted = len(ids)
-	if len(ids) > 0 {
-		rows, err = db.Query(ctx, `SELECT o::text FROM unnest($1::text[]::uuid[]) AS o
-			WHERE NOT EXISTS (SELECT 1 FROM orders WHERE id = o) ORDER BY 1`, ids)
-		if err != nil {
-			return nil, fmt.Errorf("audit: looking for lost orders: %w", err)
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("audit: looking for lost orders: %w", err)
-			}
-			r.Missing++
-			if len(r.MissingSample) < sampleSize {
-				r.MissingSample = append(r.MissingSample, id)
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("audit: looking for lost orders: %w", err)
-		}
-	}
-
-	sale, err := st.LoadSale(ctx, in.SaleID)
-	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
+		return fmt.Errorf("audit: %w", err)
 	}
 	for _, si := range sale.Items {
 		left, err := st.Remaining(ctx, sale, si.ID)
 		if err != nil {
-			return nil, fmt.Errorf("audit: %w", err)
+			return fmt.Errorf("audit: %w", err)
 		}
 		it := item(si.ID)
 		it.InRedis, it.QRedis = true, si.Quantity
@@ -220,23 +218,7 @@ func Check(ctx context.Context, db DB, st Stock, in Input) (*Report, error) {
 			it.S += n
 		}
 	}
-
-	for _, it := range byID {
-		r.Items = append(r.Items, *it)
-	}
-	slices.SortFunc(r.Items, func(a, b Item) int { return cmpInt(a.ID, b.ID) })
-	r.judge()
-	return r, nil
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return nil
 }
 
 // judge fills Failures from the counts.
