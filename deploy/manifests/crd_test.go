@@ -34,11 +34,17 @@ type strimziKafka struct {
 		Kafka struct {
 			Version   string `json:"version"`
 			Listeners []struct {
-				Name string `json:"name"`
-				Port int    `json:"port"`
-				Type string `json:"type"`
-				TLS  bool   `json:"tls"`
+				Name           string `json:"name"`
+				Port           int    `json:"port"`
+				Type           string `json:"type"`
+				TLS            bool   `json:"tls"`
+				Authentication *struct {
+					Type string `json:"type"`
+				} `json:"authentication,omitempty"`
 			} `json:"listeners"`
+			Authorization *struct {
+				Type string `json:"type"`
+			} `json:"authorization,omitempty"`
 			Config map[string]any `json:"config"`
 			Rack   *struct {
 				TopologyKey string `json:"topologyKey"`
@@ -100,6 +106,18 @@ type cnpgCluster struct {
 				Owner    string `json:"owner"`
 			} `json:"initdb"`
 		} `json:"bootstrap"`
+		Managed *struct {
+			Roles []struct {
+				Name           string   `json:"name"`
+				Ensure         string   `json:"ensure"`
+				Login          bool     `json:"login"`
+				Inherit        bool     `json:"inherit"`
+				InRoles        []string `json:"inRoles"`
+				PasswordSecret struct {
+					Name string `json:"name"`
+				} `json:"passwordSecret"`
+			} `json:"roles"`
+		} `json:"managed,omitempty"`
 		Storage struct {
 			Size string `json:"size"`
 		} `json:"storage"`

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"flashsale/deploy/secure"
 )
 
 // repoRoot is the repository root relative to this package's directory, where go test runs.
@@ -52,6 +54,7 @@ var customKinds = map[string]func() any{
 	"kafka.strimzi.io/v1beta2/Kafka":         func() any { return new(strimziKafka) },
 	"kafka.strimzi.io/v1beta2/KafkaNodePool": func() any { return new(strimziNodePool) },
 	"kafka.strimzi.io/v1beta2/KafkaTopic":    func() any { return new(strimziTopic) },
+	"kafka.strimzi.io/v1beta2/KafkaUser":     func() any { return new(secure.KafkaUser) },
 	"postgresql.cnpg.io/v1/Cluster":          func() any { return new(cnpgCluster) },
 }
 
@@ -327,7 +330,7 @@ func TestWriterAndJobs(t *testing.T) {
 			if port(t, c, "admin") != 9103 {
 				t.Errorf("writer admin port %d, want 9103", port(t, c, "admin"))
 			}
-			for _, name := range []string{"FLASHSALE_ADMIN", "DATABASE_URL", "FLASHSALE_REDIS", "KAFKA_BROKERS", "FLASHSALE_TOPIC", "FLASHSALE_DLQ_TOPIC", "FLASHSALE_GROUP"} {
+			for _, name := range []string{"FLASHSALE_ADMIN", "FLASHSALE_DATABASE_URL", "FLASHSALE_REDIS", "KAFKA_BROKERS", "FLASHSALE_TOPIC", "FLASHSALE_DLQ_TOPIC", "FLASHSALE_GROUP"} {
 				if env(c, name) == nil {
 					t.Errorf("writer has no %s", name)
 				}

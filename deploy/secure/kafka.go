@@ -23,40 +23,41 @@ import (
 // KafkaUser is the part of a Strimzi kafka.strimzi.io/v1beta2 KafkaUser the
 // manifests use; unknown fields are refused.
 type KafkaUser struct {
-	APIVersion string `yaml:"apiVersion"`
-	Kind       string `yaml:"kind"`
+	APIVersion string `yaml:"apiVersion" json:"apiVersion"`
+	Kind       string `yaml:"kind" json:"kind"`
 	Metadata   struct {
-		Name   string            `yaml:"name"`
-		Labels map[string]string `yaml:"labels"`
-	} `yaml:"metadata"`
+		Name      string            `yaml:"name" json:"name"`
+		Namespace string            `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+		Labels    map[string]string `yaml:"labels" json:"labels"`
+	} `yaml:"metadata" json:"metadata"`
 	Spec struct {
 		Authentication struct {
-			Type     string `yaml:"type"`
+			Type     string `yaml:"type" json:"type"`
 			Password struct {
 				ValueFrom struct {
 					SecretKeyRef struct {
-						Name string `yaml:"name"`
-						Key  string `yaml:"key"`
-					} `yaml:"secretKeyRef"`
-				} `yaml:"valueFrom"`
-			} `yaml:"password"`
-		} `yaml:"authentication"`
+						Name string `yaml:"name" json:"name"`
+						Key  string `yaml:"key" json:"key"`
+					} `yaml:"secretKeyRef" json:"secretKeyRef"`
+				} `yaml:"valueFrom" json:"valueFrom"`
+			} `yaml:"password" json:"password"`
+		} `yaml:"authentication" json:"authentication"`
 		Authorization struct {
-			Type string `yaml:"type"`
-			ACLs []ACL  `yaml:"acls"`
-		} `yaml:"authorization"`
-	} `yaml:"spec"`
+			Type string `yaml:"type" json:"type"`
+			ACLs []ACL  `yaml:"acls" json:"acls"`
+		} `yaml:"authorization" json:"authorization"`
+	} `yaml:"spec" json:"spec"`
 }
 
 // ACL is one Strimzi simple-authorization rule.
 type ACL struct {
 	Resource struct {
-		Type        string `yaml:"type"` // topic, group, cluster, transactionalId
-		Name        string `yaml:"name"`
-		PatternType string `yaml:"patternType"` // literal or prefix
-	} `yaml:"resource"`
-	Operations []string `yaml:"operations"`
-	Host       string   `yaml:"host"`
+		Type        string `yaml:"type" json:"type"` // topic, group, cluster, transactionalId
+		Name        string `yaml:"name" json:"name"`
+		PatternType string `yaml:"patternType" json:"patternType"` // literal or prefix
+	} `yaml:"resource" json:"resource"`
+	Operations []string `yaml:"operations" json:"operations"`
+	Host       string   `yaml:"host" json:"host"`
 }
 
 // Allows reports whether the ACL lets op (say "Write") on the resource of
