@@ -25,6 +25,7 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/ops"
 	"flashsale/sharding/stock"
 )
 
@@ -55,6 +56,9 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_relay_errors_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_redis_batched_commands_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_redis_batches_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_gateway_stock_units", dto.MetricType_GAUGE, "gateway"},
+	{"flashsale_gateway_sale_selling", dto.MetricType_GAUGE, "gateway"},
+	{"flashsale_gateway_sale_paused", dto.MetricType_GAUGE, "gateway"},
 	{"flashsale_writer_events_consumed_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_orders_persisted_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_duplicates_total", dto.MetricType_COUNTER, "writer"},
@@ -69,6 +73,9 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_writer_ghost_reservations_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_ghost_sweeps_skipped_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_expiry_skipped_total", dto.MetricType_COUNTER, "writer"},
+	{"flashsale_writer_stock_drift_units", dto.MetricType_GAUGE, "writer"},
+	{"flashsale_writer_redis_errors_total", dto.MetricType_COUNTER, "writer"},
+	{"flashsale_writer_retries_total", dto.MetricType_COUNTER, "writer"},
 }
 
 // seriesNames returns every series name a query may use for the exported metrics: the family
@@ -104,17 +111,19 @@ func TestMetricsLiveScrape(t *testing.T) {
 		t.Fatalf("go build ./gateway ./writer: %v\n%s", err, out)
 	}
 
-	// A sale of our own, so the gateway's catalog has an item and creates its sold-out gauge.
+	// A live sale of our own, in PostgreSQL and Redis, so the gateway's catalog has an item
+	// (its sold-out and stock gauges) and the writer computes its drift.
 	saleID := randomID(t)
 	sale := &sharding.Sale{
-		ID: saleID, Name: "deploy-manifests metrics", StartsAt: time.Now().Add(time.Hour), EndsAt: time.Now().Add(2 * time.Hour),
+		ID: saleID, Name: "deploy-manifests metrics", StartsAt: time.Now().Add(-time.Minute), EndsAt: time.Now().Add(2 * time.Hour),
 		PaymentWindow: sharding.Duration(10 * time.Minute),
 		Items:         []sharding.Item{{ID: randomID(t), Name: "probe", Price: 100, Currency: "EUR", Quantity: 2}},
 		Shards:        sharding.UniformTags(saleID, 2),
 	}
 	rc := testenv.NewRedis(t)
-	if err := stock.New(rc).Preload(ctx, sale, false); err != nil {
-		t.Fatalf("preloading sale %d: %v", saleID, err)
+	pool := testenv.NewPool(t)
+	if err := ops.CreateSale(ctx, pool, stock.New(rc), sale, 0); err != nil {
+		t.Fatalf("creating sale %d: %v", saleID, err)
 	}
 	t.Cleanup(func() {
 		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -122,6 +131,8 @@ func TestMetricsLiveScrape(t *testing.T) {
 		rc.DoMulti(c,
 			rc.B().Srem().Key(sharding.SalesKey).Member(strconv.FormatInt(saleID, 10)).Build(),
 			rc.B().Del().Key(sharding.SaleKey(saleID)).Build())
+		_, _ = pool.Exec(c, `DELETE FROM items WHERE sale_id = $1`, saleID)
+		_, _ = pool.Exec(c, `DELETE FROM sales WHERE id = $1`, saleID)
 	})
 
 	topic := testenv.NewTopic(t, "deploy-metrics")

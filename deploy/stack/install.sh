@@ -10,6 +10,7 @@
 # STACK_TOOLS: "CMD PKG" pairs that `up` ensures; add a line to add a tool.
 STACK_TOOLS=(
 	"chromium chromium" # headless Chromium: the bench report and sale page tests
+	"promtool prometheus" # promtool check/test rules and a real Prometheus for the dashboard test
 )
 
 # wait_apt: if a background apt-get is running (it logs to /tmp/apt-install.log and

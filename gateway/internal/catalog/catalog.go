@@ -100,6 +100,9 @@ type Config struct {
 	// SoldOutGauge, when set, is told each item's sold-out state after every
 	// full reading (for the flashsale_gateway_soldout gauge).
 	SoldOutGauge func(itemID int64, soldOut bool)
+	// SaleGauge, when set, is told after every refresh whether each sale is
+	// selling (window open, not paused or ended) and whether it is paused.
+	SaleGauge func(saleID int64, selling, paused bool)
 	// StockGauge, when set, is told every reading of an item's shards (for
 	// the flashsale_gateway_stock_units gauge): a poller, not the requests.
 	StockGauge func(saleID, itemID int64, perShard []int64)
@@ -175,6 +178,10 @@ func (c *Catalog) Refresh(ctx context.Context, now time.Time) error {
 			}
 		}
 		s.describe(now)
+		if c.cfg.SaleGauge != nil {
+			n := now.UnixNano()
+			c.cfg.SaleGauge(s.ID, s.Halt == HaltNone && s.Start <= n && n < s.End, s.Halt == HaltPaused)
+		}
 	}
 	return err
 }

@@ -64,6 +64,8 @@ type Metrics struct {
 	journalFull prometheus.Counter
 	soldOut     *prometheus.GaugeVec
 	stock       *prometheus.GaugeVec
+	selling     *prometheus.GaugeVec
+	paused      *prometheus.GaugeVec
 	relay       relayMetrics
 }
 
@@ -100,7 +102,11 @@ func New() *Metrics {
 	m.soldOut = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_soldout", Help: "1 when the item's local sold-out flag is set."}, []string{"item"})
 	m.stock = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_stock_units",
 		Help: "Units left on one shard of an item, as of the catalog's last reading (every refresh, 1 s; flagged items every poll, 200 ms)."}, []string{"sale", "item", "shard"})
-	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, m.journalFull, m.soldOut, m.stock)
+	m.selling = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_sale_selling",
+		Help: "1 while the sale sells: its window is open and no operator paused or ended it."}, []string{"sale"})
+	m.paused = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_sale_paused",
+		Help: "1 while an operator has paused the sale (flashctl sale pause)."}, []string{"sale"})
+	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, m.journalFull, m.soldOut, m.stock, m.selling, m.paused)
 	m.relay = newRelayMetrics(reg)
 	return m
 }
@@ -160,6 +166,20 @@ func (m *Metrics) Voided(outcome int) { m.voids[outcome].Inc() }
 
 // JournalFull counts a request refused because the journal was full.
 func (m *Metrics) JournalFull() { m.journalFull.Inc() }
+
+// Sale sets the selling and paused gauges of a sale (catalog refresh only).
+func (m *Metrics) Sale(saleID int64, selling, paused bool) {
+	id := strconv.FormatInt(saleID, 10)
+	m.selling.WithLabelValues(id).Set(b2f(selling))
+	m.paused.WithLabelValues(id).Set(b2f(paused))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // Stock sets the stock gauges of an item's shards from a reading. It
 // allocates; the catalog calls it from its reading loops only, never per

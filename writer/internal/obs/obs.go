@@ -125,6 +125,9 @@ func NewMetrics() *Metrics {
 	for _, t := range []string{"request_accepted", "not_due_by_redis", "frozen"} {
 		m.ExpirySkipped.WithLabelValues(t)
 	}
+	for _, k := range []string{"transient", "other"} {
+		m.Retries.WithLabelValues(k)
+	}
 	r.MustRegister(m.Consumed, m.Lag, m.ExpirySkipped, m.Retries, m.ReserveToCommit, m.BatchSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
