@@ -13,7 +13,7 @@ set -euo pipefail
 ROUNDS=${1:-3}
 DUR=${2:-5}
 CONNS=64
-ADDR=127.0.0.1:18080
+ADDR=${COMPARE_ADDR:-127.0.0.1:18080} # COMPARE_ADDR: another port when 18080 is taken
 URL=http://$ADDR
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PEER=${PEER:-/work/shared/peers/limit}
@@ -42,7 +42,7 @@ for r in $(seq "$ROUNDS"); do
 	w=$(wrk -t1 -c$CONNS -d${DUR}s "$URL/api/flash-sales/items/1/purchase" | awk '/Requests\/sec/ {print $2}')
 	echo "$w" >>"$TMP/wrk.txt"
 	b=$(GOMAXPROCS=1 "$TMP/bench" -url "$URL" -items 1 -c $CONNS -workers 1 -duration ${DUR}s -dev -users 10000 \
-		-quiet -out "$TMP/out$r" 2>>"$TMP/bench.err" | awk '/^elapsed/ {for (i=1;i<=NF;i++) if ($i=="throughput") {sub("/s","",$(i+1)); print $(i+1)}}')
+		-quiet -out "$TMP/out$r" 2>>"$TMP/bench.err" | awk '/^elapsed/ {for (i=1;i<=NF;i++) if ($i=="throughput") {sub("/s","",$(i+1)); gsub(",","",$(i+1)); print $(i+1)}}')
 	echo "$b" >>"$TMP/bench.txt"
 	printf 'round %d: wrk %10.0f req/s   bench %10.0f req/s\n' "$r" "$w" "$b"
 done

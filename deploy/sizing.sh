@@ -81,7 +81,7 @@ bin/bench -url http://127.0.0.1:18190 -items $fresh -scenario steady -users 1000
   -duration ${DUR}s -jwt-secret "$secret" -quiet -out "$RUN/bench-res" >"$RUN/bench-res.txt" 2>&1
 t1=$(ticks); r1=$(redis_cpu)
 n=$(awk '$1 == "purchase" && $2 == "202" {print $3}' "$RUN/bench-res.txt")
-all=$(awk '/^elapsed/ {for (i=1;i<=NF;i++) if ($i=="responses") {sub(",","",$(i+1)); print $(i+1)}}' "$RUN/bench-res.txt")
+all=$(awk '/^elapsed/ {for (i=1;i<=NF;i++) if ($i=="responses") {gsub(",","",$(i+1)); print $(i+1)}}' "$RUN/bench-res.txt")
 us=$(echo "($t1 - $t0) * 1000000 / $hz / $all" | bc -l); rus=$(echo "($r1 - $r0 - $idle) * 1000000 / $all" | bc -l)
 printf '%-24s %9.0f req/s  gateway %6.1f µs/req = %7.0f req/s per core   Redis %5.1f µs/call = %7.0f calls/s per master core  (%s of %s were 202)\n' \
   "reservation (202)" "$(echo "$all / $DUR" | bc -l)" "$us" "$(echo "1000000 / $us" | bc -l)" "$rus" "$(echo "1000000 / $rus" | bc -l)" "$n" "$all"
