@@ -1,6 +1,7 @@
 package sharding
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -54,9 +55,17 @@ func (s *Sale) validateFrontDoor() error {
 	if s.PowDifficulty < 0 || s.PowDifficulty > MaxPowDifficulty {
 		return fmt.Errorf("powDifficulty %d: want 0 (off) to %d leading zero bits", s.PowDifficulty, MaxPowDifficulty)
 	}
+	// The room and the proof guard the ticket; without ticketRequired the
+	// purchase URL does not ask for one, and both would be walked around.
+	if s.PowDifficulty > 0 && !s.TicketRequired {
+		return errors.New("powDifficulty needs ticketRequired: true (without it a purchase needs no ticket, so no proof either)")
+	}
 	r := s.WaitingRoom
 	if r == nil {
 		return nil
+	}
+	if !s.TicketRequired {
+		return errors.New("waitingRoom needs ticketRequired: true (without it a purchase needs no ticket, so nobody waits)")
 	}
 	switch {
 	case r.PreQueue < 0 || r.PreQueue > Duration(MaxPreQueue):

@@ -11,7 +11,7 @@ func TestRoomFieldsValidate(t *testing.T) {
 	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	good := func() Sale {
 		return Sale{ID: 1, StartsAt: start, EndsAt: start.Add(time.Hour),
-			Items: []Item{{ID: 1, Quantity: 10}}, WaitingRoom: &Room{PreQueue: Duration(10 * time.Minute)}, PowDifficulty: 18}
+			Items: []Item{{ID: 1, Quantity: 10}}, WaitingRoom: &Room{PreQueue: Duration(10 * time.Minute)}, PowDifficulty: 18, TicketRequired: true}
 	}
 	s := good()
 	if err := s.Validate(); err != nil {
@@ -47,7 +47,7 @@ func TestRoomFieldsValidate(t *testing.T) {
 func nan() float64 { var z float64; return z / z }
 
 func TestRoomDefaultsAndJSON(t *testing.T) {
-	in := `{"id":3,"startsAt":"2026-12-01T10:00:00Z","endsAt":"2026-12-01T11:00:00Z","items":[{"id":1,"quantity":5}],"waitingRoom":{"preQueue":"15m"},"powDifficulty":16}`
+	in := `{"id":3,"startsAt":"2026-12-01T10:00:00Z","endsAt":"2026-12-01T11:00:00Z","items":[{"id":1,"quantity":5}],"ticketRequired":true,"waitingRoom":{"preQueue":"15m"},"powDifficulty":16}`
 	var s Sale
 	if err := json.Unmarshal([]byte(in), &s); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 func TestProofOfWorkBeforeTheRoom(t *testing.T) {
 	s := start(t, 5, 1, nil, "")
 	sale := *s.sale
-	sale.Version++
+	sale.Version, sale.TicketRequired = sale.Version+1, true
 	sale.WaitingRoom, sale.PowDifficulty = &sharding.Room{StartWindow: sharding.Duration(200 * time.Millisecond)}, 10
 	if err := s.store.StoreSale(context.Background(), &sale); err != nil {
 		t.Fatal(err)

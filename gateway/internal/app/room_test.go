@@ -64,7 +64,7 @@ func TestWaitingRoomOverTwoGateways(t *testing.T) {
 	s := start(t, units, 2, nil, "")
 	sale := *s.sale
 	now := time.Now()
-	sale.StartsAt, sale.Version = now.Add(1500*time.Millisecond), sale.Version+1
+	sale.StartsAt, sale.Version, sale.TicketRequired = now.Add(1500*time.Millisecond), sale.Version+1, true
 	sale.WaitingRoom = &sharding.Room{PreQueue: sharding.Duration(time.Minute), StartWindow: sharding.Duration(500 * time.Millisecond), AdmitFactor: 2}
 	if err := s.store.StoreSale(context.Background(), &sale); err != nil {
 		t.Fatal(err)

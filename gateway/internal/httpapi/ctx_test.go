@@ -97,19 +97,19 @@ func cheapPaths() []pathCase {
 		{"queued-poll-with-pass", 202, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			// A queued user polls the waiting room with its pass (no Redis
 			// client exists: the poll is answered from the pass alone).
-			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}})
+			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}, ticketRequired: true})
 			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Queue-Pass", e.pass(1, 3))
 		}},
 		{"queued-poll-forged-pass", 403, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
-			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}})
+			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}, ticketRequired: true})
 			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Queue-Pass", e.pass(2, 3))
 		}},
 		{"proof-required", 428, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
-			e := newEnv(tb, envOpt{stockPerShard: 5, powDifficulty: 12})
+			e := newEnv(tb, envOpt{stockPerShard: 5, powDifficulty: 12, ticketRequired: true})
 			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1))
 		}},
 		{"proof-invalid", 403, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
-			e := newEnv(tb, envOpt{stockPerShard: 5, powDifficulty: 12})
+			e := newEnv(tb, envOpt{stockPerShard: 5, powDifficulty: 12, ticketRequired: true})
 			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Proof", "abc:12")
 		}},
 		{"known-buyer-repeat-read", 409, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
