@@ -321,3 +321,93 @@ func leadingZeros(b []byte) int {
 	}
 	return z
 }
+
+// flashctl runs the ops tool against the test's stack.
+func flashctl(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(binDir, "flashctl"), append([]string{"--database-url", testenv.DatabaseURL(),
+		"--redis", strings.Join(testenv.RedisAddrs(), ",")}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("flashctl %v: %v\n%s", args, err, out)
+	}
+}
+
+// TestBrowserQueuedAdmitted: a sale with a pre-queue and a proof of work.
+// Two signed-in buyers' pages join the queue by themselves before the start
+// (solving the proof in the Web Worker), show "in the queue", are admitted
+// after the start (places drawn at random, admission at the pace of the
+// stock) and buy: one on a desktop screen to "reserved", one on a phone.
+func TestBrowserQueuedAdmitted(t *testing.T) {
+	need(t)
+	b := browser(t)
+	s := createSaleWith(t, 2, 1, 7*time.Second, map[string]any{"ticketRequired": true, "name": "Queued drop",
+		"waitingRoom": map[string]any{"preQueue": "1m"}, "powDifficulty": 12})
+	topic := testenv.NewTopic(t, "browser-queue")
+	startWriter(t, topic, s.ID)
+	g := startGateway(t, topic, s, "-dev")
+	g.waitReady(t, 20*time.Second)
+	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
+	desk := newTab(t, b, "desktop", 1280, 900, false)
+	phone := newTab(t, b, "phone", 390, 844, true)
+	for i, tb := range []*tab{desk, phone} {
+		tb.do(chromedp.Navigate(url))
+		tb.waitState(10*time.Second, nil, "signin")
+		tb.signIn(fmt.Sprint(2001 + i))
+	}
+	for _, tb := range []*tab{desk, phone} {
+		tb.waitState(10*time.Second, nil, "queued")
+		if time.Until(s.StartsAt) < 300*time.Millisecond {
+			t.Fatalf("%s: queued only %v before the start", tb.name, time.Until(s.StartsAt))
+		}
+		if st := tb.text("status"); !strings.Contains(st, "You are in the queue") || !strings.Contains(st, "drawn at random") {
+			t.Fatalf("%s: queued status %q", tb.name, st)
+		}
+		tb.shot("queued")
+	}
+	for _, tb := range []*tab{desk, phone} {
+		tb.waitState(time.Until(s.StartsAt)+15*time.Second, nil, "open")
+		if time.Now().Before(s.StartsAt) {
+			t.Fatalf("%s: admitted %v before the start", tb.name, time.Until(s.StartsAt))
+		}
+		if st := tb.text("status"); !strings.HasPrefix(st, "It is your turn") {
+			t.Fatalf("%s: admitted status %q", tb.name, st)
+		}
+		if f := eval[string](tb, `document.activeElement.id`); f != "buy" {
+			t.Errorf("%s: focus on %q once admitted, want the buy button", tb.name, f)
+		}
+		tb.shot("admitted")
+	}
+	for _, tb := range []*tab{desk, phone} {
+		tb.do(chromedp.Click(chromedp.ID("buy")))
+	}
+	for _, tb := range []*tab{desk, phone} {
+		tb.waitState(20*time.Second, nil, "reserved")
+	}
+	phone.shot("reserved")
+}
+
+// TestBrowserPaused: an operator pauses the sale (flashctl sale pause); a
+// click on "buy" shows the paused state, and the page reopens by itself
+// when the sale is resumed.
+func TestBrowserPaused(t *testing.T) {
+	need(t)
+	b := browser(t)
+	s := createSaleWith(t, 1, 1, 0, map[string]any{"name": "Paused drop"})
+	g := startGateway(t, testenv.NewTopic(t, "browser-pause"), s, "-dev", "-relay=false")
+	g.waitReady(t, 20*time.Second)
+	phone := newTab(t, b, "phone", 390, 844, true)
+	phone.do(chromedp.Navigate(fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)))
+	phone.waitState(10*time.Second, nil, "signin")
+	phone.signIn("3001")
+	phone.waitState(5*time.Second, nil, "open")
+	flashctl(t, "sale", "pause", "--sale", fmt.Sprint(s.ID))
+	time.Sleep(1500 * time.Millisecond) // every gateway knows within a second
+	phone.do(chromedp.Click(chromedp.ID("buy")))
+	phone.waitState(5*time.Second, nil, "paused")
+	if st := phone.text("status"); !strings.Contains(st, "paused") || !strings.Contains(st, "Nothing was bought") {
+		t.Fatalf("paused status %q", st)
+	}
+	phone.shot("paused")
+	flashctl(t, "sale", "resume", "--sale", fmt.Sprint(s.ID))
+	phone.waitState(10*time.Second, nil, "open")
+}

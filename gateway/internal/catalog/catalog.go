@@ -389,6 +389,11 @@ func (s *Sale) describe(now time.Time) {
 	b = s.StartsAt.UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, `","endsAt":"`...)
 	b = s.EndsAt.UTC().AppendFormat(b, rfc3339Milli)
+	if r := s.WaitingRoom; r != nil && r.PreQueue > 0 {
+		// The sale page joins the pre-queue by itself from this time on.
+		b = append(b, `","queueOpensAt":"`...)
+		b = s.StartsAt.Add(-time.Duration(r.PreQueue)).UTC().AppendFormat(b, rfc3339Milli)
+	}
 	b = append(b, `","paymentWindow":"`...)
 	b = append(b, s.Window().String()...)
 	b = append(b, `","items":[`...)

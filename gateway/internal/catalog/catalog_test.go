@@ -118,3 +118,32 @@ func TestPollClearsFlags(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestDescriptionTimes: times with milliseconds (the page enables "buy" at
+// startsAt), and queueOpensAt only for a sale with a pre-queue.
+func TestDescriptionTimes(t *testing.T) {
+	now := time.Now()
+	start := time.Date(2026, 12, 1, 12, 0, 0, 250_000_000, time.UTC)
+	plain := sale(1, 1, 1, start, start.Add(time.Hour), 10)
+	queued := sale(2, 1, 1, start, start.Add(time.Hour), 20)
+	queued.WaitingRoom = &sharding.Room{PreQueue: sharding.Duration(90 * time.Second)}
+	src := &source{stock: map[int64][]int64{10: {4}, 20: {4}}, sales: []*sharding.Sale{plain, queued}}
+	c := New(src, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := c.Refresh(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	var d map[string]any
+	if err := json.Unmarshal(c.Snapshot().Sale(1).Description(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d["startsAt"] != "2026-12-01T12:00:00.250Z" || d["endsAt"] != "2026-12-01T13:00:00.250Z" || d["queueOpensAt"] != nil {
+		t.Fatalf("plain sale: %v", d)
+	}
+	d = nil
+	if err := json.Unmarshal(c.Snapshot().Sale(2).Description(), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d["queueOpensAt"] != "2026-12-01T11:58:30.250Z" {
+		t.Fatalf("sale with a pre-queue: %v", d)
+	}
+}

@@ -31,6 +31,9 @@
   let idemKey = null;       // Idempotency-Key of the current purchase attempt
   let ticketRetried = false;
   let soldOutSeen = -Infinity; // when a purchase or ticket was told SOLD_OUT (server ms)
+  let held = null;            // {ticket, expires}: handed out after a wait in the pre-queue, not used yet
+  let joinAt = 0;             // server ms from which the page joins the pre-queue (0: joined, or none)
+  let retries = 0;            // fresh challenges or passes asked for in this attempt
   let timers = [];
   const orderKey = () => 'flashsale.order.' + saleId;
 
@@ -106,6 +109,7 @@
     sale = await r.json();
     sale.start = Date.parse(sale.startsAt);
     sale.end = Date.parse(sale.endsAt);
+    sale.queueOpens = sale.queueOpensAt ? Date.parse(sale.queueOpensAt) : null;
     return true;
   }
 
@@ -217,6 +221,22 @@
     const p = phase();
     el.countdown.textContent = countdownText(p);
     if (idle() && state !== p) set(p, phaseStatus[p]);
+    // A sale with a pre-queue: join it by itself once it opens, so the
+    // buyer's place is drawn at the start like everyone else's.
+    if (state === 'countdown' && joinAt && now() >= joinAt) {
+      joinAt = 0;
+      newAttempt();
+      getTicket({}, true);
+    }
+    if (held && held.expires - now() < 2000) {
+      held = null;
+      if (state === 'open') set('open', phaseStatus.open);
+    }
+  }
+  function newAttempt() {
+    ticketRetried = false;
+    retries = 0;
+    idemKey = (crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2) + Date.now());
   }
   // The idle phases follow the clock and the sale; the order flow owns the
   // page while it runs.
@@ -226,28 +246,51 @@
   async function buy() {
     if (el.buy.disabled) return;
     if (orderId) { forgetOrder(); orderId = null; }
-    ticketRetried = false;
-    idemKey = (crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2) + Date.now());
-    await getTicket({});
+    if (held) {
+      const t = held.ticket;
+      held = null;
+      return purchase(t);
+    }
+    newAttempt();
+    await getTicket({}, false);
   }
 
-  async function getTicket(headers) {
-    set('ticket', 'Asking for your place…');
+  // getTicket asks for the ticket. auto marks the page's own join of the
+  // pre-queue: once admitted it holds the ticket and lets the buyer click,
+  // where a buyer who clicked goes straight on to the purchase.
+  async function getTicket(headers, auto) {
+    if (state !== 'queued' && state !== 'proof') set('ticket', auto ? 'Joining the queue…' : 'Asking for your place…');
     const r = await call('POST', '/sales/' + saleId + '/ticket', headers);
     const code = r.body.error;
-    if (r.status === 200 && r.body.ticket) return purchase(r.body.ticket);
+    if (r.status === 200 && r.body.ticket) {
+      if (!auto) return purchase(r.body.ticket);
+      held = { ticket: r.body.ticket, expires: Date.parse(r.body.expiresAt) };
+      const until = new Date(held.expires).toLocaleTimeString(undefined, { timeStyle: 'medium' });
+      set('open', 'It is your turn: buy now. Your place is kept until ' + until + '.', { focus: el.buy });
+      return;
+    }
     if (r.status === 202 && r.body.status === 'QUEUED') {
       const pos = r.body.position, wait = r.body.estimatedWaitSeconds;
-      set('queued', 'You are in the queue' + (pos ? ', number ' + pos : '') +
-        (wait != null ? '. Estimated wait: ' + clock(wait * 1000) : '') + '. Keep this page open: it asks again by itself.');
+      const before = now() < sale.start;
+      set('queued', 'You are in the queue' + (pos > 0 ? ', number ' + pos : '') +
+        (before ? '. Places are drawn at random when the sale starts' : '') +
+        (wait > 0 ? '. Estimated wait: ' + clock(wait * 1000) : '') + '. Keep this page open: it asks again by itself.');
       await sleep(r.retryAfter * 1000);
-      return getTicket(headers);
+      return getTicket({}, auto);
     }
-    if (r.status === 428 && code === 'PROOF_REQUIRED') return proof(r.body.challenge, r.body.difficulty);
-    return refused(r, () => getTicket(headers));
+    if (r.status === 428 && code === 'PROOF_REQUIRED') return proof(r.body.challenge, r.body.difficulty, auto);
+    if (r.status === 403 && (code === 'PROOF_INVALID' || code === 'QUEUE_PASS_INVALID') && retries < 2) {
+      retries++; // a stale challenge or pass (the gateway cleared the pass): ask afresh
+      return getTicket({}, auto);
+    }
+    if (auto && r.status === 403 && code === 'SALE_NOT_STARTED') {
+      joinAt = now() + 2000; // the pre-queue is not open yet by the gateway's clock
+      return set('countdown', phaseStatus.countdown);
+    }
+    return refused(r, () => getTicket(headers, auto));
   }
 
-  function proof(challenge, difficulty) {
+  function proof(challenge, difficulty, auto) {
     set('proof', 'Checking your browser before the purchase (this takes a moment)…');
     return new Promise((resolve) => {
       let w;
@@ -262,7 +305,7 @@
           set('error', '', { alert: 'The sale sent a check this page cannot solve. Try again.', retry: true });
           return resolve();
         }
-        resolve(getTicket({ 'X-Proof': challenge + ':' + ev.data.nonce }));
+        resolve(getTicket({ 'X-Proof': challenge + ':' + ev.data.nonce }, auto));
       };
       w.onerror = () => { w.terminate(); set('error', '', { alert: 'The browser check failed. Try again.', retry: true }); resolve(); };
       w.postMessage({ challenge, difficulty });
@@ -458,6 +501,7 @@
     if (!ok) { set('error', '', { alert: 'The sale could not be loaded. Reload the page to try again.' }); return; }
     renderSale();
     showAccount();
+    if (sale.queueOpens && now() < sale.start) joinAt = sale.queueOpens;
     let saved = null;
     try { saved = sessionStorage.getItem(orderKey()); } catch (e) { /* ignore */ }
     startClock();
