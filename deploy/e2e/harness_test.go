@@ -55,7 +55,7 @@ func TestMain(m *testing.M) {
 			} else {
 				defer os.RemoveAll(dir)
 				binDir = dir
-				cmd := exec.Command("go", "build", "-o", dir+"/", "./gateway", "./writer", "./sharding/cmd/flashctl")
+				cmd := exec.Command("go", "build", "-o", dir+"/", "./gateway", "./writer", "./bench", "./sharding/cmd/flashctl")
 				cmd.Dir = root
 				if out, err := cmd.CombinedOutput(); err != nil {
 					buildErr = fmt.Errorf("go build: %v\n%s", err, out)
