@@ -6,13 +6,16 @@ package stack_test
 import (
 	"errors"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-var parts = []string{"stack.sh", "lib.sh", "install.sh", "redis.sh", "postgres.sh", "kafka.sh", "faults.sh"}
-
 func TestPartsParse(t *testing.T) {
+	parts, err := filepath.Glob("*.sh")
+	if err != nil || len(parts) < 7 {
+		t.Fatalf("parts %v (%v): want stack.sh and its sourced files", parts, err)
+	}
 	for _, p := range parts {
 		if out, err := exec.Command("bash", "-n", p).CombinedOutput(); err != nil {
 			t.Errorf("bash -n %s: %v\n%s", p, err, out)
