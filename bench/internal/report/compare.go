@@ -40,7 +40,10 @@ func Compare(a, b *Result, nameA, nameB string) *Comparison {
 	num("run", "transport failures", float64(a.Failed), float64(b.Failed), cnt, false)
 	for _, name := range outcomeNames(a, b) {
 		oa, ob := outcomeOf(a, name), outcomeOf(b, name)
-		num(name, "count", float64(oa.Count), float64(ob.Count), cnt, true)
+		// More refusals of capacity (429, 503) are worse; the mix of 409s and
+		// 410s follows the crowd, so their counts are shown, not judged.
+		c.Rows = append(c.Rows, CompareRow{Group: name, What: "count", A: cnt(float64(oa.Count)), B: cnt(float64(ob.Count)),
+			Change: change(float64(oa.Count), float64(ob.Count)), Worse: (name == "429" || name == "503") && ob.Count > oa.Count*102/100})
 		for _, p := range []struct {
 			what string
 			get  func(Latency) float64
