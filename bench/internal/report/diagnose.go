@@ -27,7 +27,7 @@ func (r *Result) Warnings() []Warning {
 			Detail: fmt.Sprintf("%s of %s sends (%s) went out more than %s after their intended time, up to %s late. "+
 				"Latency counts from the intended time, so the percentiles include this queueing inside the bench; "+
 				"compare corrected with uncorrected below.",
-				commas(r.Late), commas(r.Sent), pct(r.Late, r.Sent), r.LateBy, ms(r.MaxLateMs))+unsentNote(r.Unsent),
+				commas(r.Late), commas(r.Sent), pct(r.Late, r.Sent), r.LateBy, ms(r.MaxLateMs)) + unsentNote(r.Unsent),
 			Advice: "Add connections (-c), or spread the crowd over more machines (bench -shard i/N -start-at T, then bench merge); " +
 				"check the bench host's CPU (GOMAXPROCS, -workers) is not saturated.",
 		})
