@@ -96,7 +96,7 @@ func run(ctx context.Context, cfg *config.Config, stdout, stderr io.Writer) (int
 	if err != nil {
 		return ExitError, err
 	}
-	if plan.Actions != nil && len(plan.Actions) > 0 {
+	if len(plan.Actions) > 0 {
 		fmt.Fprintf(stderr, "%s: %d users, %d clicks scheduled over %v\n", cfg.Scenario, cfg.Users, len(plan.Actions),
 			time.Duration(plan.Actions[len(plan.Actions)-1].At).Round(time.Millisecond))
 	}
