@@ -75,3 +75,21 @@ func TestDefaultsAndEnvironment(t *testing.T) {
 		t.Fatalf("bots config = %+v", c)
 	}
 }
+
+// -source-addrs auto takes this host's addresses beyond loopback, or says
+// there are none.
+func TestSourceAddrsAuto(t *testing.T) {
+	addrs, err := parseSources("auto")
+	if err != nil {
+		if !strings.Contains(err.Error(), "no address beyond loopback") {
+			t.Fatal(err)
+		}
+		return
+	}
+	for _, a := range addrs {
+		if a.IsLoopback() || !a.IsGlobalUnicast() {
+			t.Errorf("auto gave %s", a)
+		}
+	}
+	t.Logf("this host's addresses: %v", addrs)
+}

@@ -152,25 +152,27 @@ func TestConnectFailureCounts(t *testing.T) {
 // TestSourceAddrs checks that connections bind to the given loopback
 // addresses, so a gateway sees several client IPs.
 func TestSourceAddrs(t *testing.T) {
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	addr := newServer(t, func(w http.ResponseWriter, r *http.Request) {
-		host, _, _ := net.SplitHostPort(r.RemoteAddr)
-		mu.Lock()
-		seen[host] = true
-		mu.Unlock()
-		w.WriteHeader(410)
-	})
-	srcs := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
-	e, err := New(Options{Addr: addr, Conns: 6, Workers: 2, Items: []int64{1}, SourceAddrs: srcs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.Run(context.Background(), &Plan{Users: 1, Items: 1, Count: 100}); err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) != 3 || !seen["127.0.0.3"] {
-		t.Fatalf("client addresses seen: %v", seen)
+	for _, portable := range []bool{false, true} {
+		var mu sync.Mutex
+		seen := map[string]bool{}
+		addr := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+			host, _, _ := net.SplitHostPort(r.RemoteAddr)
+			mu.Lock()
+			seen[host] = true
+			mu.Unlock()
+			w.WriteHeader(410)
+		})
+		srcs := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}
+		e, err := New(Options{Addr: addr, Conns: 6, Workers: 2, Items: []int64{1}, SourceAddrs: srcs, Portable: portable})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Run(context.Background(), &Plan{Users: 1, Items: 1, Count: 100}); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 3 || !seen["127.0.0.3"] {
+			t.Fatalf("%s engine: client addresses seen: %v", e.Name(), seen)
+		}
 	}
 }
 
