@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/valyala/fasthttp"
 
 	"flashsale/deploy/testenv"
+	"flashsale/sharding"
 )
 
 // The browser tests drive the sale page in a real headless Chromium
@@ -180,6 +182,33 @@ func (tb *tab) signIn(user string) {
 	}
 }
 
+// startFrontDoor starts a writer and a -dev gateway for a sale that does not
+// exist yet, then creates it (units on one shard, starting lead from now,
+// with fields) and waits until the gateway serves it: the slow part (the
+// binaries starting) comes before the sale's clock runs, so the countdown
+// is seen even on a loaded machine.
+func startFrontDoor(t *testing.T, units int64, lead time.Duration, fields map[string]any) (*sale, *gateway) {
+	t.Helper()
+	id := newSaleID()
+	topic := testenv.NewTopic(t, "browser")
+	startWriter(t, topic, id)
+	g := startGateway(t, topic, &sale{Sale: &sharding.Sale{ID: id}}, "-dev")
+	g.waitReady(t, 30*time.Second)
+	fields["id"] = id
+	s := createSaleWith(t, units, 1, lead, fields)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _, err := fasthttp.GetTimeout(nil, fmt.Sprintf("http://%s/api/flash-sales/sales/%d", g.addr, id), time.Second)
+		if err == nil && code == 200 {
+			return s, g
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the gateway does not serve sale %d: %d %v", id, code, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestBrowserBuyToPaid walks a buyer through a ticket-required sale that
 // starts a few seconds after the page loads: the countdown, "buy" disabled
 // before the start and enabled at it, a purchase through the ticket
@@ -189,15 +218,10 @@ func (tb *tab) signIn(user string) {
 func TestBrowserBuyToPaid(t *testing.T) {
 	need(t)
 	b := browser(t)
-	s := createSaleWith(t, 1, 1, 7*time.Second, map[string]any{"ticketRequired": true, "name": "Winter drop"})
-	topic := testenv.NewTopic(t, "browser")
-	startWriter(t, topic, s.ID)
-	g := startGateway(t, topic, s, "-dev")
-	g.waitReady(t, 20*time.Second)
-	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
-
 	desk := newTab(t, b, "desktop", 1280, 900, false)
 	phone := newTab(t, b, "phone", 390, 844, true)
+	s, g := startFrontDoor(t, 1, 6*time.Second, map[string]any{"ticketRequired": true, "name": "Winter drop"})
+	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
 	desk.do(chromedp.Navigate(url))
 	phone.do(chromedp.Navigate(url))
 	desk.waitState(10*time.Second, nil, "signin")
@@ -340,15 +364,11 @@ func flashctl(t *testing.T, args ...string) {
 func TestBrowserQueuedAdmitted(t *testing.T) {
 	need(t)
 	b := browser(t)
-	s := createSaleWith(t, 2, 1, 7*time.Second, map[string]any{"ticketRequired": true, "name": "Queued drop",
-		"waitingRoom": map[string]any{"preQueue": "1m"}, "powDifficulty": 12})
-	topic := testenv.NewTopic(t, "browser-queue")
-	startWriter(t, topic, s.ID)
-	g := startGateway(t, topic, s, "-dev")
-	g.waitReady(t, 20*time.Second)
-	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
 	desk := newTab(t, b, "desktop", 1280, 900, false)
 	phone := newTab(t, b, "phone", 390, 844, true)
+	s, g := startFrontDoor(t, 2, 6*time.Second, map[string]any{"ticketRequired": true, "name": "Queued drop",
+		"waitingRoom": map[string]any{"preQueue": "1m"}, "powDifficulty": 12})
+	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
 	for i, tb := range []*tab{desk, phone} {
 		tb.do(chromedp.Navigate(url))
 		tb.waitState(10*time.Second, nil, "signin")

@@ -217,11 +217,17 @@ func createSale(t *testing.T, units int64, shards int, startsIn time.Duration) *
 	return createSaleWith(t, units, shards, startsIn, nil)
 }
 
+// newSaleID draws a sale id for a test.
+func newSaleID() int64 { return rand.Int64N(sharding.MaxSaleID-10_000_000) + 10_000_000 }
+
 // createSaleWith is createSale with more fields of the sale file (they
 // replace the defaults).
 func createSaleWith(t *testing.T, units int64, shards int, startsIn time.Duration, fields map[string]any) *sale {
 	t.Helper()
-	id := rand.Int64N(sharding.MaxSaleID-10_000_000) + 10_000_000
+	id := newSaleID()
+	if v, ok := fields["id"].(int64); ok { // chosen beforehand, to start the binaries first
+		id = v
+	}
 	item := id*10 + 1
 	now := time.Now()
 	body := map[string]any{"id": id, "name": "e2e " + t.Name(), "startsAt": now.Add(startsIn).UTC().Format(time.RFC3339Nano),
