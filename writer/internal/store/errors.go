@@ -55,12 +55,3 @@ func IsTransient(err error) bool {
 	msg := err.Error()
 	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "conn busy")
 }
-
-// pgCode returns the SQLSTATE of err, or "".
-func pgCode(err error) string {
-	var pg *pgconn.PgError
-	if errors.As(err, &pg) {
-		return pg.Code
-	}
-	return ""
-}
