@@ -115,9 +115,17 @@ func compareRuns(t *testing.T, one, merged *report.Result, shards []string) {
 			t.Errorf("merged p%v %vµs outside the shards' [%v, %v]", q, v, lo[q], hi[q])
 		}
 	}
-	// Noise: the same crowd on the same gateway, a few seconds apart, on a
-	// shared 2-core machine; a merge that averaged or dropped a shard would
-	// be off by far more.
+	// One run against three: latencies are compared only when every run kept
+	// its schedule. Three generators on two cores fall behind where one does
+	// not (the intended send times then count the generator's delay), so a
+	// p50 ratio would measure the machine, not the merge; the counts and the
+	// quantile bounds above are what a merge that averaged or dropped a shard
+	// would fail.
+	sends := clicks(one)
+	if one.Late*20 > sends || merged.Late*20 > sends {
+		t.Logf("latency comparison skipped: late sends one %d, merged %d of %d (over 5%%)", one.Late, merged.Late, sends)
+		return
+	}
 	if p := float64(m.ValueAtQuantile(50)) / float64(o.ValueAtQuantile(50)); p < 1.0/3 || p > 3 {
 		t.Errorf("merged p50 %dµs, one run %dµs", m.ValueAtQuantile(50), o.ValueAtQuantile(50))
 	}
