@@ -35,14 +35,20 @@ func role(port string) string {
 
 // replicaOf returns the port of the first replica of the master on port.
 func replicaOf(port string) string {
-	out, _ := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", port, "info", "replication").Output()
+	// INFO replication names a replica by the port it replicates over (its
+	// TLS port, with tls-replication on); CLUSTER NODES over a plain
+	// connection names every node by its plain port.
+	id, _ := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", port, "cluster", "myid").Output()
+	out, _ := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", port, "cluster", "nodes").Output()
+	master := strings.TrimSpace(string(id))
 	for _, l := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(l, "slave0:") {
-			for _, f := range strings.Split(strings.TrimSpace(l[len("slave0:"):]), ",") {
-				if v, ok := strings.CutPrefix(f, "port="); ok {
-					return v
-				}
-			}
+		f := strings.Fields(l)
+		if master == "" || len(f) < 4 || f[3] != master || !strings.Contains(f[2], "slave") {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		if i := strings.LastIndexByte(addr, ':'); i >= 0 {
+			return addr[i+1:]
 		}
 	}
 	return ""
