@@ -87,15 +87,5 @@ func (s roomSource) Remaining(saleID int64) int64 {
 	if sl.Halt != catalog.HaltNone {
 		return 0 // paused or ended: the cursor holds
 	}
-	var n int64
-	for _, it := range sl.Items {
-		r := it.Flags.Remaining()
-		if r < 0 {
-			return -1
-		}
-		if !it.Flags.SoldOut() {
-			n += r
-		}
-	}
-	return n
+	return sl.Remaining()
 }

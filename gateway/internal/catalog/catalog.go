@@ -57,6 +57,23 @@ const (
 
 // Description returns the current public JSON description of the sale; the
 // slice is immutable and shared.
+// Remaining returns the sale's units left over its items from the last
+// stock readings (an item flagged sold out counts 0), or -1 before the first
+// reading of every item.
+func (s *Sale) Remaining() int64 {
+	var n int64
+	for _, it := range s.Items {
+		r := it.Flags.Remaining()
+		if r < 0 {
+			return -1
+		}
+		if !it.Flags.SoldOut() {
+			n += r
+		}
+	}
+	return n
+}
+
 func (s *Sale) Description() []byte {
 	if p := s.desc.Load(); p != nil {
 		return *p

@@ -39,7 +39,7 @@ func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.S
 	inRoom = inRoom && h.Room != nil
 	if inRoom {
 		if pass := queuePass(ctx); pass != nil {
-			return h.roomAnswer(ctx, sale, &rs, h.Room.Check(now, &rs, user, pass, remaining(sale)))
+			return h.roomAnswer(ctx, sale, &rs, h.Room.Check(now, &rs, user, pass, sale.Remaining()))
 		}
 	}
 	if !h.proofOK(ctx, now, sale, user) {
@@ -50,7 +50,7 @@ func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.S
 	}
 	rctx, _ := h.deadlines.get(now)
 	var buf [room.PassLen]byte
-	pass, v, err := h.Room.Join(rctx, now, &rs, user, remaining(sale), buf[:0])
+	pass, v, err := h.Room.Join(rctx, now, &rs, user, sale.Remaining(), buf[:0])
 	if err != nil {
 		h.Log.Warn("joining the waiting room", "sale", sale.ID, "err", err)
 		h.answer(ctx, obs.RouteTicket, aUnavailable)
@@ -134,22 +134,6 @@ func (h *Handler) askProof(ctx *fasthttp.RequestCtx, now time.Time, saleID int64
 	b = strconv.AppendInt(b, int64(d), 10)
 	b = append(b, '}')
 	h.answerBody(ctx, obs.RouteTicket, aProofRequired, b)
-}
-
-// remaining returns sale's units left over its items from the last
-// readings, or -1 before the first.
-func remaining(sale *catalog.Sale) int64 {
-	var n int64
-	for _, it := range sale.Items {
-		r := it.Flags.Remaining()
-		if r < 0 {
-			return -1
-		}
-		if !it.Flags.SoldOut() {
-			n += r
-		}
-	}
-	return n
 }
 
 // queuePass returns the pass the request carries: X-Queue-Pass, else the

@@ -175,6 +175,17 @@ func (h *Handler) actAgain(a stock.ActRequest) (string, error) {
 
 func (h *Handler) sale(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteSale
+	sale := h.saleOf(ctx, now, route, arg)
+	if sale == nil {
+		return
+	}
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheControl)
+	h.answerBody(ctx, route, aOK, sale.Description())
+}
+
+// saleOf returns the sale named by arg once the client's per-IP bucket let
+// the request in; nil when it answered (SALE_NOT_FOUND, or 429).
+func (h *Handler) saleOf(ctx *fasthttp.RequestCtx, now time.Time, route obs.Route, arg []byte) *catalog.Sale {
 	id, ok := parseID(arg)
 	var sale *catalog.Sale
 	if ok {
@@ -182,11 +193,10 @@ func (h *Handler) sale(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	}
 	if sale == nil {
 		h.answer(ctx, route, aSaleNotFound)
-		return
+		return nil
 	}
 	if !h.clientAllowed(ctx, now, route) {
-		return
+		return nil
 	}
-	ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheControl)
-	h.answerBody(ctx, route, aOK, sale.Description())
+	return sale
 }

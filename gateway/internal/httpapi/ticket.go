@@ -18,16 +18,8 @@ import (
 // only Redis call is a user's join of the waiting room.
 func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteTicket
-	id, ok := parseID(arg)
-	var sale *catalog.Sale
-	if ok {
-		sale = h.Catalog.Snapshot().Sale(id)
-	}
+	sale := h.saleOf(ctx, now, route, arg)
 	if sale == nil {
-		h.answer(ctx, route, aSaleNotFound)
-		return
-	}
-	if !h.clientAllowed(ctx, now, route) {
 		return
 	}
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
