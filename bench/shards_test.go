@@ -30,7 +30,7 @@ func TestThreeShardsMergeLikeOneRun(t *testing.T) {
 	const users, units = 3000, 300
 	one, split := createSale(t, bin, units), createSale(t, bin, units)
 	topic := testenv.NewTopic(t, "bench-shards")
-	run(t, bin, "writer", "run", "-topic", topic, "-dlq-topic", topic+".dlq", "-group", topic+"-w", "-admin-addr", "",
+	run(t, bin, "writer", "run", "-topic", topic, "-dlq-topic", topic+".dlq", "-group", topic+"-w", "-admin", "",
 		"-sales", fmt.Sprintf("%d,%d", one, split))
 	addr, admin := freeAddr(t), freeAddr(t)
 	run(t, bin, "gateway", "-listen", addr, "-admin", admin, "-topic", topic, "-jwt-secret", testSecret,

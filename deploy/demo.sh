@@ -32,22 +32,8 @@ cat > "$run/sale.json" <<JSON
  "items": [{"id": $item, "name": "Limited sneaker", "price": 19900, "currency": "JPY", "quantity": $units}]}
 JSON
 
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-}
-trap cleanup EXIT
-
-wait_ready() { # name url log
-  for _ in $(seq 1 100); do
-    if curl -fsS -o /dev/null "$2" 2>/dev/null; then return 0; fi
-    sleep 0.2
-  done
-  echo "demo: $1 did not become ready; last log lines:" >&2
-  tail -20 "$3" >&2
-  exit 1
-}
+DEMO_NAME=demo
+source deploy/demo-lib.sh
 
 echo "== demo: sale $sale, item $item: $units units over $shards shards, $users users"
 bin/writer migrate >"$run/writer.log" 2>&1
