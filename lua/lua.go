@@ -75,3 +75,9 @@ var RoomJoin string
 //
 //go:embed room_tick.lua
 var RoomTick string
+
+// ReserveMany runs several reservations of reserve.lua on one slot in one
+// call. See reserve_many.lua.
+//
+//go:embed reserve_many.lua
+var ReserveMany string

@@ -62,7 +62,14 @@ type Config struct {
 	// Recover finishes the stock moves journaled on a shard that have stayed
 	// unfinished for a whole Scan (a borrower that died mid-move); nil skips it.
 	Recover func(ctx context.Context, tag string, ids map[string]bool) (map[string]bool, error)
-	Log     *slog.Logger
+	// Cold reports a shard whose journal can only get rare entries (its sale
+	// starts later or its last payment window closed): while its journal is
+	// empty it is read every ColdPause, under a lease of 3 ColdPause, instead
+	// of every Hold. nil: no shard is cold.
+	Cold func(Shard) bool
+	// ColdPause is the pause of an empty cold shard (default 5s).
+	ColdPause time.Duration
+	Log       *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -82,6 +89,9 @@ func (c *Config) defaults() {
 	}
 	if c.Scan <= 0 {
 		c.Scan = time.Second
+	}
+	if c.ColdPause <= 0 {
+		c.ColdPause = 5 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = slog.Default()
@@ -313,7 +323,12 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			}
 			return
 		}
-		rd, err := r.round(ctx, keys, acked, r.cfg.Lease)
+		cold := r.cfg.Cold != nil && r.cfg.Cold(sh)
+		lease := r.cfg.Lease
+		if cold {
+			lease = max(lease, 3*r.cfg.ColdPause)
+		}
+		rd, err := r.round(ctx, keys, acked, lease)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.obs.Failed("redis")
@@ -349,26 +364,32 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			acked = r.produce(ctx, sh, rd.Entries)
 		}
 		if len(rd.Entries) < r.cfg.Batch {
-			backoff.Sleep(ctx, r.pause(rd, acked != ""))
+			backoff.Sleep(ctx, r.pause(rd, acked != "", cold))
 		}
 	}
 }
 
-// idleMax is the longest pause of a shard's loop: an idle shard costs one
-// round per idleMax (and its lease, 3s by default, is renewed in time).
-const idleMax = 500 * time.Millisecond
+// idleMax is the longest pause of a warm shard's loop: an idle shard costs
+// one round per idleMax (and its lease, 3s by default, is renewed in time).
+const idleMax = time.Second
 
 // pause is how long a shard's loop waits after a round that took less than a
 // batch: Idle when it took entries (more may follow) or has acknowledgements
-// to send, until the oldest entry is old enough to take when there is a
-// backlog, idleMax when the journal is empty. A machine with many sales
-// (hundreds of shards) then pays for the busy shards only.
-func (r *Relay) pause(rd Round, acked bool) time.Duration {
+// to send; until the oldest entry is old enough to take when there is a
+// backlog; when the journal is empty, the Hold (at most idleMax), or
+// ColdPause for a cold shard. An entry cannot be taken before it is Hold old,
+// so reading an empty journal more often than every Hold would take nothing
+// sooner; and a machine with many sales (hundreds of shards) pays for the
+// busy ones only.
+func (r *Relay) pause(rd Round, acked, cold bool) time.Duration {
 	if len(rd.Entries) > 0 || acked {
 		return r.cfg.Idle
 	}
 	if rd.Backlog == 0 {
-		return idleMax
+		if cold {
+			return r.cfg.ColdPause
+		}
+		return min(max(r.cfg.Hold, r.cfg.Idle), idleMax)
 	}
 	if t, ok := IDTime(rd.Oldest); ok {
 		return min(max(time.Until(t.Add(r.cfg.Hold)), r.cfg.Idle/5), idleMax)

@@ -24,11 +24,15 @@ type counts struct {
 	relayed  int
 	failed   map[string]int
 	backlogs map[string]int64
+	rounds   map[string]int
 }
 
 func (c *counts) Journal(sh journal.Shard, b int64, _ time.Duration) {
 	c.mu.Lock()
 	c.backlogs[sh.Tag] = b
+	if c.rounds != nil {
+		c.rounds[sh.Tag]++
+	}
 	c.mu.Unlock()
 }
 func (c *counts) Released(journal.Shard) {}
@@ -182,6 +186,56 @@ func TestRelayMovesTheJournal(t *testing.T) {
 	defer obs.mu.Unlock()
 	if obs.relayed < 50 || len(obs.failed) != 0 {
 		t.Fatalf("relayed %d, failures %v", obs.relayed, obs.failed)
+	}
+}
+
+// An empty journal is read about once per hold (an entry cannot be taken
+// sooner), and a cold shard's (its sale far from its window) once per
+// ColdPause under a lease three times as long; an entry on a cold shard
+// still reaches Kafka, at the next reading.
+func TestRelayPacesIdleAndColdShards(t *testing.T) {
+	e := setup(t, 4)
+	cold := map[string]bool{e.sale.Shards[0]: true, e.sale.Shards[1]: true}
+	kc, err := kgo.NewClient(journal.ProducerOpts(testenv.KafkaBrokers())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	obs := &counts{failed: map[string]int{}, backlogs: map[string]int64{}, rounds: map[string]int{}}
+	const hold, coldPause = 300 * time.Millisecond, 2 * time.Second
+	r := journal.New(journal.Config{Topic: e.topic, Hold: hold, Lease: time.Second, Scan: 200 * time.Millisecond,
+		Cold: func(sh journal.Shard) bool { return cold[sh.Tag] }, ColdPause: coldPause,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, e.st.Client(), kc, e.shards, obs)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(3 * time.Second)
+	obs.mu.Lock()
+	for i, tag := range e.sale.Shards {
+		n := obs.rounds[tag]
+		lo, hi := 6, 12 // 3s of rounds every 300ms, less the start
+		if cold[tag] {
+			lo, hi = 1, 2
+		}
+		if n < lo || n > hi {
+			t.Errorf("shard %d (cold %v): %d rounds in 3s, want %d..%d", i, cold[tag], n, lo, hi)
+		}
+	}
+	obs.mu.Unlock()
+	c := e.st.Client()
+	ttl, err := c.Do(ctx, c.B().Pttl().Key(string(sharding.AppendRelayLeaseKey(nil, e.sale.Shards[0]))).Build()).AsInt64()
+	if err != nil || ttl < int64(coldPause/time.Millisecond) {
+		t.Errorf("cold shard's lease lives %dms (%v), want more than its pause %v", ttl, err, coldPause)
+	}
+	var user uint64 = 1
+	for sharding.HomeShard(user, e.sale.ID, 4) != 0 {
+		user++
+	}
+	res := e.reserve(t, user)
+	seen := consume(t, e.topic, 1, coldPause+hold+5*time.Second)
+	if seen[res.OrderID] != 1 {
+		t.Fatalf("the entry on a cold shard was not relayed: %v", seen)
 	}
 }
 

@@ -3,6 +3,7 @@ package stock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"flashsale/lua"
 	"flashsale/sharding"
 )
 
@@ -47,6 +49,8 @@ type Batcher struct {
 	acks       int          // replicas a write waits for (WAIT), 0 for none
 	ackTimeout time.Duration
 	short      atomic.Int64 // acknowledged writes that fell short of acks
+	joined     atomic.Int64 // reservations sent joined with others (reserve_many)
+	loading    atomic.Bool  // a SCRIPT LOAD of reserve_many is under way
 }
 
 // route is the slot map and a client per master, read together.
@@ -78,6 +82,9 @@ type call struct {
 	acked int64        // replicas that did (WAIT's reply), -1 when not asked
 	state atomic.Int32 // callWaiting, then callDone or callAbandoned
 	done  chan struct{}
+	// keys and args of a reserve.lua call that may be joined with others on
+	// its slot into one reserve_many.lua call (nil for any other command)
+	keys, args []string
 }
 
 const (
@@ -181,7 +188,7 @@ func (b *Batcher) lane(slot uint16) *lane {
 // sent, one already sent completes unobserved (an ambiguous outcome, as with
 // rueidis's Do).
 func (b *Batcher) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	res, _ := b.do(ctx, cmd, false)
+	res, _ := b.do(ctx, cmd, false, nil, nil)
 	return res
 }
 
@@ -190,15 +197,26 @@ func (b *Batcher) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 // replicas acknowledged it or the wait timed out. acked is the number of
 // replicas that did, -1 when SetAcks is off or the command failed.
 func (b *Batcher) DoAck(ctx context.Context, cmd rueidis.Completed) (res rueidis.RedisResult, acked int64) {
-	return b.do(ctx, cmd, b.acks > 0)
+	return b.do(ctx, cmd, b.acks > 0, nil, nil)
 }
 
-func (b *Batcher) do(ctx context.Context, cmd rueidis.Completed, ack bool) (rueidis.RedisResult, int64) {
+// DoReserve is DoAck for cmd, an EVALSHA of reserve.lua with keys and args:
+// the Batcher may join it with the other reservations of its batch on the
+// same slot into one call of reserve_many.lua (see joinCalls), whose reply
+// for this reservation is what reserve.lua would have replied.
+func (b *Batcher) DoReserve(ctx context.Context, cmd rueidis.Completed, keys, args []string) (res rueidis.RedisResult, acked int64) {
+	return b.do(ctx, cmd, b.acks > 0, keys, args)
+}
+
+// Joined returns how many reservations were sent joined with others.
+func (b *Batcher) Joined() int64 { return b.joined.Load() }
+
+func (b *Batcher) do(ctx context.Context, cmd rueidis.Completed, ack bool, keys, args []string) (rueidis.RedisResult, int64) {
 	if err := ctx.Err(); err != nil {
 		return rueidis.NewErrorResult(err), -1
 	}
 	c := b.pool.Get().(*call)
-	c.cmd, c.ack, c.acked = cmd, ack, -1
+	c.cmd, c.ack, c.acked, c.keys, c.args = cmd, ack, -1, keys, args
 	c.state.Store(callWaiting)
 	l := b.lane(cmd.Slot())
 	l.mu.Lock()
@@ -295,10 +313,8 @@ func (b *Batcher) send(live []*call, cmds rueidis.Commands) {
 	defer cancel()
 	if !ack {
 		b.batches.Add(1)
-		res := b.c.DoMulti(ctx, cmds...)
-		for i, c := range live {
-			c.res = res[i]
-		}
+		cmds, units := b.joinCalls(live, cmds[:0])
+		b.split(b.c, units, b.c.DoMulti(ctx, cmds...))
 		return
 	}
 	pending := live
@@ -337,24 +353,21 @@ func (b *Batcher) send(live []*call, cmds rueidis.Commands) {
 // redirect.
 func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, g []*call) (redirected []*call) {
 	b.batches.Add(1)
-	cmds := make(rueidis.Commands, 0, len(g)+1)
-	for _, c := range g {
-		cmds = append(cmds, c.cmd)
-	}
+	cmds, units := b.joinCalls(g, make(rueidis.Commands, 0, len(g)+1))
 	cmds = append(cmds, b.c.B().Wait().Numreplicas(int64(b.acks)).Timeout(b.ackTimeout.Milliseconds()).Build())
 	res := node.DoMulti(ctx, cmds...)
-	n, err := res[len(g)].AsInt64()
+	n, err := res[len(units)].AsInt64()
 	if err != nil {
 		n = -1
 		b.refreshSoon()
 	}
-	for i, c := range g {
-		c.res = res[i]
-		if redirect(res[i].Error()) {
+	b.split(node, units, res[:len(units)])
+	for _, c := range g {
+		if redirect(c.res.Error()) {
 			redirected = append(redirected, c)
 			continue
 		}
-		if c.ack && res[i].Error() == nil {
+		if c.ack && c.res.Error() == nil {
 			c.acked = n
 			if n < int64(b.acks) {
 				b.short.Add(1)
@@ -393,6 +406,105 @@ func redirect(err error) bool {
 }
 
 func (b *Batcher) recycle(c *call) {
-	c.res, c.cmd, c.ack = rueidis.RedisResult{}, rueidis.Completed{}, false
+	c.res, c.cmd, c.ack, c.keys, c.args = rueidis.RedisResult{}, rueidis.Completed{}, false, nil, nil
 	b.pool.Put(c)
+}
+
+// maxJoin is the most reservations joined into one reserve_many.lua call.
+const maxJoin = 64
+
+var reserveManySHA = sha1Hex(lua.ReserveMany)
+
+// joinCalls appends to cmds one command per unit of calls and returns the
+// units: a call alone, or the reservations (DoReserve) of one slot joined
+// into one reserve_many.lua call. A reservation joins the open unit of its
+// slot only while no other command on that slot came between them, so the
+// commands on one slot still run in the order they were queued (a void or a
+// buyer-record read queued between two reservations stays between them).
+func (b *Batcher) joinCalls(calls []*call, cmds rueidis.Commands) (rueidis.Commands, [][]*call) {
+	units := make([][]*call, 0, len(calls))
+	var open map[uint16]int // slot -> index of its open unit of reservations
+	for _, c := range calls {
+		slot := c.cmd.Slot()
+		if c.keys == nil {
+			if open != nil {
+				delete(open, slot)
+			}
+			units = append(units, []*call{c})
+			continue
+		}
+		if i, ok := open[slot]; ok && len(units[i]) < maxJoin {
+			units[i] = append(units[i], c)
+			continue
+		}
+		if open == nil {
+			open = map[uint16]int{}
+		}
+		open[slot] = len(units)
+		units = append(units, []*call{c})
+	}
+	for _, u := range units {
+		if len(u) == 1 {
+			cmds = append(cmds, u[0].cmd)
+			continue
+		}
+		b.joined.Add(int64(len(u)))
+		var nk, na int
+		for _, c := range u {
+			nk, na = nk+len(c.keys), na+len(c.args)
+		}
+		keys, args := make([]string, 0, nk), make([]string, 0, na)
+		for _, c := range u {
+			keys, args = append(keys, c.keys...), append(args, c.args...)
+		}
+		cmds = append(cmds, b.c.B().Evalsha().Sha1(reserveManySHA).Numkeys(int64(nk)).Key(keys...).Arg(args...).Build())
+	}
+	return cmds, units
+}
+
+// split leaves in each call of units its result out of res (one per unit).
+// A joined unit's reply is one element per reservation; an error for the
+// whole call (NOSCRIPT, a redirect, a lost connection) is each reservation's.
+// A NOSCRIPT loads reserve_many.lua on node in the background; meanwhile the
+// callers fall back to EVAL of reserve.lua (see Store.evalAck).
+func (b *Batcher) split(node rueidis.Client, units [][]*call, res []rueidis.RedisResult) {
+	for i, u := range units {
+		if len(u) == 1 {
+			u[0].res = res[i]
+			continue
+		}
+		arr, err := res[i].ToArray()
+		switch {
+		case err != nil:
+			if rerr, ok := rueidis.IsRedisErr(err); ok && rerr.IsNoScript() {
+				b.loadJoinedSoon(node)
+			}
+			for _, c := range u {
+				c.res = res[i]
+			}
+		case len(arr) != len(u):
+			bad := rueidis.NewErrorResult(fmt.Errorf("reserve_many replied %d elements for %d reservations", len(arr), len(u)))
+			for _, c := range u {
+				c.res = bad
+			}
+		default:
+			for j, c := range u {
+				c.res = rueidis.NewResult(arr[j], nil)
+			}
+		}
+	}
+}
+
+// loadJoinedSoon loads reserve_many.lua on node in the background, once at a
+// time: a restarted or new master answered NOSCRIPT.
+func (b *Batcher) loadJoinedSoon(node rueidis.Client) {
+	if !b.loading.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer b.loading.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
+		defer cancel()
+		_ = node.Do(ctx, node.B().ScriptLoad().Script(lua.ReserveMany).Build()).Error()
+	}()
 }

@@ -67,7 +67,7 @@ func (s *Store) Void(ctx context.Context, r Reservation) (VoidOutcome, error) {
 	}
 	args := []string{strconv.FormatUint(r.UserID, 10), r.OrderID.String(), strconv.FormatUint(r.Attempt, 10),
 		strconv.Itoa(int(VoidTTL / time.Second))}
-	rr, _ := s.evalAck(ctx, s.voidSHA, lua.Void, s.void, keys, args)
+	rr, _ := s.evalAck(ctx, s.voidSHA, lua.Void, s.void, keys, args, false)
 	n, err := rr.AsInt64()
 	if err != nil {
 		return 0, fmt.Errorf("voiding attempt: %w", err)
@@ -121,7 +121,7 @@ func (s *Store) Act(ctx context.Context, a ActRequest) (string, error) {
 	}
 	args := []string{a.Action, strconv.FormatUint(a.UserID, 10), a.OrderID.String(), strconv.FormatInt(a.SaleID, 10),
 		strconv.Itoa(bound(a.Bound)), strconv.FormatInt(a.At.UnixMilli(), 10)}
-	rr, _ := s.evalAck(ctx, s.actSHA, lua.Act, s.act, keys, args)
+	rr, _ := s.evalAck(ctx, s.actSHA, lua.Act, s.act, keys, args, false)
 	v, err := rr.ToString()
 	if err != nil {
 		return "", fmt.Errorf("journaling %s: %w", a.Action, err)

@@ -117,7 +117,7 @@ func sha1Hex(script string) string { return fmt.Sprintf("%x", sha1.Sum([]byte(sc
 
 // HotScripts are the scripts the purchase path runs by SHA-1 (EVALSHA); the
 // gateway loads them on every master before it calls itself ready.
-var HotScripts = []string{lua.Reserve, lua.Void, lua.Act}
+var HotScripts = []string{lua.Reserve, lua.ReserveMany, lua.Void, lua.Act}
 
 // SetBatcher sends the hot-path calls, Reserve, Void, Act and Holder, through
 // b (see Batcher). Call it before the Store is used.
@@ -203,7 +203,7 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 		strconv.Itoa(bound(r.Bound)), strconv.FormatUint(r.Attempt, 10),
 		strconv.FormatInt(r.Credit.Units, 10), r.Credit.MoveID, strconv.Itoa(int(MoveMarkerTTL / time.Second)),
 	}
-	rr, acked := s.evalAck(ctx, s.reserveSHA, lua.Reserve, s.reserve, keys, args)
+	rr, acked := s.evalAck(ctx, s.reserveSHA, lua.Reserve, s.reserve, keys, args, true)
 	arr, err := rr.ToArray()
 	if err != nil {
 		return Result{}, fmt.Errorf("reserving stock: %w", err)
@@ -218,12 +218,20 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 
 // evalAck runs a hot script through the Batcher as an acknowledged write
 // (EVALSHA, falling back to one EVAL on NOSCRIPT), or through rueidis alone
-// without a Batcher.
-func (s *Store) evalAck(ctx context.Context, sha, src string, script *rueidis.Lua, keys, args []string) (rueidis.RedisResult, int64) {
+// without a Batcher. join marks a reserve.lua call the Batcher may join with
+// others (Batcher.DoReserve).
+func (s *Store) evalAck(ctx context.Context, sha, src string, script *rueidis.Lua, keys, args []string, join bool) (rueidis.RedisResult, int64) {
 	if s.batch == nil {
 		return script.Exec(ctx, s.c, keys, args), -1
 	}
-	rr, acked := s.batch.DoAck(ctx, s.c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	cmd := s.c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	var rr rueidis.RedisResult
+	var acked int64
+	if join {
+		rr, acked = s.batch.DoReserve(ctx, cmd, keys, args)
+	} else {
+		rr, acked = s.batch.DoAck(ctx, cmd)
+	}
 	if rerr, ok := rueidis.IsRedisErr(rr.Error()); ok && rerr.IsNoScript() {
 		// A node without the script (restarted, or a new master): EVAL runs
 		// and loads it, in one round trip. NOSCRIPT means the EVALSHA ran

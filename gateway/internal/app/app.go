@@ -120,7 +120,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		}
 		a.Relay = journal.New(journal.Config{
 			Topic: cfg.Topic, Lease: cfg.RelayLease, Hold: cfg.RelayHold, Log: log,
-			Recover: a.store.RecoverStalled,
+			Recover: a.store.RecoverStalled, Cold: a.coldShard,
 		}, a.redis, a.kafka, a.shards, a.Metrics.Relay())
 	}
 	tickets, err := ticketKeys(cfg, log)
@@ -312,6 +312,24 @@ func (a *App) shards() []journal.Shard {
 		}
 	}
 	return out
+}
+
+// coldMargin is how long before a sale's start, and after its last payment
+// window closed, its journals are still read at the warm pace.
+const coldMargin = time.Minute
+
+// coldShard reports a shard whose journal can only get rare entries: its
+// sale starts more than coldMargin from now, or its last payment window
+// (sale end plus window) closed more than coldMargin ago, or the sale is
+// gone from the catalog. The relay reads such an empty journal every few
+// seconds instead of every second (journal.Config.Cold).
+func (a *App) coldShard(sh journal.Shard) bool {
+	s := a.Catalog.Snapshot().Sale(sh.SaleID)
+	if s == nil {
+		return true
+	}
+	n := time.Now().UnixNano()
+	return n < s.Start-int64(coldMargin) || n > s.End+int64(s.Window())+int64(coldMargin)
 }
 
 // skew maps -jwt-skew to auth.Config.Skew, where 0 means the default and a

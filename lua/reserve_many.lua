@@ -1,0 +1,151 @@
+-- reserve_many.lua: several purchase clicks on one Redis slot in one call.
+--
+-- Each reservation is exactly reserve.lua's: its 7 keys and 12 arguments, in
+-- reserve.lua's order, follow the previous reservation's (KEYS[7*(i-1)+1..],
+-- ARGV[12*(i-1)+1..]). The reply holds, for each reservation in order, what
+-- reserve.lua would have replied had the calls run one after another in this
+-- order: {code, order id, units left}, or an error for a reservation whose
+-- arguments or stock key are malformed (the others still run).
+--
+-- Why: a script call costs Redis far more than the commands it runs (the
+-- call's setup, each redis.call's bridge, and on the replica one MULTI/EXEC
+-- per call). Here the keys every reservation reads (fence, journal length,
+-- halt, stock, buyer records, whether an order record exists) are read once
+-- per distinct key, and the stock decrement and buyer records are written
+-- once per key at the end: a reservation then costs its journal entry and its
+-- order record.
+--
+-- Every key is read (and so type-checked) before the first write, so the
+-- writes that follow cannot fail on a key's type, and Redis refuses a script
+-- for lack of memory only at its first write: the stock decrements, buyer
+-- records, journal entries and order records of one call are made together
+-- or not at all.
+local NK, NA = 7, 12
+local n = #KEYS / NK
+if n < 1 or n ~= math.floor(n) or #ARGV ~= n * NA then
+  return redis.error_reply('ERR reserve_many: want 7 keys and 12 args per reservation, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+end
+
+-- Every key any reservation reads, read once per distinct key before the
+-- first write: fence, journal length, halt, stock, the buyer records (one
+-- HMGET per buyers key) and the order records (one EXISTS for all of them,
+-- and their status only when one exists).
+local fence, jlen, halt, stock, held, ord = {}, {}, {}, {}, {}, {}
+local users, orders = {}, {}
+for i = 0, n - 1 do
+  local k = i * NK
+  local kStock, kBuyers, kFence, kJournal, kHalt = KEYS[k + 1], KEYS[k + 2], KEYS[k + 4], KEYS[k + 5], KEYS[k + 7]
+  if fence[kFence] == nil then fence[kFence] = redis.call('EXISTS', kFence) == 1 end
+  if jlen[kJournal] == nil then jlen[kJournal] = redis.call('XLEN', kJournal) end
+  if halt[kHalt] == nil then halt[kHalt] = redis.call('GET', kHalt) or false end
+  if stock[kStock] == nil then
+    local raw = redis.call('GET', kStock)
+    local v = raw and tonumber(raw)
+    stock[kStock] = (v and v == math.floor(v) and v >= 0) and v or false
+  end
+  users[kBuyers] = users[kBuyers] or {}
+  table.insert(users[kBuyers], ARGV[i * NA + 1])
+  orders[#orders + 1] = KEYS[k + 3]
+end
+for b, us in pairs(users) do
+  local vals = redis.call('HMGET', b, unpack(us))
+  local h = {}
+  for j, u in ipairs(us) do
+    if vals[j] then h[u] = vals[j] end
+  end
+  held[b] = h
+end
+if redis.call('EXISTS', unpack(orders)) > 0 then
+  for _, o in ipairs(orders) do
+    if ord[o] == nil then
+      local v = redis.call('HMGET', o, 'status', 'a')
+      ord[o] = v[1] and {v[1], v[2]} or false
+    end
+  end
+end
+
+local out = {}
+local made = {}   -- order keys written by this call
+local taken = {}  -- stock key -> units taken by this call
+local buyers = {} -- buyers key -> {user, order id, ...} to write
+local added = {}  -- journal key -> entries added by this call
+
+local function one(i)
+  local k, a = i * NK, i * NA
+  local kStock, kBuyers, kOrder, kFence, kJournal, kMove, kHalt =
+    KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7]
+  local user, oid, item, attempt = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 9]
+  local ttl, bound, credit, mttl = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 8]), tonumber(ARGV[a + 10]), tonumber(ARGV[a + 12])
+  if user == '' or oid == '' or not tonumber(item) or not tonumber(ARGV[a + 4]) or not tonumber(ARGV[a + 5])
+      or not ttl or ttl <= 0 or not tonumber(ARGV[a + 7]) or not bound or bound < 1 or attempt == ''
+      or not credit or credit < 0 or credit ~= math.floor(credit) or (credit > 0 and (ARGV[a + 11] == '' or not mttl or mttl < 1)) then
+    return redis.error_reply('ERR reserve: bad arguments (user, order id, item, created ms, expires ms, ttl s, sale, bound, attempt, credit, move id, marker ttl s)')
+  end
+  if fence[kFence] then
+    return {4, '', -1}
+  end
+  if jlen[kJournal] + (added[kJournal] or 0) >= bound then
+    return {5, '', -1}
+  end
+  local units = stock[kStock]
+  if not units then
+    return redis.error_reply('ERR reserve: stock key missing or not a non-negative integer: ' .. kStock)
+  end
+  units = units - (taken[kStock] or 0)
+  if credit > 0 and redis.call('EXISTS', kMove) == 0 then
+    units = redis.call('INCRBY', kStock, credit) - (taken[kStock] or 0)
+    stock[kStock] = stock[kStock] + credit
+    redis.call('SET', kMove, tostring(credit), 'EX', mttl)
+  end
+  local h = held[kBuyers][user]
+  if h then
+    if h == oid then return {1, oid, -1} end
+    return {2, h, -1}
+  end
+  local st, sa
+  if made[kOrder] then
+    st = 'PENDING'
+  elseif ord[kOrder] then
+    st, sa = ord[kOrder][1], ord[kOrder][2]
+  end
+  if st and not (st == 'VOID' and sa ~= attempt) then
+    return {3, oid, -1}
+  end
+  local hv = halt[kHalt]
+  if hv == 'PAUSED' then
+    return {6, '', -1}
+  elseif hv then
+    return {7, '', -1}
+  end
+  if units == 0 then
+    return {0, '', 0}
+  end
+  taken[kStock] = (taken[kStock] or 0) + 1
+  held[kBuyers][user] = oid
+  local bl = buyers[kBuyers]
+  if not bl then bl = {}; buyers[kBuyers] = bl end
+  bl[#bl + 1] = user
+  bl[#bl + 1] = oid
+  added[kJournal] = (added[kJournal] or 0) + 1
+  local eid = redis.call('XADD', kJournal, '*', 't', 'reserved', 'o', oid, 's', ARGV[a + 7], 'i', item, 'u', user,
+    'c', ARGV[a + 4], 'x', ARGV[a + 5])
+  if st then
+    redis.call('DEL', kOrder)
+  end
+  redis.call('HSET', kOrder, 'user', user, 'item', item, 'status', 'PENDING', 'created', ARGV[a + 4], 'expires', ARGV[a + 5],
+    'a', attempt, 'j', eid)
+  redis.call('EXPIRE', kOrder, ttl)
+  made[kOrder] = true
+  return {1, oid, units - 1}
+end
+
+for i = 0, n - 1 do
+  out[i + 1] = one(i)
+end
+for k, t in pairs(taken) do
+  redis.call('DECRBY', k, t)
+end
+for b, bl in pairs(buyers) do
+  redis.call('HSET', b, unpack(bl))
+end
+return out
