@@ -30,7 +30,8 @@ type Shard struct {
 type Observer interface {
 	// Journal reports a shard's backlog and the age of its oldest entry
 	// after each round of its owner; Released reports that this relay let
-	// the shard go (its gauges should be dropped).
+	// the shard go, or that the shard is cold with an empty journal (its
+	// gauges should be dropped either way).
 	Journal(sh Shard, backlog int64, oldest time.Duration)
 	Released(sh Shard)
 	// Relayed counts entries Kafka acknowledged.
@@ -359,7 +360,13 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 		if t, ok := IDTime(rd.Oldest); ok {
 			age = max(time.Since(t), 0)
 		}
-		r.obs.Journal(sh, rd.Backlog, age)
+		if cold && rd.Backlog == 0 {
+			// Nothing to watch on a cold shard: no series for it (a
+			// gateway that has seen hundreds of sales exposes the live ones).
+			r.obs.Released(sh)
+		} else {
+			r.obs.Journal(sh, rd.Backlog, age)
+		}
 		if len(rd.Entries) > 0 {
 			acked = r.produce(ctx, sh, rd.Entries)
 		}

@@ -35,9 +35,16 @@ func (c *counts) Journal(sh journal.Shard, b int64, _ time.Duration) {
 	}
 	c.mu.Unlock()
 }
-func (c *counts) Released(journal.Shard) {}
-func (c *counts) Relayed(n int)          { c.mu.Lock(); c.relayed += n; c.mu.Unlock() }
-func (c *counts) Failed(k string)        { c.mu.Lock(); c.failed[k]++; c.mu.Unlock() }
+func (c *counts) Released(sh journal.Shard) {
+	c.mu.Lock()
+	delete(c.backlogs, sh.Tag)
+	if c.rounds != nil {
+		c.rounds[sh.Tag]++
+	}
+	c.mu.Unlock()
+}
+func (c *counts) Relayed(n int)   { c.mu.Lock(); c.relayed += n; c.mu.Unlock() }
+func (c *counts) Failed(k string) { c.mu.Lock(); c.failed[k]++; c.mu.Unlock() }
 
 type env struct {
 	st    *stock.Store
@@ -220,6 +227,9 @@ func TestRelayPacesIdleAndColdShards(t *testing.T) {
 		}
 		if n < lo || n > hi {
 			t.Errorf("shard %d (cold %v): %d rounds in 3s, want %d..%d", i, cold[tag], n, lo, hi)
+		}
+		if _, shown := obs.backlogs[tag]; shown == cold[tag] {
+			t.Errorf("shard %d (cold %v): backlog gauge shown %v, want it for the warm shards only", i, cold[tag], shown)
 		}
 	}
 	obs.mu.Unlock()

@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		return nil, fmt.Errorf("setting up token verification: %w", err)
 	}
 	a.Catalog = catalog.New(newSalesSource(a.store, log), catalog.Config{
-		Refresh: cfg.RefreshEvery, Poll: cfg.PollInterval, SoldOutGauge: a.Metrics.SoldOut, StockGauge: a.Metrics.Stock, SaleGauge: a.Metrics.Sale, Log: log,
+		Refresh: cfg.RefreshEvery, Poll: cfg.PollInterval, SoldOutGauge: a.Metrics.SoldOut, StockGauge: a.Metrics.Stock, SaleGauge: a.Metrics.Sale, Forget: a.Metrics.ForgetSale, Linger: coldMargin, Log: log,
 	})
 	if cfg.Relay {
 		kopts := append(journal.ProducerOpts(cfg.Kafka.Brokers), cfg.Kafka.Opts()...)

@@ -123,7 +123,16 @@ type Config struct {
 	// StockGauge, when set, is told every reading of an item's shards (for
 	// the flashsale_gateway_stock_units gauge): a poller, not the requests.
 	StockGauge func(saleID, itemID int64, perShard []int64)
-	Log        *slog.Logger
+	// Forget, when set, is told once that a sale is over, its last payment
+	// window closed Linger ago, or that it left the catalog: the gauges of
+	// the sale and its items can go (a gateway that has seen hundreds of
+	// sales then exposes the current ones only). It is told again if the
+	// sale comes back (an end moved later).
+	Forget func(saleID int64, items []int64)
+	// Linger is how long a sale's gauges stay after its last payment window
+	// closed (default 1m).
+	Linger time.Duration
+	Log    *slog.Logger
 }
 
 // Catalog is the current snapshot plus the loop that refreshes it. It is safe
@@ -133,6 +142,9 @@ type Catalog struct {
 	cfg  Config
 	snap atomic.Pointer[Snapshot]
 	kick chan struct{} // RefreshSoon's request, capacity 1
+
+	gaugesMu sync.Mutex
+	gauged   map[int64][]int64 // sales whose gauges are set -> their items
 }
 
 // New returns an empty catalog over src.
@@ -149,7 +161,10 @@ func New(src Source, cfg Config) *Catalog {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	c := &Catalog{src: src, cfg: cfg, kick: make(chan struct{}, 1)}
+	if cfg.Linger <= 0 {
+		cfg.Linger = time.Minute
+	}
+	c := &Catalog{src: src, cfg: cfg, kick: make(chan struct{}, 1), gauged: map[int64][]int64{}}
 	c.snap.Store(&Snapshot{items: map[int64]*Item{}, sales: map[int64]*Sale{}})
 	return c
 }
@@ -188,19 +203,57 @@ func (c *Catalog) Refresh(ctx context.Context, now time.Time) error {
 		}
 	}
 	err = c.readAll(ctx, items)
+	c.gaugesMu.Lock()
+	defer c.gaugesMu.Unlock()
+	n := now.UnixNano()
 	for _, s := range snap.sales {
+		s.describe(now)
+		if n > s.End+int64(s.Window())+int64(c.cfg.Linger) {
+			c.forget(s.ID)
+			continue
+		}
+		ids := make([]int64, 0, len(s.Items))
 		for _, it := range s.Items {
+			ids = append(ids, it.Item.ID)
 			if c.cfg.SoldOutGauge != nil {
 				c.cfg.SoldOutGauge(it.Item.ID, it.Flags.SoldOut())
 			}
 		}
-		s.describe(now)
+		c.gauged[s.ID] = ids
 		if c.cfg.SaleGauge != nil {
-			n := now.UnixNano()
 			c.cfg.SaleGauge(s.ID, s.Halt == HaltNone && s.Start <= n && n < s.End, s.Halt == HaltPaused)
 		}
 	}
+	for id, items := range c.gauged {
+		if snap.sales[id] == nil { // gone from the catalog
+			if items != nil && c.cfg.Forget != nil {
+				c.cfg.Forget(id, items)
+			}
+			delete(c.gauged, id)
+		}
+	}
 	return err
+}
+
+// forget drops the gauges of a sale once (gaugesMu held). A sale never
+// gauged (loaded after it was over) is forgotten too: its first stock
+// reading set its stock gauges.
+func (c *Catalog) forget(id int64) {
+	items, ok := c.gauged[id]
+	if ok && items == nil {
+		return // forgotten already
+	}
+	if !ok {
+		if s := c.snap.Load().sales[id]; s != nil {
+			for _, it := range s.Items {
+				items = append(items, it.Item.ID)
+			}
+		}
+	}
+	if c.cfg.Forget != nil {
+		c.cfg.Forget(id, items)
+	}
+	c.gauged[id] = nil
 }
 
 // Poll reads the stock of every item with a flag set, clearing the flags of

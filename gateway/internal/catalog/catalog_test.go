@@ -147,3 +147,74 @@ func TestDescriptionTimes(t *testing.T) {
 		t.Fatalf("sale with a pre-queue: %v", d)
 	}
 }
+
+// A sale's gauges go once its last payment window closed Linger ago, or once
+// it left the catalog, and come back if it is current again; a sale loaded
+// after it was over is forgotten at once (its first reading set its stock).
+func TestForgetsTheGaugesOfSalesThatAreOver(t *testing.T) {
+	now := time.Now().Truncate(time.Second)
+	live := sale(1, 1, 2, now.Add(-time.Hour), now.Add(time.Hour), 10)
+	past := sale(2, 1, 2, now.Add(-3*time.Hour), now.Add(-2*time.Hour), 20, 21)
+	src := &source{stock: map[int64][]int64{10: {1, 1}, 20: {0, 0}, 21: {1, 0}}, sales: []*sharding.Sale{live, past}}
+	var mu sync.Mutex
+	forgot := map[int64][]int64{}
+	gauged := map[int64]int{}
+	stocked := map[int64]int{}
+	c := New(src, Config{Linger: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SaleGauge:  func(id int64, _, _ bool) { mu.Lock(); gauged[id]++; mu.Unlock() },
+		StockGauge: func(_, item int64, _ []int64) { mu.Lock(); stocked[item]++; mu.Unlock() },
+		Forget: func(id int64, items []int64) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, twice := forgot[id]; twice {
+				t.Errorf("sale %d forgotten twice", id)
+			}
+			forgot[id] = items
+		}})
+	refresh := func(at time.Time) {
+		t.Helper()
+		if err := c.Refresh(context.Background(), at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refresh(now)
+	refresh(now.Add(time.Second))
+	if got := forgot[2]; len(got) != 2 || got[0] != 20 || got[1] != 21 {
+		t.Fatalf("the sale over before it was loaded: forgotten with items %v, want [20 21]", got)
+	}
+	if gauged[2] != 0 || stocked[20] != 1 || gauged[1] != 2 {
+		t.Fatalf("gauges set: sales %v, stock %v: want the over sale's stock read once and its sale gauge never", gauged, stocked)
+	}
+	if _, ok := forgot[1]; ok {
+		t.Fatal("the live sale was forgotten")
+	}
+	// The live sale ends; its window is 10 minutes (the default): its gauges
+	// stay until 11 minutes after the end.
+	end := now.Add(time.Hour)
+	refresh(end.Add(10 * time.Minute))
+	if _, ok := forgot[1]; ok {
+		t.Fatal("forgotten while its payment window was still open")
+	}
+	refresh(end.Add(11*time.Minute + time.Second))
+	if got := forgot[1]; len(got) != 1 || got[0] != 10 {
+		t.Fatalf("ended sale: forgotten with %v, want [10]", got)
+	}
+	// Moved later, it is gauged again; then it leaves the catalog.
+	delete(forgot, 1)
+	later := sale(1, 2, 2, now.Add(-time.Hour), now.Add(3*time.Hour), 10)
+	src.mu.Lock()
+	src.sales = []*sharding.Sale{later}
+	src.mu.Unlock()
+	n := gauged[1]
+	refresh(end.Add(12 * time.Minute))
+	if gauged[1] != n+1 {
+		t.Fatal("a sale current again was not gauged again")
+	}
+	src.mu.Lock()
+	src.sales = nil
+	src.mu.Unlock()
+	refresh(end.Add(13 * time.Minute))
+	if got := forgot[1]; len(got) != 1 || got[0] != 10 {
+		t.Fatalf("sale gone from the catalog: forgotten with %v, want [10]", got)
+	}
+}

@@ -191,6 +191,18 @@ func (m *Metrics) Stock(saleID, itemID int64, perShard []int64) {
 	}
 }
 
+// ForgetSale drops the gauges of a sale and of its items (catalog refresh
+// only): the sale is over, or gone. See catalog.Config.Forget.
+func (m *Metrics) ForgetSale(saleID int64, items []int64) {
+	id := prometheus.Labels{"sale": strconv.FormatInt(saleID, 10)}
+	m.stock.DeletePartialMatch(id)
+	m.selling.DeletePartialMatch(id)
+	m.paused.DeletePartialMatch(id)
+	for _, it := range items {
+		m.soldOut.DeleteLabelValues(strconv.FormatInt(it, 10))
+	}
+}
+
 // SoldOut sets the sold-out gauge of item. It allocates; the catalog calls it
 // from its refresh loop only.
 func (m *Metrics) SoldOut(itemID int64, soldOut bool) {

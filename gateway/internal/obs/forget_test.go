@@ -1,0 +1,34 @@
+package obs
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// ForgetSale drops the series of one sale and its items and no other's.
+func TestForgetSaleDropsItsSeries(t *testing.T) {
+	m := New()
+	for _, s := range []int64{1, 2} {
+		m.Sale(s, true, false)
+		m.Stock(s, s*10, []int64{3, 4})
+		m.SoldOut(s*10, false)
+	}
+	names := []string{"flashsale_gateway_stock_units", "flashsale_gateway_sale_selling", "flashsale_gateway_sale_paused", "flashsale_gateway_soldout"}
+	if n, err := testutil.GatherAndCount(m.Registry, names...); err != nil || n != 10 {
+		t.Fatalf("before: %d series (%v), want 10", n, err)
+	}
+	m.ForgetSale(1, []int64{10})
+	if n, err := testutil.GatherAndCount(m.Registry, names...); err != nil || n != 5 {
+		t.Fatalf("after: %d series (%v), want sale 2's 5", n, err)
+	}
+	want := `
+# HELP flashsale_gateway_soldout 1 when the item's local sold-out flag is set.
+# TYPE flashsale_gateway_soldout gauge
+flashsale_gateway_soldout{item="20"} 0
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "flashsale_gateway_soldout"); err != nil {
+		t.Fatal(err)
+	}
+}
