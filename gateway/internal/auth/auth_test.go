@@ -270,6 +270,16 @@ func TestVerifyAttackMatrix(t *testing.T) {
 		{"nbf future", handmade(t, hs(), with(std("5"), "nbf", testNow.Add(time.Minute).Unix()), testSecret), ErrNotYetValid},
 		{"iat future", handmade(t, hs(), with(std("5"), "iat", testNow.Add(time.Minute).Unix()), testSecret), ErrNotYetValid},
 		{"payload not object", []byte(parts[0] + "." + base64.RawURLEncoding.EncodeToString([]byte(`[1]`)) + "." + parts[2]), ErrSignature},
+		// The HS256 MAC is checked by hand (verifyHS256): every length and
+		// alteration of the signature segment must fail.
+		{"HS256 signature truncated", []byte(parts[0] + "." + parts[1] + "." + parts[2][:40]), ErrSignature},
+		{"HS256 signature one byte short", []byte(parts[0] + "." + parts[1] + "." + b64(sigBytes(parts[2])[:31])), ErrSignature},
+		{"HS256 signature one byte long", []byte(parts[0] + "." + parts[1] + "." + b64(append(sigBytes(parts[2]), 0))), ErrSignature},
+		{"HS256 signature doubled", []byte(parts[0] + "." + parts[1] + "." + parts[2] + parts[2]), ErrSignature},
+		{"HS256 signature last bit flipped", []byte(parts[0] + "." + parts[1] + "." + b64(flipLast(sigBytes(parts[2])))), ErrSignature},
+		{"HS256 signature of the header only", []byte(parts[0] + "." + parts[1] + "." + b64(macOf(parts[0]))), ErrSignature},
+		{"HS256 signature without the dot", []byte(parts[0] + "." + parts[1] + "." + b64(macOf(parts[0]+parts[1]))), ErrSignature},
+		{"HS256 non-canonical final character", []byte(parts[0] + "." + parts[1] + "." + nonCanonical(parts[2])), ErrSignature},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -697,4 +707,34 @@ func TestVerifyRefusesAmbiguousJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func sigBytes(seg string) []byte {
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func flipLast(b []byte) []byte {
+	b = append([]byte(nil), b...)
+	b[len(b)-1] ^= 1
+	return b
+}
+
+func macOf(s string) []byte {
+	m := hmac.New(sha256.New, testSecret)
+	m.Write([]byte(s))
+	return m.Sum(nil)
+}
+
+// nonCanonical changes the unused low bits of the last base64 character: a
+// decoder that ignores them would read the same 32 bytes.
+func nonCanonical(seg string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, seg[len(seg)-1])
+	return seg[:len(seg)-1] + string(alphabet[i^1])
 }

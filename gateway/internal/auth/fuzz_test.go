@@ -120,3 +120,39 @@ func wellFormedRef(tok []byte) bool {
 	}
 	return true
 }
+
+// FuzzHS256MatchesJWS: the hand-written HS256 check accepts a token only
+// when jws.Verify does, with the same payload; it refuses more only for a
+// signature spelled with nonzero unused bits (strict base64).
+func FuzzHS256MatchesJWS(f *testing.F) {
+	v, err := New(context.Background(), Config{HS256Secret: testSecret})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer v.Close()
+	good, err := MintHS256(testSecret, 99, testNow.Add(time.Hour), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte(good))
+	f.Add([]byte(good[:len(good)-1] + "B"))
+	f.Add([]byte(good + "A"))
+	f.Add(rawToken(`{"alg":"HS256"}`, `{}`, testSecret))
+	f.Add(rawToken(`{"alg":"HS256"}`, `{"sub":"1"}`, []byte("other")))
+	f.Fuzz(func(t *testing.T, tok []byte) {
+		if !wellFormed(tok) {
+			return
+		}
+		mine := v.verifyHS256(tok)
+		theirs, jerr := jws.Verify(tok, jws.WithKey(jwa.HS256, testSecret))
+		switch {
+		case mine != nil && (jerr != nil || string(mine) != string(theirs)):
+			t.Fatalf("%q: accepted with payload %q; jws.Verify: %q, %v", tok, mine, theirs, jerr)
+		case mine == nil && jerr == nil:
+			sig := tok[bytes.LastIndexByte(tok, '.')+1:]
+			if _, err := strictB64.DecodeString(string(sig)); err == nil {
+				t.Fatalf("%q: refused; jws.Verify accepted it and its signature is canonical", tok)
+			}
+		}
+	})
+}
