@@ -11,7 +11,8 @@
 # Redis CPU is counted over all six nodes (replication and AOF included) less
 # their idle CPU.
 #
-# Usage: deploy/sizing.sh [SECONDS]   (default 5 per path)
+# Usage: deploy/sizing.sh [SECONDS]   (default 5 per path; GATEWAY=path measures another
+# gateway binary, e.g. a build of an older commit, against the same stack)
 set -euo pipefail
 DUR=${1:-5}
 cd "$(dirname "$0")/.."
@@ -34,7 +35,7 @@ bin/bench -tokens-out "$RUN/tokens.txt" -users 20000 -jwt-secret "$secret" 2>/de
 gw=""
 start_gateway() {
   [ -n "$gw" ] && { kill "$gw"; wait "$gw" 2>/dev/null || true; }
-  bin/gateway -listen 127.0.0.1:18190 -admin 127.0.0.1:18192 -jwt-secret "$secret" -user-rate 1e9 -user-burst 1000000000 \
+  ${GATEWAY:-bin/gateway} -listen 127.0.0.1:18190 -admin 127.0.0.1:18192 -jwt-secret "$secret" -user-rate 1e9 -user-burst 1000000000 \
     -max-conns-per-ip 0 "$@" >>"$RUN/gateway.log" 2>&1 &
   gw=$!
   for _ in $(seq 100); do curl -fsS -o /dev/null http://127.0.0.1:18192/readyz 2>/dev/null && break; sleep 0.1; done
