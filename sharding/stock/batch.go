@@ -314,7 +314,7 @@ func (b *Batcher) send(live []*call, cmds rueidis.Commands) {
 	if !ack {
 		b.batches.Add(1)
 		cmds, units := b.joinCalls(live, cmds[:0])
-		b.split(b.c, units, b.c.DoMulti(ctx, cmds...))
+		b.split(units, b.c.DoMulti(ctx, cmds...))
 		return
 	}
 	pending := live
@@ -361,7 +361,7 @@ func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, g []*call) (
 		n = -1
 		b.refreshSoon()
 	}
-	b.split(node, units, res[:len(units)])
+	b.split(units, res[:len(units)])
 	for _, c := range g {
 		if redirect(c.res.Error()) {
 			redirected = append(redirected, c)
@@ -465,9 +465,9 @@ func (b *Batcher) joinCalls(calls []*call, cmds rueidis.Commands) (rueidis.Comma
 // split leaves in each call of units its result out of res (one per unit).
 // A joined unit's reply is one element per reservation; an error for the
 // whole call (NOSCRIPT, a redirect, a lost connection) is each reservation's.
-// A NOSCRIPT loads reserve_many.lua on node in the background; meanwhile the
+// A NOSCRIPT loads reserve_many.lua again in the background; meanwhile the
 // callers fall back to EVAL of reserve.lua (see Store.evalAck).
-func (b *Batcher) split(node rueidis.Client, units [][]*call, res []rueidis.RedisResult) {
+func (b *Batcher) split(units [][]*call, res []rueidis.RedisResult) {
 	for i, u := range units {
 		if len(u) == 1 {
 			u[0].res = res[i]
@@ -477,7 +477,7 @@ func (b *Batcher) split(node rueidis.Client, units [][]*call, res []rueidis.Redi
 		switch {
 		case err != nil:
 			if rerr, ok := rueidis.IsRedisErr(err); ok && rerr.IsNoScript() {
-				b.loadJoinedSoon(node)
+				b.loadJoinedSoon()
 			}
 			for _, c := range u {
 				c.res = res[i]
@@ -495,9 +495,10 @@ func (b *Batcher) split(node rueidis.Client, units [][]*call, res []rueidis.Redi
 	}
 }
 
-// loadJoinedSoon loads reserve_many.lua on node in the background, once at a
-// time: a restarted or new master answered NOSCRIPT.
-func (b *Batcher) loadJoinedSoon(node rueidis.Client) {
+// loadJoinedSoon loads reserve_many.lua on every node in the background,
+// once at a time: a restarted or new master answered NOSCRIPT. (A SCRIPT
+// LOAD through the cluster client would reach one node at random.)
+func (b *Batcher) loadJoinedSoon() {
 	if !b.loading.CompareAndSwap(false, true) {
 		return
 	}
@@ -505,6 +506,8 @@ func (b *Batcher) loadJoinedSoon(node rueidis.Client) {
 		defer b.loading.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 		defer cancel()
-		_ = node.Do(ctx, node.B().ScriptLoad().Script(lua.ReserveMany).Build()).Error()
+		for _, n := range b.c.Nodes() {
+			_ = n.Do(ctx, n.B().ScriptLoad().Script(lua.ReserveMany).Build()).Error()
+		}
 	}()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,6 +118,80 @@ func TestBatchedReserveAfterScriptFlush(t *testing.T) {
 	res, err = s.Reserve(ctx, reservation(tag, 1, 8, sharding.NewOrderID(sale, 2, 2)))
 	if err != nil || res.Outcome != stock.Reserved || res.Left != 0 {
 		t.Fatalf("second reserve: %+v %v", res, err)
+	}
+}
+
+// A master that lost its scripts (restarted, or a replica promoted) answers
+// joined reservations NOSCRIPT: each falls back to EVAL of reserve.lua, the
+// batcher loads reserve_many.lua again in the background, and the next
+// wave goes joined. Every reservation is answered, and exactly the stock is
+// sold.
+func TestJoinedReservationsAfterScriptFlush(t *testing.T) {
+	for _, acks := range []int{0, 1} { // through the cluster client, and per master with WAIT
+		t.Run(fmt.Sprintf("acks=%d", acks), func(t *testing.T) { joinedAfterFlush(t, acks) })
+	}
+}
+
+func joinedAfterFlush(t *testing.T, acks int) {
+	s, c := newStore(t)
+	b := stock.NewBatcher(c, 3, time.Second)
+	t.Cleanup(b.Close)
+	b.SetAcks(acks, 100*time.Millisecond)
+	s.SetBatcher(b)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, master := tagOffFirstMaster(t, c, sale)
+	const units = 60
+	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 1))).Value(strconv.Itoa(units)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	node := c.Nodes()[master]
+	many := fmt.Sprintf("%x", sha1Sum(lua.ReserveMany))
+	cached := func() bool {
+		ok, err := node.Do(ctx, node.B().ScriptExists().Sha1(many).Build()).AsBoolSlice()
+		return err == nil && len(ok) == 1 && ok[0]
+	}
+	if err := node.Do(ctx, node.B().ScriptFlush().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	var sold atomic.Int64
+	wave := func(first uint64) {
+		var wg sync.WaitGroup
+		for u := first; u < first+100; u++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res, err := s.Reserve(ctx, reservation(tag, 1, u, sharding.NewOrderID(sale, u, 3)))
+				switch {
+				case err != nil:
+					t.Errorf("user %d: %v", u, err)
+				case res.Outcome == stock.Reserved:
+					sold.Add(1)
+				case res.Outcome != stock.SoldOut:
+					t.Errorf("user %d: %v", u, res.Outcome)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	wave(1)
+	deadline := time.Now().Add(3 * time.Second)
+	for !cached() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !cached() {
+		t.Fatal("reserve_many.lua was not loaded again after NOSCRIPT")
+	}
+	joined := b.Joined()
+	wave(101)
+	if b.Joined() == joined {
+		t.Error("the wave after the reload went unjoined")
+	}
+	if sold.Load() != units {
+		t.Fatalf("sold %d of %d units", sold.Load(), units)
+	}
+	if left := getInt(t, c, sharding.AppendStockKey(nil, tag, 1)); left != 0 {
+		t.Fatalf("stock left %d", left)
 	}
 }
 
