@@ -329,7 +329,7 @@ func (a *App) coldShard(sh journal.Shard) bool {
 		return true
 	}
 	n := time.Now().UnixNano()
-	return n < s.Start-int64(coldMargin) || n > s.End+int64(s.Window())+int64(coldMargin)
+	return n < s.Start-int64(coldMargin) || s.Closed(n, coldMargin)
 }
 
 // skew maps -jwt-skew to auth.Config.Skew, where 0 means the default and a

@@ -383,7 +383,7 @@ func (v *Verifier) verify(now int64, token []byte) (uid uint64, until int64, c c
 		if len(v.secret) == 0 {
 			return 0, 0, codeAlgorithm
 		}
-		if payload = v.verifyHS256(token); payload == nil {
+		if payload = v.verifyHS256(token, i); payload == nil {
 			return 0, 0, codeSignature
 		}
 	case jwa.RS256.String(), jwa.ES256.String(), jwa.EdDSA.String():
@@ -421,16 +421,16 @@ func (v *Verifier) verify(now int64, token []byte) (uid uint64, until int64, c c
 var strictB64 = base64.RawURLEncoding.Strict()
 
 // verifyHS256 checks the HMAC-SHA256 signature of a well-formed token whose
-// header was read and found to name HS256 with no extension, and returns its
+// header (token[:i]) was read and found to name HS256 with no extension, and returns its
 // decoded payload, or nil when the signature does not match. It is what
 // jws.Verify does for one HS256 key (RFC 7515 5.2: the MAC of the first two
 // segments, compared in constant time), without parsing the header a second
 // time: at a sale's start nearly every request carries a new token, and
 // jws.Verify was the costliest step of the purchase path after the system
 // calls (BenchmarkVerifyHS256Full).
-func (v *Verifier) verifyHS256(token []byte) []byte {
+func (v *Verifier) verifyHS256(token []byte, i int) []byte {
 	j := bytes.LastIndexByte(token, '.')
-	var sig [sha256.Size + 2]byte
+	var sig [sha256.Size]byte
 	if base64.RawURLEncoding.DecodedLen(len(token)-j-1) != sha256.Size {
 		return nil
 	}
@@ -443,12 +443,11 @@ func (v *Verifier) verifyHS256(token []byte) []byte {
 	m.Reset()
 	m.Write(token[:j])
 	var sum [sha256.Size]byte
-	ok := hmac.Equal(m.Sum(sum[:0]), sig[:sha256.Size])
+	ok := hmac.Equal(m.Sum(sum[:0]), sig[:])
 	v.macs.Put(m)
 	if !ok {
 		return nil
 	}
-	i := bytes.IndexByte(token, '.')
 	payload := make([]byte, base64.RawURLEncoding.DecodedLen(j-i-1))
 	n, err := base64.RawURLEncoding.Decode(payload, token[i+1:j])
 	if err != nil {

@@ -74,6 +74,13 @@ func (s *Sale) Remaining() int64 {
 	return n
 }
 
+// Closed reports whether the sale's last payment window (its end plus the
+// payment window) closed more than margin before n (Unix ns): nothing but a
+// rare late cancel can touch its orders any more.
+func (s *Sale) Closed(n int64, margin time.Duration) bool {
+	return n > s.End+int64(s.Window())+int64(margin)
+}
+
 func (s *Sale) Description() []byte {
 	if p := s.desc.Load(); p != nil {
 		return *p
@@ -203,18 +210,34 @@ func (c *Catalog) Refresh(ctx context.Context, now time.Time) error {
 		}
 	}
 	err = c.readAll(ctx, items)
-	c.gaugesMu.Lock()
-	defer c.gaugesMu.Unlock()
-	n := now.UnixNano()
 	for _, s := range snap.sales {
 		s.describe(now)
-		if n > s.End+int64(s.Window())+int64(c.cfg.Linger) {
-			c.forget(s.ID)
-			continue
-		}
+	}
+	c.gauge(snap, now.UnixNano())
+	return err
+}
+
+// gauge sets the sale and sold-out gauges of the sales still open (or
+// closed less than Linger ago) and tells Forget, once, of the others and of
+// the sales gone from the catalog.
+func (c *Catalog) gauge(snap *Snapshot, n int64) {
+	c.gaugesMu.Lock()
+	defer c.gaugesMu.Unlock()
+	for _, s := range snap.sales {
 		ids := make([]int64, 0, len(s.Items))
 		for _, it := range s.Items {
 			ids = append(ids, it.Item.ID)
+		}
+		if s.Closed(n, c.cfg.Linger) {
+			// Once: a sale loaded after it closed has no entry yet, but
+			// its first stock reading set its stock gauges.
+			if items, seen := c.gauged[s.ID]; (!seen || items != nil) && c.cfg.Forget != nil {
+				c.cfg.Forget(s.ID, ids)
+			}
+			c.gauged[s.ID] = nil
+			continue
+		}
+		for _, it := range s.Items {
 			if c.cfg.SoldOutGauge != nil {
 				c.cfg.SoldOutGauge(it.Item.ID, it.Flags.SoldOut())
 			}
@@ -232,28 +255,6 @@ func (c *Catalog) Refresh(ctx context.Context, now time.Time) error {
 			delete(c.gauged, id)
 		}
 	}
-	return err
-}
-
-// forget drops the gauges of a sale once (gaugesMu held). A sale never
-// gauged (loaded after it was over) is forgotten too: its first stock
-// reading set its stock gauges.
-func (c *Catalog) forget(id int64) {
-	items, ok := c.gauged[id]
-	if ok && items == nil {
-		return // forgotten already
-	}
-	if !ok {
-		if s := c.snap.Load().sales[id]; s != nil {
-			for _, it := range s.Items {
-				items = append(items, it.Item.ID)
-			}
-		}
-	}
-	if c.cfg.Forget != nil {
-		c.cfg.Forget(id, items)
-	}
-	c.gauged[id] = nil
 }
 
 // Poll reads the stock of every item with a flag set, clearing the flags of
