@@ -19,19 +19,19 @@ var crcTable = func() (t [256]uint16) {
 // SlotCount is the number of hash slots of a Redis Cluster.
 const SlotCount = 16384
 
-func crc16(b []byte) uint16 {
+func crc16[K ~string | ~[]byte](b K) uint16 {
 	var c uint16
-	for _, x := range b {
-		c = c<<8 ^ crcTable[byte(c>>8)^x]
+	for i := 0; i < len(b); i++ {
+		c = c<<8 ^ crcTable[byte(c>>8)^b[i]]
 	}
 	return c
 }
 
 // Slot returns the Redis Cluster hash slot of key, honouring a {hash tag} the way
 // CLUSTER KEYSLOT does: the first '{' with a non-empty run before the next '}'.
-func Slot(key []byte) uint16 {
-	for i, c := range key {
-		if c == '{' {
+func Slot[K ~string | ~[]byte](key K) uint16 {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '{' {
 			for j := i + 1; j < len(key); j++ {
 				if key[j] == '}' {
 					if j > i+1 {

@@ -76,7 +76,8 @@ type lane struct {
 // call is one command. Its state says who recycles it: the waiting caller
 // after the answer, or the worker when the caller gave up first.
 type call struct {
-	cmd   rueidis.Completed
+	cmd   rueidis.Completed // unset for a reservation (keys != nil) until it goes alone
+	slot  uint16
 	res   rueidis.RedisResult
 	ack   bool         // a write answered only after the replicas acknowledged it
 	acked int64        // replicas that did (WAIT's reply), -1 when not asked
@@ -200,12 +201,13 @@ func (b *Batcher) DoAck(ctx context.Context, cmd rueidis.Completed) (res rueidis
 	return b.do(ctx, cmd, b.acks > 0, nil, nil)
 }
 
-// DoReserve is DoAck for cmd, an EVALSHA of reserve.lua with keys and args:
-// the Batcher may join it with the other reservations of its batch on the
-// same slot into one call of reserve_many.lua (see joinCalls), whose reply
-// for this reservation is what reserve.lua would have replied.
-func (b *Batcher) DoReserve(ctx context.Context, cmd rueidis.Completed, keys, args []string) (res rueidis.RedisResult, acked int64) {
-	return b.do(ctx, cmd, b.acks > 0, keys, args)
+// DoReserve is DoAck for reserve.lua with keys and args: the Batcher sends
+// it as one EVALSHA when it goes alone, or joins it with the other
+// reservations of its batch on the same slot into one call of
+// reserve_many.lua (see joinCalls), whose reply for this reservation is what
+// reserve.lua would have replied.
+func (b *Batcher) DoReserve(ctx context.Context, keys, args []string) (res rueidis.RedisResult, acked int64) {
+	return b.do(ctx, rueidis.Completed{}, b.acks > 0, keys, args)
 }
 
 // Joined returns how many reservations were sent joined with others.
@@ -217,8 +219,13 @@ func (b *Batcher) do(ctx context.Context, cmd rueidis.Completed, ack bool, keys,
 	}
 	c := b.pool.Get().(*call)
 	c.cmd, c.ack, c.acked, c.keys, c.args = cmd, ack, -1, keys, args
+	if keys != nil {
+		c.slot = sharding.Slot(keys[0]) // every key of a reservation shares one tag
+	} else {
+		c.slot = cmd.Slot()
+	}
 	c.state.Store(callWaiting)
-	l := b.lane(cmd.Slot())
+	l := b.lane(c.slot)
 	l.mu.Lock()
 	// Checked under the lane's lock: Close sets closed before the worker
 	// drains the lane under this lock, so a call either is drained or sees it.
@@ -324,7 +331,7 @@ func (b *Batcher) send(live []*call, cmds rueidis.Commands) {
 		for _, c := range pending {
 			o := -1
 			if r != nil {
-				o = r.top.Owner(c.cmd.Slot())
+				o = r.top.Owner(c.slot)
 			}
 			groups[o] = append(groups[o], c)
 		}
@@ -413,7 +420,7 @@ func (b *Batcher) recycle(c *call) {
 // maxJoin is the most reservations joined into one reserve_many.lua call.
 const maxJoin = 64
 
-var reserveManySHA = sha1Hex(lua.ReserveMany)
+var reserveSHA, reserveManySHA = sha1Hex(lua.Reserve), sha1Hex(lua.ReserveMany)
 
 // joinCalls appends to cmds one command per unit of calls and returns the
 // units: a call alone, or the reservations (DoReserve) of one slot joined
@@ -425,7 +432,7 @@ func (b *Batcher) joinCalls(calls []*call, cmds rueidis.Commands) (rueidis.Comma
 	units := make([][]*call, 0, len(calls))
 	var open map[uint16]int // slot -> index of its open unit of reservations
 	for _, c := range calls {
-		slot := c.cmd.Slot()
+		slot := c.slot
 		if c.keys == nil {
 			if open != nil {
 				delete(open, slot)
@@ -444,8 +451,11 @@ func (b *Batcher) joinCalls(calls []*call, cmds rueidis.Commands) (rueidis.Comma
 		units = append(units, []*call{c})
 	}
 	for _, u := range units {
-		if len(u) == 1 {
-			cmds = append(cmds, u[0].cmd)
+		if c := u[0]; len(u) == 1 {
+			if c.keys != nil {
+				c.cmd = b.c.B().Evalsha().Sha1(reserveSHA).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
+			}
+			cmds = append(cmds, c.cmd)
 			continue
 		}
 		b.joined.Add(int64(len(u)))

@@ -90,7 +90,7 @@ type Store struct {
 	reserve, release, state *rueidis.Lua
 	void, act, claim        *rueidis.Lua
 	persisted               *rueidis.Lua
-	reserveSHA, voidSHA     string
+	voidSHA                 string
 	actSHA                  string
 	batch                   *Batcher
 }
@@ -107,9 +107,8 @@ func New(c rueidis.Client) *Store {
 		claim:     rueidis.NewLuaScript(lua.ExpireClaim),
 		persisted: rueidis.NewLuaScript(lua.Persisted),
 		// rueidis.Lua keeps its SHA-1 to itself; the batched calls need it.
-		reserveSHA: sha1Hex(lua.Reserve),
-		voidSHA:    sha1Hex(lua.Void),
-		actSHA:     sha1Hex(lua.Act),
+		voidSHA: sha1Hex(lua.Void),
+		actSHA:  sha1Hex(lua.Act),
 	}
 }
 
@@ -203,7 +202,7 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 		strconv.Itoa(bound(r.Bound)), strconv.FormatUint(r.Attempt, 10),
 		strconv.FormatInt(r.Credit.Units, 10), r.Credit.MoveID, strconv.Itoa(int(MoveMarkerTTL / time.Second)),
 	}
-	rr, acked := s.evalAck(ctx, s.reserveSHA, lua.Reserve, s.reserve, keys, args, true)
+	rr, acked := s.evalAck(ctx, reserveSHA, lua.Reserve, s.reserve, keys, args, true)
 	arr, err := rr.ToArray()
 	if err != nil {
 		return Result{}, fmt.Errorf("reserving stock: %w", err)
@@ -224,13 +223,12 @@ func (s *Store) evalAck(ctx context.Context, sha, src string, script *rueidis.Lu
 	if s.batch == nil {
 		return script.Exec(ctx, s.c, keys, args), -1
 	}
-	cmd := s.c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
 	var rr rueidis.RedisResult
 	var acked int64
 	if join {
-		rr, acked = s.batch.DoReserve(ctx, cmd, keys, args)
+		rr, acked = s.batch.DoReserve(ctx, keys, args)
 	} else {
-		rr, acked = s.batch.DoAck(ctx, cmd)
+		rr, acked = s.batch.DoAck(ctx, s.c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	}
 	if rerr, ok := rueidis.IsRedisErr(rr.Error()); ok && rerr.IsNoScript() {
 		// A node without the script (restarted, or a new master): EVAL runs
