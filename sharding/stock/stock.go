@@ -517,6 +517,12 @@ func (s *Store) LoadSale(ctx context.Context, id int64) (*sharding.Sale, error) 
 	if err != nil {
 		return nil, fmt.Errorf("loading sale %d: %w", id, err)
 	}
+	return DecodeSale(id, b)
+}
+
+// DecodeSale decodes and validates a sale's description as stored under
+// sharding.SaleKey(id).
+func DecodeSale(id int64, b []byte) (*sharding.Sale, error) {
 	var sale sharding.Sale
 	if err := json.Unmarshal(b, &sale); err != nil {
 		return nil, fmt.Errorf("decoding sale %d: %w", id, err)
@@ -524,7 +530,45 @@ func (s *Store) LoadSale(ctx context.Context, id int64) (*sharding.Sale, error) 
 	if err := sale.Validate(); err != nil {
 		return nil, fmt.Errorf("sale %d in Redis is invalid: %w", id, err)
 	}
+	if sale.ID != id {
+		return nil, fmt.Errorf("sale %d in Redis is invalid: its description names sale %d", id, sale.ID)
+	}
 	return &sale, nil
+}
+
+// StoredSale is one sale's description as ReadSales found it: Raw, or Err
+// (wrapping ErrNoSale when there is none).
+type StoredSale struct {
+	ID  int64
+	Raw string
+	Err error
+}
+
+// ReadSales reads the stored descriptions of ids, undecoded, pipelined: about
+// one round trip for all of them, where LoadSale in turn costs one each (a
+// gateway that has seen hundreds of sales reads them all every second).
+func (s *Store) ReadSales(ctx context.Context, ids []int64) []StoredSale {
+	out := make([]StoredSale, len(ids))
+	if len(ids) == 0 {
+		return out
+	}
+	cmds := make(rueidis.Commands, len(ids))
+	for i, id := range ids {
+		cmds[i] = s.c.B().Get().Key(sharding.SaleKey(id)).Build()
+	}
+	for i, r := range s.c.DoMulti(ctx, cmds...) {
+		out[i].ID = ids[i]
+		raw, err := r.ToString()
+		switch {
+		case rueidis.IsRedisNil(err):
+			out[i].Err = fmt.Errorf("sale %d: %w", ids[i], ErrNoSale)
+		case err != nil:
+			out[i].Err = fmt.Errorf("loading sale %d: %w", ids[i], err)
+		default:
+			out[i].Raw = raw
+		}
+	}
+	return out
 }
 
 // Remaining returns the units of item left on each shard of sale.
