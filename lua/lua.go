@@ -56,7 +56,7 @@ var ExpireClaim string
 //go:embed relay.lua
 var Relay string
 
-// Persisted marks an order record as held by PostgreSQL. See persisted.lua.
+// Persisted marks order records of one shard as held by PostgreSQL. See persisted.lua.
 //
 //go:embed persisted.lua
 var Persisted string

@@ -364,15 +364,44 @@ type OrderRecord struct {
 // (persisted.lua); marked is false when there is no record (or a VOID one) to
 // mark. A frozen shard answers ErrFrozen. Marking twice is harmless.
 func (s *Store) MarkPersisted(ctx context.Context, tag string, id sharding.OrderID) (marked bool, err error) {
-	keys := []string{string(sharding.AppendOrderKey(nil, tag, id)), string(sharding.AppendFenceKey(nil, tag))}
-	n, err := s.persisted.Exec(ctx, s.c, keys, nil).AsInt64()
-	switch {
-	case err != nil:
-		return false, fmt.Errorf("marking order persisted: %w", err)
-	case n < 0:
-		return false, fmt.Errorf("marking order persisted: %w", ErrFrozen)
+	m, err := s.MarkPersistedMany(ctx, tag, []sharding.OrderID{id})
+	if err != nil {
+		return false, err
 	}
-	return n == 1, nil
+	return m[0], nil
+}
+
+// MarkPersistedMany is MarkPersisted of several orders of tag's shard in one
+// script call: marked[i] tells of ids[i]. A frozen shard marks none of them
+// and answers ErrFrozen.
+func (s *Store) MarkPersistedMany(ctx context.Context, tag string, ids []sharding.OrderID) (marked []bool, err error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 0, 1+len(ids))
+	keys = append(keys, string(sharding.AppendFenceKey(nil, tag)))
+	for _, id := range ids {
+		keys = append(keys, string(sharding.AppendOrderKey(nil, tag, id)))
+	}
+	res := s.persisted.Exec(ctx, s.c, keys, nil)
+	if n, err := res.AsInt64(); err == nil && n < 0 {
+		return nil, fmt.Errorf("marking orders persisted: %w", ErrFrozen)
+	}
+	arr, err := res.AsIntSlice()
+	if err != nil {
+		return nil, fmt.Errorf("marking orders persisted: %w", err)
+	}
+	if len(arr) != len(ids) {
+		return nil, fmt.Errorf("marking orders persisted: %d replies for %d orders", len(arr), len(ids))
+	}
+	marked = make([]bool, len(ids))
+	for i, n := range arr {
+		if n != 0 && n != 1 {
+			return nil, fmt.Errorf("marking orders persisted: reply %d for an order, want 0 or 1", n)
+		}
+		marked[i] = n == 1
+	}
+	return marked, nil
 }
 
 // SetStatus records status for order id on tag's shard. When the record is

@@ -295,8 +295,8 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"release: missing stock key", release, []string{missing, buyers, order, fence}, []string{"77", id.String(), "EXPIRED"}, "stock key missing"},
 		{"status: unknown status", status, []string{order, fence}, []string{"SHIPPED", "60", "", "", "", ""}, "bad arguments"},
 		{"status: wrong arg count", status, []string{order, fence}, []string{"PAID"}, "want 2 keys and 6 args"},
-		{"persisted: args given", persisted, []string{order, fence}, []string{"x"}, "want 2 keys and no args"},
-		{"persisted: one key", persisted, []string{order}, nil, "want 2 keys and no args"},
+		{"persisted: args given", persisted, []string{fence, order}, []string{"x"}, "want the fence and at least one order key"},
+		{"persisted: no order key", persisted, []string{fence}, nil, "want the fence and at least one order key"},
 		{"drop_buyer: wrong key count", dropBuyer, []string{buyers}, []string{"77", id.String()}, "want 2 keys and 2 args"},
 		{"drop_buyer: no order id", dropBuyer, []string{buyers, fence}, []string{"77"}, "want 2 keys and 2 args"},
 		{"drop_buyer: empty user", dropBuyer, []string{buyers, fence}, []string{"", id.String()}, "bad arguments"},
@@ -460,11 +460,33 @@ func TestMarkPersisted(t *testing.T) {
 	if ok, err := s.MarkPersisted(ctx, tag, void); err != nil || ok {
 		t.Fatalf("mark of a VOID record: %v %v", ok, err)
 	}
+	// Several orders of the shard in one call: each answered in turn.
+	second := sharding.NewOrderID(sale, 12, 12)
+	if res, err := s.Reserve(ctx, reservation(tag, 1, 44, second)); err != nil || res.Outcome != stock.Reserved {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
+	marked, err := s.MarkPersistedMany(ctx, tag, []sharding.OrderID{missing, second, void, id})
+	if err != nil || fmt.Sprint(marked) != "[false true false true]" {
+		t.Fatalf("mark of four: %v %v", marked, err)
+	}
+	if rec, _, err := s.Order(ctx, tag, second); err != nil || !rec.Persisted {
+		t.Fatalf("the second order after the mark of four: %+v %v", rec, err)
+	}
+	third := sharding.NewOrderID(sale, 13, 13)
+	if res, err := s.Reserve(ctx, reservation(tag, 1, 45, third)); err != nil || res.Outcome != stock.Reserved {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
 	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendFenceKey(nil, tag))).Value("1").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.MarkPersisted(ctx, tag, id); !errors.Is(err, stock.ErrFrozen) {
 		t.Fatalf("frozen shard: %v", err)
+	}
+	if _, err := s.MarkPersistedMany(ctx, tag, []sharding.OrderID{id, third}); !errors.Is(err, stock.ErrFrozen) {
+		t.Fatalf("frozen shard, two orders: %v", err)
+	}
+	if rec, _, err := s.Order(ctx, tag, third); err != nil || rec.Persisted {
+		t.Fatalf("a frozen shard's order was marked: %+v %v", rec, err)
 	}
 }
 
