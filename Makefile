@@ -5,7 +5,7 @@ STACK := deploy/stack/stack.sh
 BINS := gateway writer bench flashctl
 TEST_TIMEOUT ?= 14m
 
-.PHONY: demo demo-slow test test-unit test-race up down status build lint bench bench-peers clean
+.PHONY: demo demo-slow test test-unit test-race up down reset status build lint bench bench-peers clean
 
 demo: build up
 	bash deploy/demo.sh
@@ -36,6 +36,10 @@ up:
 
 down:
 	bash $(STACK) down
+
+# reset: an empty stack (its data deleted), as on a fresh clone; before a benchmark.
+reset:
+	bash $(STACK) reset
 
 status:
 	bash $(STACK) status

@@ -3,9 +3,13 @@
 # PostgreSQL and a Kafka-protocol broker (Apache Kafka in KRaft mode, or the embedded
 # franz-go kfake as a fallback), all on 127.0.0.1. All state lives under <repo>/.run/.
 #
-# Usage: deploy/stack/stack.sh up|down|status|redis-kill PORT|redis-start PORT|pg-restart|broker-stop|broker-start
+# Usage: deploy/stack/stack.sh up|down|reset|status|redis-kill PORT|redis-start PORT|pg-restart|broker-stop|broker-start
 #   up           start whatever is missing, wait until healthy, write .run/env
 #   down         stop everything this script started (add --purge to delete .run state)
+#   reset        down, delete the data of Redis, PostgreSQL and the broker, up: an empty
+#                stack, as on a fresh clone (downloads, TLS and secrets are kept). Every
+#                run leaves its sales behind, and a stack with hundreds of them and
+#                millions of keys measures slower than a new one: reset before a benchmark
 #   status       one line per component; exit code 1 if anything is unhealthy
 #   redis-kill   SIGKILL one cluster node (crash simulation); redis-start brings it back
 #   pg-restart   restart the private PostgreSQL (fast shutdown)
@@ -88,6 +92,15 @@ cmd_down() {
 	fi
 }
 
+cmd_reset() {
+	local p
+	cmd_down
+	for p in $(redis_ports); do rm -rf "${RUN:?}/redis/$p"; done
+	((EXTERNAL_PG)) || rm -rf "$PG_DATA"
+	rm -rf "$KAFKA_DIR/data" "$KFAKE_DIR/data"
+	log "reset: the data of redis, postgres and the broker deleted"
+	cmd_up
+}
 cmd_status() {
 	UNHEALTHY=0
 	if command -v redis-cli >/dev/null 2>&1; then redis_status; else report redis "-" 0 "redis-cli missing"; fi
@@ -107,6 +120,7 @@ main() {
 	case $cmd in
 	up) cmd_up ;;
 	down) cmd_down "$@" ;;
+	reset) cmd_reset ;;
 	status) cmd_status ;;
 	redis-kill) cmd_redis_kill "$@" ;;
 	redis-start) cmd_redis_start "$@" ;;
