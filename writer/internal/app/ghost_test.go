@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flashsale/deploy/testenv"
@@ -43,26 +44,7 @@ func TestGhostSweep(t *testing.T) {
 
 	// A ghost, planted by hand as a lost journal entry would leave it.
 	const ghostUser = 9001
-	gid := sharding.NewOrderID(s.ID, 77, 77)
-	gtag := tagOf(ghostUser)
-	for _, cmd := range []func() error{
-		func() error {
-			return c.Do(ctx, c.B().Decr().Key(string(sharding.AppendStockKey(nil, gtag, item))).Build()).Error()
-		},
-		func() error {
-			return c.Do(ctx, c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, gtag))).FieldValue().
-				FieldValue(strconv.Itoa(ghostUser), gid.String()).Build()).Error()
-		},
-		func() error {
-			return c.Do(ctx, c.B().Hset().Key(string(sharding.AppendOrderKey(nil, gtag, gid))).FieldValue().
-				FieldValue("user", strconv.Itoa(ghostUser)).FieldValue("item", strconv.FormatInt(item, 10)).
-				FieldValue("status", "PENDING").FieldValue("created", "1").FieldValue("expires", "2").Build()).Error()
-		},
-	} {
-		if err := cmd(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	gtag, gid := plantGhost(t, rs, s, item, ghostUser, sharding.NewOrderID(s.ID, 77, 77))
 	// A reservation still journaled: the reserve script wrote its entry and
 	// no relay runs.
 	journaled := reserveFrom(t, rs, s, item, 2, 1, time.Hour)[0]
@@ -124,5 +106,70 @@ func TestGhostSweep(t *testing.T) {
 		if held, ok, err := rs.Holder(ctx, tagOf(e.UserID), e.UserID); err != nil || !ok || held != e.OrderID {
 			t.Fatalf("user %d lost the buyer record of %s: %v %v %v", e.UserID, e.OrderID, held, ok, err)
 		}
+	}
+}
+
+// plantGhost writes by hand what a lost journal entry would leave behind for
+// user: a unit taken, a buyer record and a PENDING order record, no journal
+// entry, no order in PostgreSQL. It returns the shard tag and the order id.
+func plantGhost(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64, user uint64, id sharding.OrderID) (string, sharding.OrderID) {
+	t.Helper()
+	ctx := context.Background()
+	c := rs.Client()
+	tag := s.Shards[sharding.HomeShard(user, s.ID, len(s.Shards))]
+	u := strconv.FormatUint(user, 10)
+	for _, cmd := range []rueidis.Completed{
+		c.B().Decr().Key(string(sharding.AppendStockKey(nil, tag, item))).Build(),
+		c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, tag))).FieldValue().FieldValue(u, id.String()).Build(),
+		c.B().Hset().Key(string(sharding.AppendOrderKey(nil, tag, id))).FieldValue().
+			FieldValue("user", u).FieldValue("item", strconv.FormatInt(item, 10)).
+			FieldValue("status", "PENDING").FieldValue("created", "1").FieldValue("expires", "2").Build(),
+	} {
+		if err := c.Do(ctx, cmd).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tag, id
+}
+
+// TestGhostSweepLeavesSalesLongOver: a sale whose last payment window closed
+// more than twice the grace (and a margin) ago is not swept: its buyer
+// records are not read at all, so a planted ghost stays. The same sweeper,
+// stepped at times within the sale, finds and releases it.
+func TestGhostSweepLeavesSalesLongOver(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	s := newSale(t, st, rs, 2, 10)
+	item := s.Items[0].ID
+	ctx := context.Background()
+	tag, id := plantGhost(t, rs, s, item, 4242, sharding.NewOrderID(s.ID, 5, 5))
+	left := redisLeft(t, rs, s, item)
+	noLag := func(context.Context) (int64, error) { return 0, nil }
+	m := obs.NewMetrics()
+	const grace = time.Minute
+	sw := ghost.New(ghost.Config{Grace: grace, Sales: []int64{s.ID}}, st, rs, noLag, m, testLog(t))
+
+	over := s.EndsAt.Add(s.Window() + 2*grace + 11*time.Minute)
+	for _, at := range []time.Time{over, over.Add(2 * grace)} {
+		if n, err := sw.Once(ctx, at); err != nil || n != 0 {
+			t.Fatalf("sweep of a sale long over: %d released (%v), want 0", n, err)
+		}
+	}
+	if held, ok, err := rs.Holder(ctx, tag, 4242); err != nil || !ok || held != id {
+		t.Fatalf("the ghost's buyer record after sweeps of a sale long over: %v %v %v", held, ok, err)
+	}
+	if got := redisLeft(t, rs, s, item); got != left {
+		t.Fatalf("stock %d, want %d: a sale long over was settled", got, left)
+	}
+
+	now := time.Now()
+	if n, err := sw.Once(ctx, now); err != nil || n != 0 {
+		t.Fatalf("first sweep within the sale: %d (%v)", n, err)
+	}
+	if n, err := sw.Once(ctx, now.Add(2*grace)); err != nil || n != 1 {
+		t.Fatalf("sweep within the sale past the grace: %d released (%v), want the ghost", n, err)
+	}
+	if got := redisLeft(t, rs, s, item); got != left+1 {
+		t.Fatalf("stock %d after the release, want %d", got, left+1)
 	}
 }

@@ -17,6 +17,11 @@
 //     event already in Kafka but not persisted (a writer stopped or lagging
 //     for minutes) is therefore never mistaken for a ghost; while there is lag
 //     the sweep judges nothing.
+//
+// Only sales that can still hold an unsettled ghost are swept (see
+// sweepable), and a shard's buyer records are read a page at a time (HSCAN),
+// so the sweep's cost follows the live sales, not every buyer a deployment
+// ever had.
 package ghost
 
 import (
@@ -96,7 +101,7 @@ type candidate struct {
 
 // Once runs one sweep at now and returns how many ghosts it settled.
 func (s *Sweeper) Once(ctx context.Context, now time.Time) (int, error) {
-	sales, err := s.sales(ctx)
+	sales, err := s.sales(ctx, now)
 	if err != nil {
 		return 0, err
 	}
@@ -164,8 +169,10 @@ func (s *Sweeper) Once(ctx context.Context, now time.Time) (int, error) {
 	return n, nil
 }
 
-// sales lists the sales to sweep.
-func (s *Sweeper) sales(ctx context.Context) ([]*sharding.Sale, error) {
+// sales lists the sales to sweep at now: those of the index (or Config.Sales)
+// whose reservations can still be settled (see sweepable). The descriptions
+// are read in one pipelined round trip.
+func (s *Sweeper) sales(ctx context.Context, now time.Time) ([]*sharding.Sale, error) {
 	ids := s.cfg.Sales
 	if len(ids) == 0 {
 		var err error
@@ -174,15 +181,62 @@ func (s *Sweeper) sales(ctx context.Context) ([]*sharding.Sale, error) {
 		}
 	}
 	out := make([]*sharding.Sale, 0, len(ids))
-	for _, id := range ids {
-		sale, err := s.redis.LoadSale(ctx, id)
+	for _, st := range s.redis.ReadSales(ctx, ids) {
+		var sale *sharding.Sale
+		err := st.Err
+		if err == nil {
+			sale, err = stock.DecodeSale(st.ID, []byte(st.Raw))
+		}
 		if err != nil {
-			s.log.Warn("ghost sweep: skipping a sale", "sale", id, "err", err)
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			s.log.Warn("ghost sweep: skipping a sale", "sale", st.ID, "err", err)
 			continue
 		}
-		out = append(out, sale)
+		if s.sweepable(sale, now) {
+			out = append(out, sale)
+		}
 	}
 	return out, nil
+}
+
+// sweepable reports whether sale's buyer records are worth a sweep at now:
+// from 10 minutes before its start to 10 minutes after its last payment
+// window closed plus twice the grace. A ghost is born with its reservation,
+// before the sale ends, and is judged within two sweeps a grace apart; a
+// sale over for longer holds only settled records, and sweeping it would
+// read every buyer it ever had, every Interval, for as long as Redis keeps
+// them (a deployment's past sales add up; flashctl reconcile covers them).
+func (s *Sweeper) sweepable(sale *sharding.Sale, now time.Time) bool {
+	const margin = 10 * time.Minute
+	return now.After(sale.StartsAt.Add(-margin)) &&
+		now.Before(sale.EndsAt.Add(sale.Window()+2*s.cfg.Grace+margin))
+}
+
+// scanPage is the HSCAN page of a buyers record: a shard's buyers are read a
+// page per command, so a hash of a big sale never blocks its master for long.
+const scanPage = 1000
+
+// buyersOf reads a shard's buyer records (user -> order id) with HSCAN.
+func buyersOf(ctx context.Context, c rueidis.Client, key string) (map[string]string, error) {
+	out := map[string]string{}
+	var cursor uint64
+	for {
+		e, err := c.Do(ctx, c.B().Hscan().Key(key).Cursor(cursor).Count(scanPage).Build()).AsScanEntry()
+		if err != nil {
+			return nil, err
+		}
+		if len(e.Elements)%2 != 0 {
+			return nil, fmt.Errorf("HSCAN of %s: an odd number of elements (%d)", key, len(e.Elements))
+		}
+		for i := 0; i < len(e.Elements); i += 2 {
+			out[e.Elements[i]] = e.Elements[i+1]
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			return out, nil
+		}
+	}
 }
 
 // absent returns the buyer records of sale whose order PostgreSQL lacks and
@@ -191,7 +245,7 @@ func (s *Sweeper) absent(ctx context.Context, sale *sharding.Sale) ([]candidate,
 	c := s.redis.Client()
 	var cands []candidate
 	for _, tag := range sale.Shards {
-		buyers, err := c.Do(ctx, c.B().Hgetall().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsStrMap()
+		buyers, err := buyersOf(ctx, c, string(sharding.AppendBuyersKey(nil, tag)))
 		if err != nil {
 			return nil, fmt.Errorf("reading buyers of %s: %w", tag, err)
 		}
