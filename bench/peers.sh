@@ -8,7 +8,9 @@
 #                           hit, reserve script with its journal entry, WAIT
 #                           for a replica; its relay produces the journal to
 #                           Kafka meanwhile, on the same cores) vs the OpenResty
-#                           peer's reserve script (no journal, no Kafka)
+#                           peer's reserve script (no journal, no Kafka); under
+#                           each accepted row, each process group's share of
+#                           the two cores while it ran (bench/peers/cpu.sh)
 #   already-purchased path: gateway (token cache hit + one Redis round trip:
 #                           the buyer record of a buyer it answered before)
 #                           vs the OpenResty peer (its reserve script, no JWT);
@@ -106,7 +108,9 @@ gw() { # listen port, admin port, then extra flags
 # GW_FLAGS: extra gateway flags, for experiments (the figures quoted in the
 # README run without any).
 gw 18090 18092 ${GW_FLAGS:-}
+gwpid=${pids[-1]}
 gw 18094 18096 -repeat-read=false ${GW_FLAGS:-}
+gwpid2=${pids[-1]}
 for a in 18092 18096; do for _ in $(seq 100); do curl -fsS -o /dev/null http://127.0.0.1:$a/readyz 2>/dev/null && break; sleep 0.2; done; done
 for p in 18090 18094; do for _ in $(seq 50); do curl -fsS -o /dev/null "http://127.0.0.1:$p/api/flash-sales/sales/$((base + 2))" 2>/dev/null && break; sleep 0.2; done; done
 tok1=$(sed -n 1p "$RUN/tokens.txt"); tok2=$(sed -n 2p "$RUN/tokens.txt")
@@ -124,16 +128,34 @@ redis-cli -p 16379 set '{item:3}:stock' 100000000 >/dev/null
 # Warm the gateway's token cache for the accepted path (a sale of its own).
 TOKENS=$RUN/accept-tokens.txt WARMUP=1 wrk -t1 -c64 -d3s -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- "$(acceptItem 0)" >/dev/null
 
+# Who uses the CPU during the accepted rows (bench/peers/cpu.sh): the gateway
+# measured, the second gateway (idle, but its relay shares the journals), the
+# cluster's nodes, the broker, and the peer's nginx workers and Redis. No
+# writer runs: the relayed events stay in Kafka.
+source "$ROOT/bench/peers/cpu.sh"
+cpu_watch gateway "$gwpid"
+cpu_watch gateway-2 "$gwpid2"
+cpu_redis_nodes $(echo "$FLASHSALE_REDIS" | tr , '\n' | cut -d: -f2)
+cpu_watch broker $(pgrep -f kafka.Kafka) $(pgrep -x kfake)
+cpu_watch nginx $(pgrep -f 'nginx: worker process')
+cpu_watch peer-redis $(redis-cli -p 16379 info server | tr -d '\r' | awk -F: '$1 == "process_id" {print $2}')
+
 rate() { awk '/Requests\/sec/ {print $2}'; }
 codes() { awk '/Non-2xx/ {print $NF}'; }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 run() { # name, then the wrk arguments (ADUR: the accepted rows' duration)
   local name=$1 d=$DUR; shift
   case $name in *accept*) d=${ADUR:-3} ;; esac
+  local cpu=""
+  case $name in # the CPU split of the accepted rows, over all but their last second
+    gateway-accept) cpu_during 18090 $((d - 1)) >"$RUN/$name.cpu" & cpu=$! ;;
+    openresty-accept) cpu_during 18081 $((d - 1)) >"$RUN/$name.cpu" & cpu=$! ;;
+  esac
   local out; out=$(wrk -t1 -c64 -d${d}s --latency "$@")
   echo "$out" | rate >>"$RUN/$name.txt"
   echo "$out" | codes >>"$RUN/$name.codes"
   printf '  %-22s %10.0f req/s  p99 %s\n' "$name" "$(echo "$out" | rate)" "$(echo "$out" | awk '/ 99%/ {print $2}')"
+  if [[ -n $cpu ]]; then wait "$cpu" || true; cat "$RUN/$name.cpu"; fi
 }
 for r in $(seq "$ROUNDS"); do
   echo "round $r"

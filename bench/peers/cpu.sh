@@ -1,0 +1,77 @@
+# cpu.sh: where the CPU goes while one wrk row runs, per group of processes,
+# from /proc (sourced by bench/peers.sh; functions only).
+#
+#   cpu_watch GROUP PID...   count PIDs' CPU under GROUP (a name without spaces)
+#   cpu_redis_nodes PORT...  watch the cluster nodes on PORTs as redis-masters
+#                            and redis-replicas (their roles now)
+#   cpu_snap                 remember every watched process's CPU and the machine's
+#   cpu_report               print each group's share of the machine since
+#                            cpu_snap (100 % = every core busy), then "rest"
+#                            (wrk, the kernel, anything not watched) and idle
+#   cpu_during PORT SECS     wait until wrk holds its connections to PORT (its
+#                            init, which formats every request first, takes
+#                            seconds of its own), then cpu_snap, SECS, cpu_report
+#
+# Figures are shares of the whole machine, so they add up to 100 % with idle.
+
+declare -A CPU_GROUP=()    # pid -> group
+declare -A CPU_T0=()       # pid -> ticks at cpu_snap
+CPU_ORDER=()               # groups in the order first watched
+CPU_BUSY0=0 CPU_ALL0=0
+
+cpu_watch() {
+  local g=$1 p; shift
+  [[ " ${CPU_ORDER[*]} " == *" $g "* ]] || CPU_ORDER+=("$g")
+  for p in "$@"; do [[ -n $p ]] && CPU_GROUP[$p]=$g; done
+}
+
+cpu_redis_nodes() {
+  local port pid role
+  for port in "$@"; do
+    pid=$(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' | awk -F: '$1 == "process_id" {print $2}' || true)
+    role=$(redis-cli -p "$port" role 2>/dev/null | head -1 || true)
+    [[ -n $pid ]] || continue
+    if [[ $role == master ]]; then cpu_watch redis-masters "$pid"; else cpu_watch redis-replicas "$pid"; fi
+  done
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+
+# cpu_machine prints the machine's busy and total ticks (steal counts as busy:
+# the cores were not ours to use).
+cpu_machine() { head -1 /proc/stat | awk '{busy = $2 + $3 + $4 + $7 + $8 + $9; print busy, busy + $5 + $6}'; }
+
+cpu_snap() {
+  local p
+  for p in "${!CPU_GROUP[@]}"; do CPU_T0[$p]=$(cpu_ticks "$p"); done
+  read -r CPU_BUSY0 CPU_ALL0 < <(cpu_machine)
+}
+
+cpu_report() {
+  local p g busy all line="" sum=0
+  declare -A d=()
+  for p in "${!CPU_GROUP[@]}"; do
+    g=${CPU_GROUP[$p]}
+    d[$g]=$(( ${d[$g]:-0} + $(cpu_ticks "$p") - ${CPU_T0[$p]:-0} ))
+  done
+  read -r busy all < <(cpu_machine)
+  all=$(( all - CPU_ALL0 )); busy=$(( busy - CPU_BUSY0 ))
+  (( all > 0 )) || return 0
+  for g in "${CPU_ORDER[@]}"; do
+    line+=$(printf '%s %d%%, ' "$g" $(( 100 * ${d[$g]:-0} / all )))
+    sum=$(( sum + ${d[$g]:-0} ))
+  done
+  printf '    cpu (share of both cores): %srest %d%%, idle %d%%\n' "$line" \
+    $(( 100 * (busy - sum) / all )) $(( 100 * (all - busy) / all ))
+}
+
+cpu_during() {
+  local i
+  for i in $(seq 600); do # up to 30 s for wrk's init
+    (( $(ss -Htn state established "( dport = :$1 )" 2>/dev/null | wc -l) >= 32 )) && break
+    sleep 0.05
+  done
+  cpu_snap
+  sleep "$2"
+  cpu_report
+}
