@@ -68,7 +68,8 @@ cpu_report() {
 cpu_during() {
   local i
   for i in $(seq 600); do # up to 30 s for wrk's init
-    (( $(ss -Htn state established "( dport = :$1 )" 2>/dev/null | wc -l) >= 32 )) && break
+    # a running wrk's own sockets (-p), not ones an earlier run left behind
+    (( $(ss -Htnp state established "( dport = :$1 )" 2>/dev/null | grep -c '"wrk"') >= 32 )) && break
     sleep 0.05
   done
   cpu_snap
