@@ -255,6 +255,7 @@ func flashCrowd(t *testing.T, shards int) {
 	var mu sync.Mutex
 	codes := map[int]int{}
 	winners := map[uint64]string{}
+	unavailable := 0
 	var wg sync.WaitGroup
 	gate := make(chan struct{})
 	for i := range users {
@@ -262,7 +263,18 @@ func flashCrowd(t *testing.T, shards int) {
 		go func() {
 			defer wg.Done()
 			<-gate
+			// A 503 means nothing happened: a buyer tries again, as a client
+			// does. (On two cores shared with the other packages' tests, a
+			// purchase can outlast the 250 ms budget.) One that had left a
+			// reservation behind would come back 409, which fails below.
 			code, body := s.do("POST", s.purchasePath(), toks[i])
+			for try := 0; code == 503 && try < 3; try++ {
+				mu.Lock()
+				unavailable++
+				mu.Unlock()
+				time.Sleep(50 * time.Millisecond)
+				code, body = s.do("POST", s.purchasePath(), toks[i])
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			codes[code]++
@@ -275,8 +287,11 @@ func flashCrowd(t *testing.T, shards int) {
 	}
 	close(gate)
 	wg.Wait()
+	if unavailable > 0 {
+		t.Logf("%d answers 503, tried again", unavailable)
+	}
 	if codes[202] != units || codes[410] != users-units {
-		t.Fatalf("answers %v: want %d x 202 and %d x 410", codes, units, users-units)
+		t.Fatalf("answers %v (after %d answers 503 tried again): want %d x 202 and %d x 410", codes, unavailable, units, users-units)
 	}
 	if n := s.remaining(); n != 0 {
 		t.Fatalf("%d units left in Redis", n)
