@@ -100,6 +100,13 @@ func (s *Sale) Window() time.Duration {
 	return time.Duration(s.PaymentWindow)
 }
 
+// Around reports whether now lies between lead before the sale's start and
+// tail after its last payment window closed (its end plus Window): the span
+// in which the sale's records still change, widened by the caller's margins.
+func (s *Sale) Around(now time.Time, lead, tail time.Duration) bool {
+	return now.After(s.StartsAt.Add(-lead)) && now.Before(s.EndsAt.Add(s.Window()+tail))
+}
+
 // Item returns the sale's item with id, or nil.
 func (s *Sale) Item(id int64) *Item {
 	for i := range s.Items {

@@ -234,3 +234,30 @@ func TestPlaceTagsSpreadsOverMasters(t *testing.T) {
 		t.Fatal("empty topology accepted")
 	}
 }
+
+// TestSaleAround: the span runs from lead before the start to tail after the
+// end plus the payment window (the default one when unset), both ends open.
+func TestSaleAround(t *testing.T) {
+	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	s := &Sale{StartsAt: start, EndsAt: start.Add(time.Hour), PaymentWindow: Duration(10 * time.Minute)}
+	lead, tail := 5*time.Minute, 20*time.Minute
+	for _, c := range []struct {
+		at   time.Time
+		want bool
+	}{
+		{start.Add(-lead), false},
+		{start.Add(-lead + time.Second), true},
+		{start.Add(30 * time.Minute), true},
+		{start.Add(time.Hour + 10*time.Minute + tail - time.Second), true},
+		{start.Add(time.Hour + 10*time.Minute + tail), false},
+	} {
+		if got := s.Around(c.at, lead, tail); got != c.want {
+			t.Errorf("Around(%v) = %v, want %v", c.at.Sub(start), got, c.want)
+		}
+	}
+	s.PaymentWindow = 0
+	end := start.Add(time.Hour + DefaultPaymentWindow + tail)
+	if !s.Around(end.Add(-time.Second), lead, tail) || s.Around(end, lead, tail) {
+		t.Errorf("with the default payment window the span should end at %v", end.Sub(start))
+	}
+}

@@ -133,9 +133,7 @@ func (w *Watcher) Once(ctx context.Context, now time.Time) error {
 }
 
 // live reports whether sale is worth reading at now.
-func live(s *sharding.Sale, now time.Time) bool {
-	return now.After(s.StartsAt.Add(-10*time.Minute)) && now.Before(s.EndsAt.Add(s.Window()+10*time.Minute))
-}
+func live(s *sharding.Sale, now time.Time) bool { return s.Around(now, 10*time.Minute, 10*time.Minute) }
 
 // Sale reads the drift of every item of sale id; nil for a sale that is not
 // live or not in Redis.

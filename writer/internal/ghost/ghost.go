@@ -210,8 +210,7 @@ func (s *Sweeper) sales(ctx context.Context, now time.Time) ([]*sharding.Sale, e
 // them (a deployment's past sales add up; flashctl reconcile covers them).
 func (s *Sweeper) sweepable(sale *sharding.Sale, now time.Time) bool {
 	const margin = 10 * time.Minute
-	return now.After(sale.StartsAt.Add(-margin)) &&
-		now.Before(sale.EndsAt.Add(sale.Window()+2*s.cfg.Grace+margin))
+	return sale.Around(now, margin, 2*s.cfg.Grace+margin)
 }
 
 // scanPage is the HSCAN page of a buyers record: a shard's buyers are read a

@@ -65,7 +65,6 @@ const markBatch = 64
 // markGroup is orders of one shard, marked in one call.
 type markGroup struct {
 	tag string
-	ids []sharding.OrderID
 	of  []Stored
 }
 
@@ -88,7 +87,11 @@ func (a *Applier) markAll(ctx context.Context, s []Stored) {
 					return
 				}
 				g := groups[i]
-				if _, err := a.redis.MarkPersistedMany(ctx, g.tag, g.ids); err != nil {
+				ids := make([]sharding.OrderID, len(g.of))
+				for j := range g.of {
+					ids[j] = g.of[j].OrderID
+				}
+				if _, err := a.redis.MarkPersistedMany(ctx, g.tag, ids); err != nil {
 					a.m.RedisErrors.Inc()
 					mu.Lock()
 					failed = append(failed, g.of...)
@@ -120,12 +123,11 @@ func (a *Applier) groupMarks(ctx context.Context, s []Stored) (groups []*markGro
 			continue
 		}
 		g := open[tag]
-		if g == nil || len(g.ids) == markBatch {
+		if g == nil || len(g.of) == markBatch {
 			g = &markGroup{tag: tag}
 			open[tag] = g
 			groups = append(groups, g)
 		}
-		g.ids = append(g.ids, s[i].OrderID)
 		g.of = append(g.of, s[i])
 	}
 	return groups, failed
