@@ -94,9 +94,10 @@ func AppendRelayLeaseKey(dst []byte, tag string) []byte {
 	return append(dst, ":relay"...)
 }
 
-// AppendTakenKey appends the key holding the last journal entry id a relay
-// has taken on the shard with tag; entries at or below it can no longer be
-// voided.
+// AppendTakenKey appends the key holding the shard's relay watermark: the
+// highest journal entry id a relay may have taken on the shard with tag
+// (relay.lua raises it to each round's cutoff); entries at or below it can
+// no longer be voided.
 func AppendTakenKey(dst []byte, tag string) []byte {
 	dst = appendTag(dst, tag)
 	return append(dst, ":taken"...)

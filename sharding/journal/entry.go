@@ -112,14 +112,16 @@ func IDTime(id string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// Round is the reply of one relay.lua round.
+// Round is one relay round: relay.lua's reply, and the entries read after it.
 type Round struct {
 	Owner   bool   // false: another relay holds the lease
 	Backlog int64  // entries in the journal (before this round's take)
 	Oldest  string // id of the oldest entry, "" when empty
+	Upto    string // the entries to take are those up to this id ("" for none)
 	Entries []Entry
 }
 
+// parseRound reads relay.lua's reply into a Round without its entries.
 func parseRound(arr []rueidis.RedisMessage) (Round, error) {
 	var r Round
 	if len(arr) == 0 {
@@ -136,7 +138,7 @@ func parseRound(arr []rueidis.RedisMessage) (Round, error) {
 	default:
 		return r, fmt.Errorf("relay round: unknown code %d", code)
 	}
-	if len(arr) < 3 {
+	if len(arr) != 4 {
 		return r, fmt.Errorf("relay round: reply of %d elements", len(arr))
 	}
 	r.Owner = true
@@ -146,15 +148,27 @@ func parseRound(arr []rueidis.RedisMessage) (Round, error) {
 	if r.Oldest, err = arr[2].ToString(); err != nil {
 		return r, fmt.Errorf("relay round: oldest: %w", err)
 	}
-	for _, m := range arr[3:] {
+	if r.Upto, err = arr[3].ToString(); err != nil {
+		return r, fmt.Errorf("relay round: upto: %w", err)
+	}
+	if _, ok := IDTime(r.Upto); r.Upto != "" && !ok {
+		return r, fmt.Errorf("relay round: upto %q is not an entry id", r.Upto)
+	}
+	return r, nil
+}
+
+// parseEntries reads an XRANGE reply.
+func parseEntries(arr []rueidis.RedisMessage) ([]Entry, error) {
+	es := make([]Entry, 0, len(arr))
+	for _, m := range arr {
 		e, err := m.ToArray()
 		if err != nil || len(e) != 2 {
-			return r, fmt.Errorf("relay round: malformed entry")
+			return nil, errors.New("journal read: malformed entry")
 		}
 		id, err1 := e[0].ToString()
 		kv, err2 := e[1].ToArray()
 		if errors.Join(err1, err2) != nil || len(kv)%2 != 0 {
-			return r, fmt.Errorf("relay round: malformed entry %q", id)
+			return nil, fmt.Errorf("journal read: malformed entry %q", id)
 		}
 		f := make(map[string]string, len(kv)/2)
 		for i := 0; i < len(kv); i += 2 {
@@ -162,7 +176,7 @@ func parseRound(arr []rueidis.RedisMessage) (Round, error) {
 			v, _ := kv[i+1].ToString()
 			f[k] = v
 		}
-		r.Entries = append(r.Entries, Entry{ID: id, Fields: f})
+		es = append(es, Entry{ID: id, Fields: f})
 	}
-	return r, nil
+	return es, nil
 }

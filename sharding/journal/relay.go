@@ -404,10 +404,11 @@ func (r *Relay) pause(rd Round, acked, cold bool) time.Duration {
 	return r.cfg.Idle
 }
 
-// round runs relay.lua once.
+// round runs relay.lua once, then reads the entries it closed to voids with
+// a plain XRANGE (see relay.lua: nothing but this relay's own trim removes
+// them, and every later entry has a later id).
 func (r *Relay) round(ctx context.Context, keys []string, acked string, lease time.Duration) (Round, error) {
-	args := []string{r.token, strconv.FormatInt(lease.Milliseconds(), 10),
-		strconv.FormatInt(r.cfg.Hold.Milliseconds(), 10), strconv.Itoa(r.cfg.Batch)}
+	args := []string{r.token, strconv.FormatInt(lease.Milliseconds(), 10), strconv.FormatInt(r.cfg.Hold.Milliseconds(), 10)}
 	if acked != "" {
 		args = append(args, acked)
 	}
@@ -417,14 +418,23 @@ func (r *Relay) round(ctx context.Context, keys []string, acked string, lease ti
 	if err != nil {
 		return Round{}, err
 	}
-	return parseRound(arr)
+	rd, err := parseRound(arr)
+	if err != nil || rd.Upto == "" {
+		return rd, err
+	}
+	arr, err = r.redis.Do(rctx, r.redis.B().Xrange().Key(keys[0]).Start("-").End(rd.Upto).Count(int64(r.cfg.Batch)).Build()).ToArray()
+	if err != nil {
+		return Round{}, err
+	}
+	rd.Entries, err = parseEntries(arr)
+	return rd, err
 }
 
 // release deletes the acked entries and gives the lease up, on the way out.
 func (r *Relay) release(keys []string, acked string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	args := []string{r.token, "0", "0", "1"}
+	args := []string{r.token, "0", "0"}
 	if acked != "" {
 		args = append(args, acked)
 	}

@@ -52,7 +52,7 @@ type env struct {
 	topic string
 }
 
-func setup(t *testing.T, shards int) *env {
+func setup(t testing.TB, shards int) *env {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("integration test: skipped with -short")
@@ -91,7 +91,7 @@ func (e *env) shards() []journal.Shard {
 }
 
 // run starts a relay with hold until the test ends (or stop is called).
-func (e *env) run(t *testing.T, hold time.Duration) (*journal.Relay, *counts, func()) {
+func (e *env) run(t testing.TB, hold time.Duration) (*journal.Relay, *counts, func()) {
 	t.Helper()
 	kc, err := kgo.NewClient(journal.ProducerOpts(testenv.KafkaBrokers())...)
 	if err != nil {
@@ -109,7 +109,7 @@ func (e *env) run(t *testing.T, hold time.Duration) (*journal.Relay, *counts, fu
 	return r, obs, stop
 }
 
-func (e *env) reserve(t *testing.T, user uint64) stock.Reservation {
+func (e *env) reserve(t testing.TB, user uint64) stock.Reservation {
 	t.Helper()
 	sale := e.sale
 	now := time.Now()
@@ -123,7 +123,7 @@ func (e *env) reserve(t *testing.T, user uint64) stock.Reservation {
 	return r
 }
 
-func (e *env) backlog(t *testing.T) int64 {
+func (e *env) backlog(t testing.TB) int64 {
 	t.Helper()
 	c := e.st.Client()
 	var n int64

@@ -1,0 +1,7 @@
+package journal
+
+// Hooks for the external tests.
+var (
+	ParseRound   = parseRound
+	ParseEntries = parseEntries
+)
