@@ -539,14 +539,8 @@ var ErrNoSale = errors.New("no such sale")
 
 // LoadSale reads one sale's description.
 func (s *Store) LoadSale(ctx context.Context, id int64) (*sharding.Sale, error) {
-	b, err := s.c.Do(ctx, s.c.B().Get().Key(sharding.SaleKey(id)).Build()).AsBytes()
-	if rueidis.IsRedisNil(err) {
-		return nil, fmt.Errorf("sale %d: %w", id, ErrNoSale)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loading sale %d: %w", id, err)
-	}
-	return DecodeSale(id, b)
+	st := storedSale(id, s.c.Do(ctx, s.c.B().Get().Key(sharding.SaleKey(id)).Build()))
+	return st.Decode()
 }
 
 // DecodeSale decodes and validates a sale's description as stored under
@@ -573,6 +567,26 @@ type StoredSale struct {
 	Err error
 }
 
+// storedSale is the StoredSale of r, the GET of sale id's description.
+func storedSale(id int64, r rueidis.RedisResult) StoredSale {
+	raw, err := r.ToString()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return StoredSale{ID: id, Err: fmt.Errorf("sale %d: %w", id, ErrNoSale)}
+	case err != nil:
+		return StoredSale{ID: id, Err: fmt.Errorf("loading sale %d: %w", id, err)}
+	}
+	return StoredSale{ID: id, Raw: raw}
+}
+
+// Decode returns the sale st describes (DecodeSale of Raw), or st.Err.
+func (st *StoredSale) Decode() (*sharding.Sale, error) {
+	if st.Err != nil {
+		return nil, st.Err
+	}
+	return DecodeSale(st.ID, []byte(st.Raw))
+}
+
 // ReadSales reads the stored descriptions of ids, undecoded, pipelined: about
 // one round trip for all of them, where LoadSale in turn costs one each (a
 // gateway that has seen hundreds of sales reads them all every second).
@@ -586,16 +600,7 @@ func (s *Store) ReadSales(ctx context.Context, ids []int64) []StoredSale {
 		cmds[i] = s.c.B().Get().Key(sharding.SaleKey(id)).Build()
 	}
 	for i, r := range s.c.DoMulti(ctx, cmds...) {
-		out[i].ID = ids[i]
-		raw, err := r.ToString()
-		switch {
-		case rueidis.IsRedisNil(err):
-			out[i].Err = fmt.Errorf("sale %d: %w", ids[i], ErrNoSale)
-		case err != nil:
-			out[i].Err = fmt.Errorf("loading sale %d: %w", ids[i], err)
-		default:
-			out[i].Raw = raw
-		}
+		out[i] = storedSale(ids[i], r)
 	}
 	return out
 }

@@ -86,13 +86,10 @@ func (s *salesSource) resolveLocked(st *stock.StoredSale) *sharding.Sale {
 	if st.Err == nil && known && prev.raw == st.Raw {
 		return prev.sale
 	}
-	err := st.Err
+	sale, err := st.Decode()
 	if err == nil {
-		var sale *sharding.Sale
-		if sale, err = stock.DecodeSale(st.ID, []byte(st.Raw)); err == nil {
-			s.last[st.ID] = knownSale{raw: st.Raw, sale: sale}
-			return sale
-		}
+		s.last[st.ID] = knownSale{raw: st.Raw, sale: sale}
+		return sale
 	}
 	s.warnLocked("a sale could not be loaded; keeping its last good description if any", strconv.FormatInt(st.ID, 10), err)
 	return prev.sale // nil when never loaded

@@ -182,11 +182,7 @@ func (s *Sweeper) sales(ctx context.Context, now time.Time) ([]*sharding.Sale, e
 	}
 	out := make([]*sharding.Sale, 0, len(ids))
 	for _, st := range s.redis.ReadSales(ctx, ids) {
-		var sale *sharding.Sale
-		err := st.Err
-		if err == nil {
-			sale, err = stock.DecodeSale(st.ID, []byte(st.Raw))
-		}
+		sale, err := st.Decode()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
