@@ -1,12 +1,16 @@
 package e2e_test
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"flashsale/deploy/testenv"
+	"flashsale/sharding/stock"
 )
 
 // TestColdStart: a gateway started on its default flags is asked for 1,000
@@ -137,6 +141,91 @@ func TestFaultGatewayKill(t *testing.T) {
 		t.Fatalf("answers %v: the crowd should have bought and met the kills", got)
 	}
 	au := settled(t, s, 30*time.Second)
+	checkInvariants(t, s, units, au, buyers, answers)
+}
+
+// TestFaultMasterKill: two gateways and a writer serve a crowd, and the Redis
+// master holding the sale's first shard is SIGKILLed in the middle of it (a
+// crash: its replica has what it had streamed, nothing is staged). The cluster
+// promotes the replica, the crowd goes on through the failover, and the node
+// comes back as a replica. With no repair, within a minute every order
+// answered 202 is in PostgreSQL, no 503 became an order, no reservation is
+// left without its order and Q = S + P.
+func TestFaultMasterKill(t *testing.T) {
+	need(t)
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		t.Skip("needs redis-cli")
+	}
+	const units, users = 3000, 6000
+	s := createSale(t, units, 6, -time.Second)
+	top, err := stock.Topology(context.Background(), testenv.NewRedis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := top.MasterOfTag(s.Shards[0])
+	_, port, _ := strings.Cut(victim, ":")
+	replica := testenv.ReplicaOf(port)
+	t.Cleanup(func() { testenv.HealCluster(t, port) })
+	topic := "e2e-master-" + randHex()
+	startWriter(t, topic, s.ID)
+	a := startGateway(t, topic, s)
+	b := startGateway(t, topic, s)
+	a.waitReady(t, 30*time.Second)
+	b.waitReady(t, 30*time.Second)
+	buyers := crowd(t, users)
+	answers := make([]answer, users)
+	at := make([]time.Time, users) // when each wave was sent
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// 1,000 buyers a second for six seconds, half to each gateway.
+		start := time.Now()
+		for w := 0; w < users/100; w++ {
+			lo := w * 100
+			sent := time.Now()
+			part := buyAll(s, buyers[lo:lo+100], 50, func(i int) string {
+				if (lo+i)%2 == 0 {
+					return a.addr
+				}
+				return b.addr
+			})
+			copy(answers[lo:], part)
+			for i := lo; i < lo+100; i++ {
+				at[i] = sent
+			}
+			time.Sleep(time.Until(start.Add(time.Duration(w+1) * 100 * time.Millisecond)))
+		}
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	if err := testenv.Stack(t, "redis-kill", port); err != nil {
+		t.Fatal("could not kill the master")
+	}
+	killed := time.Now()
+	t.Logf("killed the master %s (replica %s)", victim, replica)
+	for testenv.Role(replica) != "master" && time.Since(killed) < 20*time.Second {
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("replica %s is %q %v after the kill", replica, testenv.Role(replica), time.Since(killed).Round(10*time.Millisecond))
+	<-done
+	if err := testenv.Stack(t, "redis-start", port); err != nil {
+		t.Fatal("could not restart the node")
+	}
+	before, after := map[int]int{}, map[int]int{}
+	for i, ans := range answers {
+		if at[i].Before(killed) {
+			before[ans.status]++
+		} else {
+			after[ans.status]++
+		}
+	}
+	t.Logf("answers before the kill %v, after it %v (0: no answer)", before, after)
+	if before[202] == 0 || after[202] == 0 {
+		t.Fatalf("the crowd should have bought before and after the kill: %v / %v", before, after)
+	}
+	if n := before[0] + after[0]; n > 0 {
+		t.Errorf("%d purchases got no answer: the gateway must answer within its budget", n)
+	}
+	au := settled(t, s, 60*time.Second)
 	checkInvariants(t, s, units, au, buyers, answers)
 }
 

@@ -28,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/valyala/fasthttp"
 
 	"flashsale/deploy/testenv"
@@ -121,7 +122,11 @@ func (p *proc) tail() string {
 
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
-	log, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
+	dir := os.Getenv("E2E_LOG_DIR") // to keep the logs: E2E_LOG_DIR=/tmp/e2e go test ...
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	log, err := os.CreateTemp(dir, strings.ReplaceAll(name, " ", "-")+"-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,10 +348,9 @@ type audit struct {
 	journal int64             // entries in the hand-off journals
 }
 
-func readAudit(t *testing.T, s *sale) audit {
+func readAudit(t *testing.T, s *sale, pool *pgxpool.Pool, rs *stock.Store) audit {
 	t.Helper()
 	ctx := context.Background()
-	pool := testenv.NewPool(t)
 	a := audit{active: map[string]uint64{}, all: map[string]string{}, buyers: map[string]uint64{}}
 	rows, err := pool.Query(ctx, `SELECT id::text, user_id, status FROM orders WHERE sale_id = $1`, s.ID)
 	if err != nil {
@@ -363,7 +367,6 @@ func readAudit(t *testing.T, s *sale) audit {
 			a.active[id] = uint64(user)
 		}
 	}
-	rs := stock.New(testenv.NewRedis(t))
 	rem, err := rs.Remaining(ctx, s.Sale, s.item)
 	if err != nil {
 		t.Fatal(err)
@@ -395,8 +398,9 @@ func readAudit(t *testing.T, s *sale) audit {
 func settled(t *testing.T, s *sale, within time.Duration) audit {
 	t.Helper()
 	deadline := time.Now().Add(within)
+	pool, rs := testenv.NewPool(t), stock.New(testenv.NewRedis(t)) // once: each holds connections until the test ends
 	for {
-		a := readAudit(t, s)
+		a := readAudit(t, s, pool, rs)
 		missing := 0
 		for o := range a.buyers {
 			if _, ok := a.active[o]; !ok {

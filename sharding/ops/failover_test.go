@@ -16,71 +16,6 @@ import (
 	"flashsale/sharding/stock"
 )
 
-const stackScript = "../../deploy/stack/stack.sh"
-
-func stack(t testing.TB, args ...string) error {
-	t.Helper()
-	out, err := exec.Command("bash", append([]string{stackScript}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Logf("stack.sh %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return err
-}
-
-func role(port string) string {
-	out, _ := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", port, "role").Output()
-	first, _, _ := strings.Cut(string(out), "\n")
-	return strings.TrimSpace(first)
-}
-
-// replicaOf returns the port of the first replica of the master on port.
-func replicaOf(port string) string {
-	// INFO replication names a replica by the port it replicates over (its
-	// TLS port, with tls-replication on); CLUSTER NODES over a plain
-	// connection names every node by its plain port.
-	id, _ := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", port, "cluster", "myid").Output()
-	out, _ := exec.Command("redis-cli", "-h", "127.0.0.1", "-p", port, "cluster", "nodes").Output()
-	master := strings.TrimSpace(string(id))
-	for _, l := range strings.Split(string(out), "\n") {
-		f := strings.Fields(l)
-		if master == "" || len(f) < 4 || f[3] != master || !strings.Contains(f[2], "slave") {
-			continue
-		}
-		addr, _, _ := strings.Cut(f[1], "@")
-		if i := strings.LastIndexByte(addr, ':'); i >= 0 {
-			return addr[i+1:]
-		}
-	}
-	return ""
-}
-
-// healCluster brings the node on port back, gives it its master role back and
-// waits until all six nodes are up with cluster_state:ok, because the cluster
-// is shared with everyone else's tests.
-func healCluster(t testing.TB, port string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	if role(port) == "" {
-		_ = stack(t, "redis-start", port)
-	}
-	for role(port) == "slave" && time.Now().Before(deadline) {
-		// A manual failover waits for the replica to catch up: no write is lost.
-		_ = exec.Command("redis-cli", "-h", "127.0.0.1", "-p", port, "cluster", "failover").Run()
-		for i := 0; i < 50 && role(port) == "slave"; i++ {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	for time.Now().Before(deadline) {
-		if exec.Command("bash", stackScript, "status").Run() == nil {
-			st, _ := exec.Command("bash", stackScript, "status").Output()
-			t.Logf("cluster healed: %s", strings.SplitN(string(st), "\n", 2)[0])
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Errorf("the cluster did not become healthy again within a minute (node %s role %q)", port, role(port))
-}
-
 // TestFaultMasterKilledThenReconciled kills the master holding shard 0 while users
 // buy, keeps buying through the failover, brings the node back, plays the
 // writer (a PostgreSQL row for every reservation answered Reserved), and then
@@ -140,12 +75,12 @@ func TestFaultMasterKilledThenReconciled(t *testing.T) {
 	})
 	began := time.Now()
 	time.Sleep(700 * time.Millisecond)
-	t.Cleanup(func() { healCluster(t, port) })
+	t.Cleanup(func() { testenv.HealCluster(t, port) })
 	// Replication is asynchronous: cut the master from its replica and keep
 	// the replica from reconnecting (a masterauth the master refuses), so the
 	// purchases of the next 150 ms live on the master alone; then crash it. The
 	// promoted replica lacks them, as after a real crash under load.
-	replica := replicaOf(port)
+	replica := testenv.ReplicaOf(port)
 	redisCLI := func(port string, args ...string) {
 		if out, err := exec.Command("redis-cli", append([]string{"-h", "127.0.0.1", "-p", port}, args...)...).CombinedOutput(); err != nil {
 			t.Logf("redis-cli -p %s %v: %v %s", port, args, err, out)
@@ -157,7 +92,7 @@ func TestFaultMasterKilledThenReconciled(t *testing.T) {
 		redisCLI(port, "client", "kill", "type", "replica")
 		time.Sleep(150 * time.Millisecond)
 	}
-	if err := stack(t, "redis-kill", port); err != nil {
+	if err := testenv.Stack(t, "redis-kill", port); err != nil {
 		shoppers.Stop()
 		t.Fatal("could not kill the master")
 	}
@@ -177,7 +112,7 @@ func TestFaultMasterKilledThenReconciled(t *testing.T) {
 	if afterKill.Load() == 0 {
 		t.Fatal("no purchase on the failed-over master succeeded")
 	}
-	if err := stack(t, "redis-start", port); err != nil {
+	if err := testenv.Stack(t, "redis-start", port); err != nil {
 		t.Fatal("could not restart the node")
 	}
 

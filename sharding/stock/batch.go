@@ -217,6 +217,13 @@ func (b *Batcher) do(ctx context.Context, cmd rueidis.Completed, ack bool, keys,
 	if err := ctx.Err(); err != nil {
 		return rueidis.NewErrorResult(err), -1
 	}
+	if ack && keys == nil {
+		// rueidis recycles a command once it has its answer, and an
+		// acknowledged write answered by a redirect is sent again (see send):
+		// pinned, it stays this call's until the garbage collector takes it.
+		// (A reservation's command is built anew for each sending.)
+		cmd = cmd.Pin()
+	}
 	c := b.pool.Get().(*call)
 	c.cmd, c.ack, c.acked, c.keys, c.args = cmd, ack, -1, keys, args
 	if keys != nil {

@@ -54,6 +54,83 @@ func TestBatcherAnswersEveryCaller(t *testing.T) {
 	}
 }
 
+// A write sent to a master that no longer owns its slot (a failover or a
+// reshard moved it) is answered MOVED, ran nowhere, and is sent again to the
+// slot's owner. rueidis recycles a command once it has its answer, so the
+// command sent again must be one that nobody recycled: sent after its
+// recycling, it carried what the next caller built into it, and that caller's
+// Build panicked ("a command should not be built twice"), which took the
+// gateway down in the first seconds of a failover.
+func TestBatcherResendsRedirectedWrites(t *testing.T) {
+	_, c := newStore(t)
+	b := stock.NewBatcher(c, 16, time.Second)
+	t.Cleanup(b.Close)
+	b.SetAcks(1, time.Second)
+	ctx := context.Background()
+	run := randomSaleID()
+	for round := range 10 {
+		b.Misroute()
+		var wg sync.WaitGroup
+		errs := make(chan error, 100)
+		for i := range 100 {
+			key := fmt.Sprintf("batch-test:{%d:%d:%d}", run, round, i)
+			want := fmt.Sprintf("value %d of round %d", i, round)
+			wg.Go(func() {
+				res, acked := b.DoAck(ctx, c.B().Set().Key(key).Value(want).Ex(time.Minute).Build())
+				if err := res.Error(); err != nil || acked != 1 {
+					errs <- fmt.Errorf("%s: %v, acknowledged by %d replicas", key, err, acked)
+					return
+				}
+				// Other callers build commands meanwhile, as the gateway's do.
+				v, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString()
+				if err != nil || v != want {
+					errs <- fmt.Errorf("%s: got %q %v, want %q", key, v, err, want)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Fatalf("round %d", round)
+		}
+	}
+
+	// Reservations too, joined or alone, are sent again and sell exactly
+	// the stock.
+	st := stock.New(c)
+	st.SetBatcher(b)
+	tag, _ := tagOffFirstMaster(t, c, run)
+	const units = 60
+	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 1))).Value(strconv.Itoa(units)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	var sold atomic.Int64
+	for wave := range uint64(4) {
+		b.Misroute()
+		var wg sync.WaitGroup
+		for u := wave*25 + 1; u <= wave*25+25; u++ {
+			wg.Go(func() {
+				res, err := st.Reserve(ctx, reservation(tag, 1, u, sharding.NewOrderID(run, u, 3)))
+				switch {
+				case err != nil:
+					t.Errorf("user %d: %v", u, err)
+				case res.Outcome == stock.Reserved:
+					sold.Add(1)
+				case res.Outcome != stock.SoldOut:
+					t.Errorf("user %d: %v", u, res.Outcome)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if left := getInt(t, c, sharding.AppendStockKey(nil, tag, 1)); sold.Load() != units || left != 0 {
+		t.Fatalf("sold %d of %d units, %d left", sold.Load(), units, left)
+	}
+}
+
 // A caller whose context has ended gets its error and the command is not
 // sent; after Close every call is refused.
 func TestBatcherContextAndClose(t *testing.T) {

@@ -1,0 +1,19 @@
+package stock
+
+import "github.com/redis/rueidis"
+
+// Misroute points every master's batches at the next master's connection,
+// as a slot map gone stale by a failover or a reshard would: each command is
+// answered MOVED until the Batcher reads the map again.
+func (b *Batcher) Misroute() {
+	r := b.route.Load()
+	if r == nil {
+		return
+	}
+	n := len(r.nodes)
+	m := &route{top: r.top, nodes: make([]rueidis.Client, n)}
+	for i := range r.nodes {
+		m.nodes[i] = r.nodes[(i+1)%n]
+	}
+	b.route.Store(m)
+}
