@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"flashsale/deploy/testenv"
 	"flashsale/sharding/stock"
 )
@@ -196,6 +198,8 @@ func TestFaultMasterKill(t *testing.T) {
 			time.Sleep(time.Until(start.Add(time.Duration(w+1) * 100 * time.Millisecond)))
 		}
 	}()
+	probed := make(chan []probe, 1)
+	go func() { probed <- probeReady(a, s, crowd(t, 4000), 20*time.Second) }()
 	time.Sleep(1500 * time.Millisecond)
 	if err := testenv.Stack(t, "redis-kill", port); err != nil {
 		t.Fatal("could not kill the master")
@@ -207,6 +211,8 @@ func TestFaultMasterKill(t *testing.T) {
 	}
 	t.Logf("replica %s is %q %v after the kill", replica, testenv.Role(replica), time.Since(killed).Round(10*time.Millisecond))
 	<-done
+	probes := <-probed
+	checkReadiness(t, probes, killed)
 	if err := testenv.Stack(t, "redis-start", port); err != nil {
 		t.Fatal("could not restart the node")
 	}
@@ -225,8 +231,74 @@ func TestFaultMasterKill(t *testing.T) {
 	if n := before[0] + after[0]; n > 0 {
 		t.Errorf("%d purchases got no answer: the gateway must answer within its budget", n)
 	}
+	for _, p := range probes {
+		buyers, answers = append(buyers, p.buyer), append(answers, p.answer)
+	}
 	au := settled(t, s, 60*time.Second)
 	checkInvariants(t, s, units, au, buyers, answers)
+}
+
+// probe is one sample of probeReady: /readyz's status, then a purchase's.
+type probe struct {
+	at            time.Time
+	ready, bought int
+	buyer         buyer
+	answer        answer
+}
+
+// probeReady asks g's /readyz and then buys for a new buyer of s, every
+// 50 ms, until /readyz was red and is green again and a purchase followed, or
+// within ends.
+func probeReady(g *gateway, s *sale, buyers []buyer, within time.Duration) []probe {
+	var out []probe
+	red, start := false, time.Now()
+	for i := 0; i < len(buyers) && time.Since(start) < within; i++ {
+		at := time.Now()
+		code, _, err := fasthttp.GetTimeout(nil, "http://"+g.admin+"/readyz", 3*time.Second)
+		if err != nil {
+			code = 0
+		}
+		ans := purchase(g.addr, s, buyers[i])
+		out = append(out, probe{at: at, ready: code, bought: ans.status, buyer: buyers[i], answer: ans})
+		red = red || code != 200
+		if red && code == 200 {
+			return out
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return out
+}
+
+// checkReadiness asserts that /readyz meant "a purchase would succeed now"
+// around a master's crash: it turned red once a purchase had failed, and
+// once green again, the purchase that followed was answered by Redis (202 or
+// 410, not 503).
+func checkReadiness(t *testing.T, ps []probe, killed time.Time) {
+	t.Helper()
+	failed := false
+	var red, green time.Time
+	for _, p := range ps {
+		if failed && p.ready == 200 && p.bought == 503 {
+			t.Errorf("/readyz was green %v after the kill and the purchase after it got 503",
+				p.at.Sub(killed).Round(time.Millisecond))
+		}
+		if p.ready != 200 && red.IsZero() {
+			red = p.at
+		}
+		if !red.IsZero() && p.ready == 200 && green.IsZero() {
+			green = p.at
+		}
+		failed = failed || p.bought == 503
+	}
+	switch {
+	case red.IsZero():
+		t.Errorf("/readyz never turned red after the master was killed (%d samples)", len(ps))
+	case green.IsZero():
+		t.Errorf("/readyz did not turn green again (%d samples)", len(ps))
+	default:
+		t.Logf("/readyz red %v after the kill, green again after %v", red.Sub(killed).Round(time.Millisecond),
+			green.Sub(killed).Round(time.Millisecond))
+	}
 }
 
 func brokerKind(t *testing.T) string {

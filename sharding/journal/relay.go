@@ -52,6 +52,15 @@ type Config struct {
 	// must exceed the time a gateway needs to void a purchase whose reply it
 	// lost: its budget plus its release budget.
 	Hold time.Duration
+	// Settle lengthens the hold after the relay could not see a shard: a
+	// round that failed (the master died, stalled or was cut off), a lease
+	// just taken (its last owner may have lost it in an outage), or a round
+	// that came much later than planned. Until the shard has answered for
+	// Hold plus Settle (default 2s) from then, nothing is taken from it: a
+	// gateway that lost a reply in the outage voids the attempt as soon as
+	// Redis answers again (its queue tries every 250ms at most), and this is
+	// the time it gets to do it before any relay may take the entry.
+	Settle time.Duration
 	// Batch is the most entries one round takes (default 512).
 	Batch int
 	// Idle is the pause of a shard's loop after a round that took less than
@@ -81,6 +90,11 @@ func (c *Config) defaults() {
 		c.Hold = 0
 	} else if c.Hold == 0 {
 		c.Hold = time.Second
+	}
+	if c.Settle < 0 {
+		c.Settle = 0
+	} else if c.Settle == 0 {
+		c.Settle = 2 * time.Second
 	}
 	if c.Batch <= 0 {
 		c.Batch = 512
@@ -316,6 +330,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 	}
 	var acked string // the last entry id Kafka acknowledged, "" when none
 	owner := false
+	var q quiet
 	for {
 		if ctx.Err() != nil {
 			if owner {
@@ -329,8 +344,13 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 		if cold {
 			lease = max(lease, 3*r.cfg.ColdPause)
 		}
-		rd, err := r.round(ctx, keys, acked, lease)
+		hold := r.cfg.Hold
+		if q.holds(time.Now(), !owner, r.cfg.Hold+r.cfg.Settle) {
+			hold = quietHold
+		}
+		rd, err := r.round(ctx, keys, acked, lease, hold)
 		if err != nil {
+			q.broken = true
 			if ctx.Err() == nil {
 				r.obs.Failed("redis")
 				r.cfg.Log.Warn("journal relay round failed", "shard", sh.Tag, "err", err)
@@ -343,6 +363,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			backoff.Sleep(ctx, r.cfg.Idle*4)
 			continue
 		}
+		q.broken = false
 		acked = ""
 		if !rd.Owner {
 			if owner {
@@ -371,9 +392,33 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			acked = r.produce(ctx, sh, rd.Entries)
 		}
 		if len(rd.Entries) < r.cfg.Batch {
-			backoff.Sleep(ctx, r.pause(rd, acked != "", cold))
+			p := r.pause(rd, acked != "", cold)
+			if d := time.Until(q.until); d > 0 && rd.Backlog > 0 && acked == "" {
+				p = min(max(d, r.cfg.Idle), idleMax) // nothing to take before then
+			}
+			backoff.Sleep(ctx, p)
 		}
 	}
+}
+
+// quietHold is the hold a quiet shard's rounds pass: no entry is that old.
+const quietHold = 24 * time.Hour
+
+// quiet tracks whether a shard's relay may take entries (see Config.Settle).
+type quiet struct {
+	broken bool      // the last round failed
+	until  time.Time // nothing is taken before then
+}
+
+// holds reports whether the round about to run at now must take nothing. The
+// relay could not see the shard when the last round failed or when it is
+// only taking the lease; a quiet of span starts then, and ends span after
+// the first round that answers (each failing round moves it on).
+func (q *quiet) holds(now time.Time, taking bool, span time.Duration) bool {
+	if q.broken || taking {
+		q.until = now.Add(span)
+	}
+	return now.Before(q.until)
 }
 
 // idleMax is the longest pause of a warm shard's loop: an idle shard costs
@@ -407,8 +452,8 @@ func (r *Relay) pause(rd Round, acked, cold bool) time.Duration {
 // round runs relay.lua once, then reads the entries it closed to voids with
 // a plain XRANGE (see relay.lua: nothing but this relay's own trim removes
 // them, and every later entry has a later id).
-func (r *Relay) round(ctx context.Context, keys []string, acked string, lease time.Duration) (Round, error) {
-	args := []string{r.token, strconv.FormatInt(lease.Milliseconds(), 10), strconv.FormatInt(r.cfg.Hold.Milliseconds(), 10)}
+func (r *Relay) round(ctx context.Context, keys []string, acked string, lease, hold time.Duration) (Round, error) {
+	args := []string{r.token, strconv.FormatInt(lease.Milliseconds(), 10), strconv.FormatInt(hold.Milliseconds(), 10)}
 	if acked != "" {
 		args = append(args, acked)
 	}

@@ -274,6 +274,37 @@ func TestRelayHoldLeavesTimeToVoid(t *testing.T) {
 	}
 }
 
+// A relay that just took a shard's lease takes nothing for the hold plus
+// the settle time (2s by default), however old the entries: the last owner
+// may have lost the lease in an outage that also kept a gateway from voiding
+// an attempt, and that gateway's void comes once Redis answers again. Past
+// the quiet, the entries go.
+func TestRelayQuietAfterTakingALease(t *testing.T) {
+	e := setup(t, 1)
+	old := e.reserve(t, 1)
+	lost := e.reserve(t, 2) // a reply lost in the outage: its void is late
+	time.Sleep(300 * time.Millisecond)
+	relay, _, _ := e.run(t, 100*time.Millisecond)
+	began := time.Now()
+	for relay.Owned() == 0 && time.Since(began) < 5*time.Second {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the lease is held, the entries are past the hold
+	out, err := e.st.Void(context.Background(), lost)
+	if err != nil || out != stock.Voided {
+		t.Fatalf("void 1 s after the relay took the lease: %v %v, want voided", out, err)
+	}
+	seen := consume(t, e.topic, 1, 20*time.Second)
+	took := time.Since(began)
+	if seen[old.OrderID] != 1 || seen[lost.OrderID] != 0 {
+		t.Fatalf("relayed %v: want the old order once and not the voided one", seen)
+	}
+	if took < 2*time.Second {
+		t.Fatalf("the entry reached Kafka %v after the lease was taken, want after the hold and settle (2.1 s)", took)
+	}
+	t.Logf("relayed %v after the lease was taken", took.Round(10*time.Millisecond))
+}
+
 // A shard whose lease another (dead) relay holds is taken over once the
 // lease expires, and its entries are relayed.
 func TestRelayTakesOverAnExpiredLease(t *testing.T) {

@@ -71,9 +71,12 @@ func TestLatencyMatchesInjectedDelays(t *testing.T) {
 		ms(r.Hist.Max()), ms(held.ValueAtQuantile(50)), ms(held.ValueAtQuantile(99)))
 	// The 90th percentile sits on the border between the two delays; the
 	// 85th must still be fast, the 95th slow.
+	// The client's own overhead is bounded only outside -short: make test's
+	// race phase (-race -short, beside other packages) slows the client
+	// itself by tens of milliseconds at p99.
 	for _, q := range []float64{50, 85, 95, 99} {
 		c, s := ms(r.Hist.ValueAtQuantile(q)), ms(held.ValueAtQuantile(q))
-		if c < s*95/100 || c > s+8*time.Millisecond {
+		if c < s*95/100 || !testing.Short() && c > s+8*time.Millisecond {
 			t.Errorf("p%v = %v, the server held requests %v", q, c, s)
 		}
 	}
@@ -166,6 +169,11 @@ func TestSourceAddrs(t *testing.T) {
 			mu.Lock()
 			seen[host] = true
 			mu.Unlock()
+			// A slow answer keeps each connection busy, so that every one
+			// gets requests: the portable engine dials on a connection's first
+			// request, and on a loaded machine two connections could answer
+			// all 100 before the third sent one.
+			time.Sleep(2 * time.Millisecond)
 			w.WriteHeader(410)
 		})
 		srcs := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("127.0.0.2"), netip.MustParseAddr("127.0.0.3")}

@@ -60,6 +60,7 @@ type App struct {
 	mu          sync.Mutex
 	readyAt     time.Time
 	readyErr    error
+	readyErrs   uint64 // Metrics.RedisErrors at readyAt
 	public, adm net.Listener
 }
 
@@ -119,7 +120,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 			return nil, fmt.Errorf("creating the relay's kafka producer: %w", err)
 		}
 		a.Relay = journal.New(journal.Config{
-			Topic: cfg.Topic, Lease: cfg.RelayLease, Hold: cfg.RelayHold, Log: log,
+			Topic: cfg.Topic, Lease: cfg.RelayLease, Hold: cfg.RelayHold, Settle: cfg.RelaySettle, Log: log,
 			Recover: a.store.RecoverStalled, Cold: a.coldShard,
 		}, a.redis, a.kafka, a.shards, a.Metrics.Relay())
 	}
@@ -278,15 +279,19 @@ func (a *App) adminMux() *http.ServeMux {
 	return mux
 }
 
-// ready checks what a purchase needs, at most once a second (between checks
-// it answers the last result): the purchase scripts loaded on every master
-// (LoadScripts loads them again on a restarted or new master), which also
-// proves that every master answers. Kafka is not checked: purchases do not
-// wait for it (the journal holds the events while it is away).
+// ready checks what a purchase needs: the purchase scripts loaded on every
+// master (LoadScripts loads them again on a restarted or new master), which
+// also proves that every master answers. It checks at most once a second and
+// answers the last result in between, unless a Redis call of the request
+// path failed since: then it checks again at once, so that a master that just
+// died turns /readyz red with the first purchase it failed, not up to a
+// second later. Kafka is not checked: purchases do not wait for it (the
+// journal holds the events while it is away).
 func (a *App) ready(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if time.Since(a.readyAt) < time.Second {
+	errs := a.Metrics.RedisErrors()
+	if time.Since(a.readyAt) < time.Second && errs == a.readyErrs {
 		return a.readyErr
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -295,7 +300,7 @@ func (a *App) ready(ctx context.Context) error {
 	if e := a.store.LoadScripts(ctx); e != nil {
 		err = fmt.Errorf("redis: %w", e)
 	}
-	a.readyAt, a.readyErr = time.Now(), err
+	a.readyAt, a.readyErr, a.readyErrs = time.Now(), err, errs
 	return err
 }
 

@@ -122,11 +122,13 @@ type Config struct {
 	// before purchases on it answer 503.
 	JournalBound int
 	// Relay runs this process's journal relay; RelayHold is the age an entry
-	// must reach before a relay takes it, RelayLease the lifetime of a
-	// shard's relay lease.
-	Relay      bool
-	RelayHold  time.Duration
-	RelayLease time.Duration
+	// must reach before a relay takes it, RelaySettle how much longer it
+	// waits after it could not see a shard (journal.Config.Settle),
+	// RelayLease the lifetime of a shard's relay lease.
+	Relay       bool
+	RelayHold   time.Duration
+	RelaySettle time.Duration
+	RelayLease  time.Duration
 	// RelaySales limits the relay to these sales' journals; empty means
 	// every sale (production). Tests that share one Redis set it.
 	RelaySales []int64
@@ -172,6 +174,7 @@ func Default() Config {
 		JournalBound:    50000,
 		Relay:           true,
 		RelayHold:       time.Second,
+		RelaySettle:     2 * time.Second,
 		RelayLease:      3 * time.Second,
 		RedisFlushDelay: 0,
 		RedisBatchLanes: 16,
@@ -230,6 +233,7 @@ func (c *Config) settings(set *shared.Set) {
 		{Name: "relay", Usage: "run the journal relay (Redis to Kafka) in this process", Value: shared.Bool(&c.Relay)},
 		{Name: "relay-hold", Usage: "age a journal entry must reach before a relay takes it; must exceed -budget plus -release-budget", Value: shared.Duration(&c.RelayHold)},
 		{Name: "relay-sales", Usage: "sale ids whose journals the relay moves, comma separated (empty: every sale)", Value: shared.IDs(&c.RelaySales)},
+		{Name: "relay-settle", Usage: "after a relay could not see a shard (an outage, a lease just taken) it takes nothing until the shard answered for -relay-hold plus this: the time a gateway has to void the attempts it lost replies of", Value: shared.Duration(&c.RelaySettle)},
 		{Name: "relay-lease", Usage: "lifetime of a shard's relay lease: a dead gateway's shards are taken over within it", Value: shared.Duration(&c.RelayLease)},
 		{Name: "order-ttl", Usage: "lifetime of order records in Redis", Value: shared.Duration(&c.OrderTTL)},
 		{Name: "poll-interval", Usage: "poll of sold-out items for returned stock", Value: shared.Duration(&c.PollInterval)},
@@ -429,6 +433,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Relay && c.RelayHold <= c.Budget+c.ReleaseBudget {
 		bad("-relay-hold %v: must exceed -budget plus -release-budget (%v), the time a gateway has to void a purchase it could not answer", c.RelayHold, c.Budget+c.ReleaseBudget)
+	}
+	if c.Relay && c.RelaySettle < c.ReleaseBudget+250*time.Millisecond {
+		bad("-relay-settle %v: want at least -release-budget plus 250ms (%v), the time a gateway's queue needs to void an attempt once Redis answers again", c.RelaySettle, c.ReleaseBudget+250*time.Millisecond)
 	}
 	if c.Relay && c.RelayLease < 100*time.Millisecond {
 		bad("-relay-lease %v: want at least 100ms", c.RelayLease)

@@ -50,6 +50,7 @@ func TestBadValues(t *testing.T) {
 		{"-dev", "-budget", "soon"}, {"-dev", "-nope"}, {"-dev", "-ip-burst", "0"}, {"-dev", "-poll-interval", "5s"},
 		{"-dev", "-trusted-proxies", "10.0.0.0/33"}, {"-dev", "-jwt-skew", "1m"}, {"-dev", "extra"}, {"-jwt-secret", "short"},
 		{"-dev", "-token-cache", "0"}, {"-dev", "-redis-batch-lanes", "-1"}, {"-dev", "-redis-batch-lanes", "1000"}, {"-dev", "-redis-flush-delay", "5ms"},
+		{"-dev", "-relay-settle", "500ms"},
 	} {
 		if _, err := Load(args, env(nil), io.Discard); err == nil {
 			t.Errorf("%q accepted", args)

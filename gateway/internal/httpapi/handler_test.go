@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/netip"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -330,6 +331,42 @@ func TestUnavailable(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		settled(t, e)
+	})
+	t.Run("voids unreachable: one try per shard and round, all settled soon after", func(t *testing.T) {
+		// A relay takes nothing from a shard it could not see until the shard
+		// has answered for 3 s (journal.Config): the queue must void in less.
+		const users = 20
+		e := newEnv(t, envOpt{stockPerShard: users, shards: 1})
+		c := e.serve("10.0.0.1")
+		e.st.set(func(f *fakeStore) { f.lostReply, f.voidErr = true, errRedisDown })
+		var wg sync.WaitGroup
+		for u := range uint64(users) {
+			wg.Go(func() { want(t, do(t, c, "POST", purchasePath, e.token(u+1)), 503, `{"error":"UNAVAILABLE"}`) })
+		}
+		wg.Wait()
+		if n := e.h.retries.pending(); n != users {
+			t.Fatalf("%d voids queued, want %d", n, users)
+		}
+		_, before := e.st.counts()
+		time.Sleep(2 * time.Second) // a failover's length
+		_, during := e.st.counts()
+		// One try per round of 50 ms at most; a try per void would be about 160.
+		if n := during - before; n < 1 || n > 42 {
+			t.Fatalf("%d tries of %d queued voids of one shard in 2 s, want 1-42", n, users)
+		}
+		e.st.set(func(f *fakeStore) { f.voidErr = nil })
+		back := time.Now()
+		for e.h.retries.pending() > 0 && time.Since(back) < 5*time.Second {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if took := time.Since(back); e.h.retries.pending() > 0 || took > time.Second {
+			t.Fatalf("%d voids still queued %v after Redis came back, want none within 1 s", e.h.retries.pending(), took)
+		}
+		e.st.mu.Lock()
+		defer e.st.mu.Unlock()
+		if got := e.st.stock[stockKey{e.sale.Shards[0], 7}]; got != users || len(e.st.buyers[e.sale.Shards[0]]) != 0 {
+			t.Fatalf("stock %d and %d buyer records after the voids, want %d and none", got, len(e.st.buyers[e.sale.Shards[0]]), users)
+		}
 	})
 }
 

@@ -64,18 +64,24 @@ func (h *Handler) voidOnce(ctx context.Context, r stock.Reservation) (stock.Void
 }
 
 // inRequest is the wait between tries within a request's release budget;
-// inQueue between the tries of a queued void, for about ten minutes.
+// inQueue between the tries of a queued void, for about ten minutes. The
+// queue's tries stay frequent because a void must land before any relay may
+// take its entry: a relay that could not see a shard takes nothing from it
+// until the shard has answered for its hold plus its settle time (1s + 2s;
+// journal.Config.Settle), and the queue's next try comes at most 250ms after
+// the shard is back.
 var (
 	inRequest = backoff.Policy{First: 5 * time.Millisecond, Max: 100 * time.Millisecond}
-	inQueue   = backoff.Policy{First: 100 * time.Millisecond, Max: 10 * time.Second}
+	inQueue   = backoff.Policy{First: 50 * time.Millisecond, Max: 250 * time.Millisecond}
 )
 
 // retryQueueLen bounds the voids waiting in the background.
 const retryQueueLen = 4096
 
-// retryQueue retries, in one goroutine, the voids that could not reach Redis
-// within a request's release budget: jittered exponential backoff per void
-// from 100ms to 10s, for about ten minutes. It is bounded; a void that does
+// retryQueue retries, from one goroutine's rounds, the voids that could not
+// reach Redis within a request's release budget: jittered exponential backoff per void
+// from 50ms to 250ms, for about ten minutes; while a shard is away, one void
+// of it is tried per round and the others wait (see tryDue). It is bounded; a void that does
 // not fit is logged and counted (gave_up), and the writer's ghost sweep is
 // the net for it. A frozen shard (a reshard) is retried on the sale's new
 // layout.
@@ -151,7 +157,13 @@ func (q *retryQueue) run() {
 	}
 }
 
-// tryDue tries every due void once.
+// tryDue tries the due voids, each shard's apart. The first void of a shard
+// probes it; when it fails (the master is away) the shard's other voids wait
+// for their next turn untried, so an outage costs one try per shard and
+// round, not one per void. When it settles, the others follow at once and
+// together (up to tryWidth at a time): they go in the same batches, under
+// one WAIT, where one after another each would wait for the replicas on its
+// own (50 ms each on a promoted master whose replica is not back yet).
 func (q *retryQueue) tryDue(now time.Time) {
 	q.mu.Lock()
 	var due []retryItem
@@ -165,29 +177,70 @@ func (q *retryQueue) tryDue(now time.Time) {
 	}
 	q.items = rest
 	q.mu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	byTag := map[string][]retryItem{}
 	for _, it := range due {
-		if q.try(&it) {
-			continue
-		}
-		if now.After(it.until) {
-			q.gaveUp(it.r, errors.New("redis unreachable for ten minutes"))
-			continue
-		}
-		it.attempt++
-		it.due = time.Now().Add(inQueue.Wait(it.attempt))
-		q.mu.Lock()
-		q.items = append(q.items, it)
-		q.mu.Unlock()
+		q.retag(&it)
+		byTag[it.r.Tag] = append(byTag[it.r.Tag], it)
+	}
+	width := make(chan struct{}, tryWidth)
+	var wg sync.WaitGroup
+	for _, items := range byTag {
+		wg.Go(func() {
+			width <- struct{}{}
+			ok := q.try(&items[0])
+			<-width
+			if !ok {
+				for _, it := range items {
+					q.later(it)
+				}
+				return
+			}
+			var tries sync.WaitGroup
+			for _, it := range items[1:] {
+				width <- struct{}{}
+				tries.Go(func() {
+					defer func() { <-width }()
+					if !q.try(&it) {
+						q.later(it)
+					}
+				})
+			}
+			tries.Wait()
+		})
+	}
+	wg.Wait()
+}
+
+// tryWidth bounds the voids the queue tries at once.
+const tryWidth = 64
+
+// later puts it back for its next turn, or gives it up after ten minutes.
+func (q *retryQueue) later(it retryItem) {
+	if time.Now().After(it.until) {
+		q.gaveUp(it.r, errors.New("redis unreachable for ten minutes"))
+		return
+	}
+	it.attempt++
+	it.due = time.Now().Add(inQueue.Wait(it.attempt))
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	q.mu.Unlock()
+}
+
+// retag points it at its user's home shard in the sale's current layout (a
+// reshard since the attempt moved it).
+func (q *retryQueue) retag(it *retryItem) {
+	if sale := q.h.Catalog.Snapshot().Sale(it.r.SaleID); sale != nil && len(sale.Shards) > 0 {
+		it.r.Tag = sale.Shards[sharding.HomeShard(it.r.UserID, sale.ID, len(sale.Shards))]
 	}
 }
 
-// try runs one void of it, on the sale's current layout, and reports whether
-// it settled.
+// try runs one void of it and reports whether it settled.
 func (q *retryQueue) try(it *retryItem) bool {
 	h := q.h
-	if sale := h.Catalog.Snapshot().Sale(it.r.SaleID); sale != nil && len(sale.Shards) > 0 {
-		it.r.Tag = sale.Shards[sharding.HomeShard(it.r.UserID, sale.ID, len(sale.Shards))]
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.ReleaseBudget)
 	defer cancel()
 	out, err := h.Store.Void(ctx, it.r)

@@ -5,6 +5,7 @@ package obs
 
 import (
 	"strconv"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -57,6 +58,7 @@ type Metrics struct {
 	requests    [numRoutes][]prometheus.Counter // by route, then index in codes (+1 other)
 	duration    [numRoutes]prometheus.Observer
 	redisErrs   prometheus.Counter
+	redisErrN   atomic.Uint64 // redisErrs, readable (see RedisErrors)
 	limitedIP   prometheus.Counter
 	limitedUser prometheus.Counter
 	ambiguous   prometheus.Counter
@@ -147,7 +149,10 @@ func (m *Metrics) Request(r Route, code int) {
 func (m *Metrics) Observe(r Route, seconds float64) { m.duration[r].Observe(seconds) }
 
 // RedisError counts a failed Redis call.
-func (m *Metrics) RedisError() { m.redisErrs.Inc() }
+func (m *Metrics) RedisError() { m.redisErrs.Inc(); m.redisErrN.Add(1) }
+
+// RedisErrors returns how many Redis calls failed since the start.
+func (m *Metrics) RedisErrors() uint64 { return m.redisErrN.Load() }
 
 // RateLimited counts a refusal by the per-IP (user false) or per-user bucket.
 func (m *Metrics) RateLimited(user bool) {
