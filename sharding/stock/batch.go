@@ -49,6 +49,7 @@ type Batcher struct {
 	acks       int          // replicas a write waits for (WAIT), 0 for none
 	ackTimeout time.Duration
 	short      atomic.Int64 // acknowledged writes that fell short of acks
+	replicas   sync.Map     // master address -> *ackState
 	joined     atomic.Int64 // reservations sent joined with others (reserve_many)
 	loading    atomic.Bool  // a SCRIPT LOAD of reserve_many is under way
 }
@@ -58,6 +59,21 @@ type route struct {
 	top   *sharding.Topology
 	nodes []rueidis.Client // by master index; nil where rueidis has no connection
 }
+
+// ackState is what a Batcher learned of one master's replicas from WAIT.
+// After a WAIT that came back short (the master's replica is down or gone:
+// it waited its whole timeout), the master's next batches go without WAIT,
+// but for one every ackProbe that sees whether the replica is back. A
+// master without its replica would otherwise hold every batch for the
+// whole timeout (50 ms, up to 100 ms with Redis's timer resolution), and
+// its purchases would queue past their budget into 503s. The writes are
+// counted short either way, as they are.
+type ackState struct {
+	short atomic.Bool  // the last WAIT came back short
+	probe atomic.Int64 // when the last WAIT was answered (unix ns)
+}
+
+const ackProbe = 250 * time.Millisecond
 
 // ErrBatcherClosed is returned by Do after Close.
 var ErrBatcherClosed = errors.New("stock: batcher closed")
@@ -345,10 +361,12 @@ func (b *Batcher) send(live []*call, cmds rueidis.Commands) {
 		pending = pending[:0:0]
 		for o, g := range groups {
 			node := b.c
+			var st *ackState
 			if r != nil && o >= 0 && r.nodes[o] != nil {
 				node = r.nodes[o]
+				st = b.ackState(r.top.Masters[o].Addr)
 			}
-			redirected := b.sendAck(ctx, node, g)
+			redirected := b.sendAck(ctx, node, st, g)
 			if len(redirected) > 0 {
 				b.refreshSoon()
 				if try < 2 {
@@ -365,15 +383,24 @@ func (b *Batcher) send(live []*call, cmds rueidis.Commands) {
 // sendAck sends g's commands to node followed by WAIT, and returns the calls
 // whose command was redirected (it ran nothing), their result set to the
 // redirect.
-func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, g []*call) (redirected []*call) {
+func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, st *ackState, g []*call) (redirected []*call) {
 	b.batches.Add(1)
 	cmds, units := b.joinCalls(g, make(rueidis.Commands, 0, len(g)+1))
-	cmds = append(cmds, b.c.B().Wait().Numreplicas(int64(b.acks)).Timeout(b.ackTimeout.Milliseconds()).Build())
+	wait := b.waits(st)
+	if wait {
+		cmds = append(cmds, b.c.B().Wait().Numreplicas(int64(b.acks)).Timeout(b.ackTimeout.Milliseconds()).Build())
+	}
 	res := node.DoMulti(ctx, cmds...)
-	n, err := res[len(units)].AsInt64()
-	if err != nil {
-		n = -1
-		b.refreshSoon()
+	var n int64 // no WAIT: the master's replica is known missing, none acknowledged
+	if wait {
+		var err error
+		if n, err = res[len(units)].AsInt64(); err != nil {
+			n = -1
+			b.refreshSoon()
+		} else if st != nil {
+			st.short.Store(n < int64(b.acks))
+			st.probe.Store(time.Now().UnixNano())
+		}
 	}
 	b.split(units, res[:len(units)])
 	for _, c := range g {
@@ -389,6 +416,27 @@ func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, g []*call) (
 		}
 	}
 	return redirected
+}
+
+// ackState returns the replica state of the master at addr.
+func (b *Batcher) ackState(addr string) *ackState {
+	if v, ok := b.replicas.Load(addr); ok {
+		return v.(*ackState)
+	}
+	v, _ := b.replicas.LoadOrStore(addr, &ackState{})
+	return v.(*ackState)
+}
+
+// waits reports whether a batch to the master of st is followed by WAIT: not
+// while its replica is known missing, but for one batch every ackProbe (see
+// ackState).
+func (b *Batcher) waits(st *ackState) bool {
+	if st == nil || !st.short.Load() {
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := st.probe.Load()
+	return now-last >= int64(ackProbe) && st.probe.CompareAndSwap(last, now)
 }
 
 // drain fails the commands left in a closed lane.

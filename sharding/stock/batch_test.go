@@ -131,6 +131,46 @@ func TestBatcherResendsRedirectedWrites(t *testing.T) {
 	}
 }
 
+// A master whose replica is gone makes every WAIT wait its whole timeout and
+// come back short. After one such WAIT the master's batches wait only 1 ms,
+// with one full WAIT every 250 ms to see whether the replica is back; every
+// write is still counted short. Asking for two replicas of masters that have
+// one stands for the replica's loss.
+func TestBatcherStopsWaitingForAMissingReplica(t *testing.T) {
+	_, c := newStore(t)
+	run := randomSaleID()
+	ctx := context.Background()
+	writes := func(acks, n int) (time.Duration, int64) {
+		b := stock.NewBatcher(c, 16, time.Second)
+		defer b.Close()
+		b.SetAcks(acks, 50*time.Millisecond)
+		began := time.Now()
+		for i := range n {
+			key := fmt.Sprintf("batch-test:{%d}:%d:%d", run, acks, i)
+			res, acked := b.DoAck(ctx, c.B().Set().Key(key).Value("x").Ex(time.Minute).Build())
+			if err := res.Error(); err != nil || acked < 0 || acked > 1 {
+				t.Fatalf("%s: %v, acknowledged by %d", key, err, acked)
+			}
+		}
+		return time.Since(began), b.Shortfalls()
+	}
+	const n = 40
+	took, short := writes(2, n)
+	t.Logf("%d writes one after another, two replicas asked of one: %v, %d short", n, took, short)
+	if short != n {
+		t.Fatalf("%d of %d writes counted short, want all", short, n)
+	}
+	// Waiting out 50 ms each would take 2 s.
+	if took > time.Second {
+		t.Fatalf("%d writes took %v: each waited out the timeout for a replica that is not there", n, took)
+	}
+	took, short = writes(1, n)
+	t.Logf("%d writes, one replica asked: %v, %d short", n, took, short)
+	if short != 0 {
+		t.Fatalf("%d writes short with the replica there", short)
+	}
+}
+
 // A caller whose context has ended gets its error and the command is not
 // sent; after Close every call is refused.
 func TestBatcherContextAndClose(t *testing.T) {
