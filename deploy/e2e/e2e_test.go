@@ -176,6 +176,12 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	}
 	_, master, _ := strings.Cut(top.MasterOfTag(s.Shards[0]), ":")
 	replica := testenv.ReplicaOf(master)
+	for wait := time.Now(); replica == "" && time.Since(wait) < 10*time.Second; replica = testenv.ReplicaOf(master) {
+		time.Sleep(100 * time.Millisecond) // a failover just undone: the replica is being attached
+	}
+	if replica == "" {
+		t.Fatalf("master %s has no replica", master)
+	}
 	victim := master
 	if replicaOnly {
 		victim = replica
