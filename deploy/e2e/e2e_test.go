@@ -153,7 +153,8 @@ func TestFaultGatewayKill(t *testing.T) {
 // comes back as a replica. With no repair, within a minute every order
 // answered 202 is in PostgreSQL, no 503 became an order, no reservation is
 // left without its order and Q = S + P; /readyz turned red with the outage
-// and green again when a purchase would succeed.
+// and green again when a purchase would succeed; and the first second's
+// winners, paying through the kill, have every pay answered 202 PAID.
 func TestFaultMasterKill(t *testing.T) { nodeKill(t, false) }
 
 // TestFaultReplicaKill: the same crowd, and the replica of that master is
@@ -226,7 +227,11 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	if !replicaOnly {
 		go func() { probed <- probeReady(a, s, crowd(t, 4000), 20*time.Second) }()
 	}
-	time.Sleep(1500 * time.Millisecond)
+	// The first second's winners pay through the kill, one every 5 ms.
+	time.Sleep(1200 * time.Millisecond)
+	paying := make(chan []payment, 1)
+	go func() { paying <- payAll(a, buyers[:1000], answers[:1000], 5*time.Millisecond) }()
+	time.Sleep(300 * time.Millisecond)
 	if err := testenv.Stack(t, "redis-kill", victim); err != nil {
 		t.Fatalf("could not kill the node %s", victim)
 	}
@@ -266,8 +271,77 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	for _, p := range probes {
 		buyers, answers = append(buyers, p.buyer), append(answers, p.answer)
 	}
+	pays := <-paying
 	au := settled(t, s, 60*time.Second)
 	checkInvariants(t, s, units, au, buyers, answers)
+	checkPaid(t, pays, 30*time.Second)
+}
+
+// payment is one pay request and its answer (0: none came).
+type payment struct {
+	order  string
+	status int
+}
+
+// payAll pays, one every pause, for the buyers answered 202.
+func payAll(g *gateway, buyers []buyer, answers []answer, pause time.Duration) []payment {
+	var out []payment
+	for i, ans := range answers {
+		if ans.status != 202 {
+			continue
+		}
+		out = append(out, payment{order: ans.order, status: act(g.addr, buyers[i], ans.order, "pay")})
+		time.Sleep(pause)
+	}
+	return out
+}
+
+// act posts a pay or cancel of order for b and returns the status (0: no
+// answer).
+func act(addr string, b buyer, order, action string) int {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.Header.SetMethod("POST")
+	req.SetRequestURI("http://" + addr + "/api/flash-sales/orders/" + order + "/" + action)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Header.Set("X-Forwarded-For", b.ip)
+	if err := client.DoTimeout(req, resp, 20*time.Second); err != nil {
+		return 0
+	}
+	return resp.StatusCode()
+}
+
+// checkPaid waits until every pay answered 202 has its order PAID in
+// PostgreSQL (a 202 means it will happen), and fails the test if one does
+// not within.
+func checkPaid(t *testing.T, pays []payment, within time.Duration) {
+	t.Helper()
+	pool := testenv.NewPool(t)
+	codes := map[int]int{}
+	var want []string
+	for _, p := range pays {
+		codes[p.status]++
+		if p.status == 202 {
+			want = append(want, p.order)
+		}
+	}
+	deadline := time.Now().Add(within)
+	for {
+		var n int
+		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM orders WHERE id = ANY($1::uuid[]) AND status = 'PAID'`, want).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == len(want) {
+			t.Logf("pays through the kill: %v (0: no answer); all %d answered 202 are PAID", codes, n)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pays through the kill: %v; %d of the %d answered 202 are PAID after %v", codes, n, len(want), within)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // probe is one sample of probeReady: /readyz's status, then a purchase's.
