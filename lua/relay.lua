@@ -6,7 +6,9 @@
 -- blocking the master meanwhile).
 --
 -- KEYS[1] journal stream, KEYS[2] lease of the shard's relay, KEYS[3] the
--- shard's relay watermark (entries at or below it may have been taken)
+-- shard's relay watermark (entries at or below it may have been taken),
+-- KEYS[4] the shard's ownership mark (set by the relay that takes the lease,
+-- deleted with it by a clean release)
 -- ARGV[1] lease token (unique per relay process), ARGV[2] lease lifetime (ms;
 -- 0 releases the lease and closes nothing), ARGV[3] hold (ms), ARGV[4]
 -- (optional) the last entry id Kafka acknowledged: every entry up to it is
@@ -25,11 +27,19 @@
 -- XTRIM, and new ones get later ids, so the relay's XRANGE up to it reads
 -- exactly what this round closed.
 --
+-- A lease taken while another relay's ownership mark is there was lost, not
+-- released: its owner died, or could not renew it through an outage in
+-- which a gateway may also have failed to void an attempt. That round closes
+-- nothing and says so (lost = 1); the relay then holds off for its settle
+-- time, so that such a void comes first. A lease never held, or released
+-- cleanly, is taken and used at once.
+--
 -- Reply: {1, backlog (entries), oldest entry id or '', the id to read up to
--- or '' when no entry is old enough}; {0} when another relay holds the
--- lease; {2} when the lease was released.
-if #KEYS ~= 3 or #ARGV < 3 or #ARGV > 4 then
-  return redis.error_reply('ERR relay: want 3 keys and 3 or 4 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+-- or '' when no entry is old enough or the lease was just taken over from
+-- a lost one, lost (1 or 0)}; {0} when another relay holds the lease; {2}
+-- when the lease was released.
+if #KEYS ~= 4 or #ARGV < 3 or #ARGV > 4 then
+  return redis.error_reply('ERR relay: want 4 keys and 3 or 4 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
 local token, ttl, hold = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 if token == '' or not ttl or ttl < 0 or not hold or hold < 0 then
@@ -51,19 +61,32 @@ if ackMs then
   redis.call('XTRIM', KEYS[1], 'MINID', ackMs .. '-' .. string.format('%.0f', tonumber(ackSeq) + 1))
 end
 if ttl == 0 then
-  if cur then redis.call('DEL', KEYS[2]) end
+  if cur then redis.call('DEL', KEYS[2], KEYS[4]) end
   return {2}
+end
+local lost = 0
+if not cur then
+  local mark = redis.call('GET', KEYS[4])
+  if mark and mark ~= token then
+    lost = 1 -- another relay's lease ran out (this relay's own only ran out
+             -- if it was slow to renew it: had Redis been away, its rounds
+             -- would have failed, and it holds off for that already)
+  end
+  redis.call('SET', KEYS[4], token)
 end
 redis.call('SET', KEYS[2], token, 'PX', ttl)
 local t = redis.call('TIME')
 local cutoff = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - hold
-local out = {1, redis.call('XLEN', KEYS[1]), '', ''}
+local out = {1, redis.call('XLEN', KEYS[1]), '', '', lost}
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
 if #first == 0 then
   return out
 end
 local oldest = first[1][1]
 out[3] = oldest
+if lost == 1 then
+  return out
+end
 local function id_lt(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
   local bm, bs = string.match(b, '^(%d+)-(%d+)$')

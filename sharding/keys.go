@@ -94,6 +94,14 @@ func AppendRelayLeaseKey(dst []byte, tag string) []byte {
 	return append(dst, ":relay"...)
 }
 
+// AppendRelayMarkKey appends the key of the shard's ownership mark: set (no
+// TTL) by the relay that takes the lease, deleted with the lease by a clean
+// release. A lease taken while the mark is there was lost, not released.
+func AppendRelayMarkKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":relay:mark"...)
+}
+
 // AppendTakenKey appends the key holding the shard's relay watermark: the
 // highest journal entry id a relay may have taken on the shard with tag
 // (relay.lua raises it to each round's cutoff); entries at or below it can

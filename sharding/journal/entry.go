@@ -118,6 +118,7 @@ type Round struct {
 	Backlog int64  // entries in the journal (before this round's take)
 	Oldest  string // id of the oldest entry, "" when empty
 	Upto    string // the entries to take are those up to this id ("" for none)
+	Lost    bool   // the lease was just taken over from one lost, not released: nothing closed
 	Entries []Entry
 }
 
@@ -138,9 +139,14 @@ func parseRound(arr []rueidis.RedisMessage) (Round, error) {
 	default:
 		return r, fmt.Errorf("relay round: unknown code %d", code)
 	}
-	if len(arr) != 4 {
+	if len(arr) != 5 {
 		return r, fmt.Errorf("relay round: reply of %d elements", len(arr))
 	}
+	lost, err := arr[4].AsInt64()
+	if err != nil || lost < 0 || lost > 1 {
+		return r, fmt.Errorf("relay round: lost flag %d: %v", lost, err)
+	}
+	r.Lost = lost == 1
 	r.Owner = true
 	if r.Backlog, err = arr[1].AsInt64(); err != nil || r.Backlog < 0 {
 		return r, fmt.Errorf("relay round: backlog: %v", err)

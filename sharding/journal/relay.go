@@ -53,9 +53,9 @@ type Config struct {
 	// lost: its budget plus its release budget.
 	Hold time.Duration
 	// Settle lengthens the hold after the relay could not see a shard: a
-	// round that failed (the master died, stalled or was cut off), a lease
-	// just taken (its last owner may have lost it in an outage), or a round
-	// that came much later than planned. Until the shard has answered for
+	// round that failed (the master died, stalled or was cut off), or a lease
+	// taken over from one that was lost rather than released (its owner died
+	// or could not renew it in an outage). Until the shard has answered for
 	// Hold plus Settle (default 2s) from then, nothing is taken from it: a
 	// gateway that lost a reply in the outage voids the attempt as soon as
 	// Redis answers again (its queue tries every 250ms at most), and this is
@@ -327,6 +327,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 		string(sharding.AppendEventsKey(nil, sh.Tag)),
 		string(sharding.AppendRelayLeaseKey(nil, sh.Tag)),
 		string(sharding.AppendTakenKey(nil, sh.Tag)),
+		string(sharding.AppendRelayMarkKey(nil, sh.Tag)),
 	}
 	var acked string // the last entry id Kafka acknowledged, "" when none
 	owner := false
@@ -345,7 +346,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			lease = max(lease, 3*r.cfg.ColdPause)
 		}
 		hold := r.cfg.Hold
-		if q.holds(time.Now(), !owner, r.cfg.Hold+r.cfg.Settle) {
+		if q.holds(time.Now(), r.cfg.Hold+r.cfg.Settle) {
 			hold = quietHold
 		}
 		rd, err := r.round(ctx, keys, acked, lease, hold)
@@ -364,6 +365,11 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			continue
 		}
 		q.broken = false
+		if rd.Lost {
+			// Taken over from a lease that was lost, not released (see
+			// relay.lua): the round closed nothing, and the quiet starts.
+			q.until = time.Now().Add(r.cfg.Hold + r.cfg.Settle)
+		}
 		acked = ""
 		if !rd.Owner {
 			if owner {
@@ -410,12 +416,13 @@ type quiet struct {
 	until  time.Time // nothing is taken before then
 }
 
-// holds reports whether the round about to run at now must take nothing. The
-// relay could not see the shard when the last round failed or when it is
-// only taking the lease; a quiet of span starts then, and ends span after
-// the first round that answers (each failing round moves it on).
-func (q *quiet) holds(now time.Time, taking bool, span time.Duration) bool {
-	if q.broken || taking {
+// holds reports whether the round about to run at now must take nothing.
+// The relay could not see the shard when the last round failed; a quiet of
+// span starts then, and ends span after the first round that answers (each
+// failing round moves it on). A round that took over a lost lease starts
+// one too (see shard).
+func (q *quiet) holds(now time.Time, span time.Duration) bool {
+	if q.broken {
 		q.until = now.Add(span)
 	}
 	return now.Before(q.until)

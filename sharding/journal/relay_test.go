@@ -274,35 +274,56 @@ func TestRelayHoldLeavesTimeToVoid(t *testing.T) {
 	}
 }
 
-// A relay that just took a shard's lease takes nothing for the hold plus
-// the settle time (2s by default), however old the entries: the last owner
-// may have lost the lease in an outage that also kept a gateway from voiding
-// an attempt, and that gateway's void comes once Redis answers again. Past
-// the quiet, the entries go.
-func TestRelayQuietAfterTakingALease(t *testing.T) {
-	e := setup(t, 1)
-	old := e.reserve(t, 1)
-	lost := e.reserve(t, 2) // a reply lost in the outage: its void is late
+// A relay that takes over a lease that was lost, not released (its owner
+// died: the ownership mark is there), takes nothing for the hold plus the
+// settle time (2s by default), however old the entries: the last owner may
+// have lost the lease in an outage that also kept a gateway from voiding an
+// attempt, and that gateway's void comes once Redis answers again. Past the
+// quiet, the entries go. A shard never held (or released cleanly) is relayed
+// at once.
+func TestRelayQuietAfterALostLease(t *testing.T) {
+	e := setup(t, 2)
+	c := e.st.Client()
+	lostTag := e.sale.Shards[0]
+	if err := c.Do(context.Background(), c.B().Set().Key(string(sharding.AppendRelayMarkKey(nil, lostTag))).Value("dead-relay").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	var old, lost, fresh stock.Reservation // two on the lost lease's shard, one on the other
+	for u := uint64(1); old.Tag == "" || lost.Tag == "" || fresh.Tag == ""; u++ {
+		home := e.sale.Shards[sharding.HomeShard(u, e.sale.ID, 2)]
+		switch {
+		case home == lostTag && old.Tag == "":
+			old = e.reserve(t, u)
+		case home == lostTag && lost.Tag == "":
+			lost = e.reserve(t, u) // a reply lost in the outage: its void is late
+		case home != lostTag && fresh.Tag == "":
+			fresh = e.reserve(t, u)
+		}
+	}
 	time.Sleep(300 * time.Millisecond)
 	relay, _, _ := e.run(t, 100*time.Millisecond)
 	began := time.Now()
-	for relay.Owned() == 0 && time.Since(began) < 5*time.Second {
+	for relay.Owned() < 2 && time.Since(began) < 5*time.Second {
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(time.Second) // the lease is held, the entries are past the hold
+	seen := consume(t, e.topic, 1, 10*time.Second)
+	if took := time.Since(began); seen[fresh.OrderID] != 1 || took > 1500*time.Millisecond {
+		t.Fatalf("the never-held shard's entry: relayed %v after %v, want once within the hold (and a round)", seen, took)
+	}
+	time.Sleep(time.Until(began.Add(time.Second))) // the lease is held, the entries are past the hold
 	out, err := e.st.Void(context.Background(), lost)
 	if err != nil || out != stock.Voided {
-		t.Fatalf("void 1 s after the relay took the lease: %v %v, want voided", out, err)
+		t.Fatalf("void 1 s after the relay took over the lost lease: %v %v, want voided", out, err)
 	}
-	seen := consume(t, e.topic, 1, 20*time.Second)
+	seen = consume(t, e.topic, 2, 20*time.Second)
 	took := time.Since(began)
 	if seen[old.OrderID] != 1 || seen[lost.OrderID] != 0 {
 		t.Fatalf("relayed %v: want the old order once and not the voided one", seen)
 	}
 	if took < 2*time.Second {
-		t.Fatalf("the entry reached Kafka %v after the lease was taken, want after the hold and settle (2.1 s)", took)
+		t.Fatalf("the lost lease's entry reached Kafka %v after the takeover, want after the hold and settle (2.1 s)", took)
 	}
-	t.Logf("relayed %v after the lease was taken", took.Round(10*time.Millisecond))
+	t.Logf("the lost lease's entry relayed %v after the takeover", took.Round(10*time.Millisecond))
 }
 
 // A shard whose lease another (dead) relay holds is taken over once the

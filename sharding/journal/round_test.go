@@ -26,7 +26,8 @@ func TestRelayRoundClosesWhatItTakes(t *testing.T) {
 	c := e.st.Client()
 	tag := e.sale.Shards[0]
 	events, lease, taken := string(sharding.AppendEventsKey(nil, tag)), string(sharding.AppendRelayLeaseKey(nil, tag)), string(sharding.AppendTakenKey(nil, tag))
-	keys := []string{events, lease, taken}
+	mark := string(sharding.AppendRelayMarkKey(nil, tag))
+	keys := []string{events, lease, taken, mark}
 	script := rueidis.NewLuaScript(lua.Relay)
 	round := func(token string, hold time.Duration) journal.Round {
 		t.Helper()
@@ -81,6 +82,32 @@ func TestRelayRoundClosesWhatItTakes(t *testing.T) {
 	if rd = round("someone else", 0); rd.Owner || rd.Entries != nil {
 		t.Fatalf("round under another relay's lease: %+v, want nothing", rd)
 	}
+
+	// A lease that expired (its owner died) leaves the mark: the next owner's
+	// first round closes nothing and says the lease was lost; its next
+	// rounds close as usual. A clean release takes the mark with the lease,
+	// and the next owner closes at once.
+	if err := c.Do(ctx, c.B().Del().Key(lease).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, c.B().Del().Key(taken).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if rd = round("heir", 0); !rd.Owner || !rd.Lost || rd.Upto != "" || rd.Backlog != 1 {
+		t.Fatalf("round taking over an expired lease: %+v, want the lease, lost and nothing closed", rd)
+	}
+	if rd = round("heir", 0); rd.Lost || rd.Upto == "" {
+		t.Fatalf("the heir's next round: %+v, want entries closed", rd)
+	}
+	if err := script.Exec(ctx, c, keys, []string{"heir", "0", "0"}).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Do(ctx, c.B().Exists().Key(lease, mark).Build()).AsInt64(); n != 0 {
+		t.Fatalf("%d of the lease and the mark left after a clean release", n)
+	}
+	if rd = round("next", 0); !rd.Owner || rd.Lost || rd.Upto == "" {
+		t.Fatalf("round after a clean release: %+v, want entries closed at once", rd)
+	}
 }
 
 // The round's reply and the entries come from Redis, another process: a reply
@@ -100,16 +127,19 @@ func TestRelayRoundRefusesMalformedReplies(t *testing.T) {
 	for _, tc := range []struct{ reply, want string }{
 		{"return {7}", "unknown code 7"},
 		{"return {1, 3, ''}", "reply of 3 elements"},
-		{"return {1, -1, '', ''}", "backlog"},
-		{"return {1, 'x', '', ''}", "backlog"},
-		{"return {1, 0, '', 'not-an-id'}", "not an entry id"},
-		{"return {'one', 0, '', ''}", "relay round"},
+		{"return {1, 3, '', ''}", "reply of 4 elements"},
+		{"return {1, -1, '', '', 0}", "backlog"},
+		{"return {1, 'x', '', '', 0}", "backlog"},
+		{"return {1, 0, '', 'not-an-id', 0}", "not an entry id"},
+		{"return {1, 0, '', '', 2}", "lost flag"},
+		{"return {1, 0, '', '', 'x'}", "lost flag"},
+		{"return {'one', 0, '', '', 0}", "relay round"},
 	} {
 		if _, err := journal.ParseRound(eval(tc.reply)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.reply, err, tc.want)
 		}
 	}
-	if rd, err := journal.ParseRound(eval("return {1, 4, '1-0', '9-18446744073709551615'}")); err != nil || rd.Backlog != 4 || rd.Upto != "9-18446744073709551615" {
+	if rd, err := journal.ParseRound(eval("return {1, 4, '1-0', '9-18446744073709551615', 1}")); err != nil || rd.Backlog != 4 || rd.Upto != "9-18446744073709551615" || !rd.Lost {
 		t.Errorf("a good reply: %+v %v", rd, err)
 	}
 	for _, body := range []string{"return {{'1-0'}}", "return {{'1-0', {'t'}}}", "return {'1-0'}", "return {{{'x'}, {'t', 'pay'}}}"} {

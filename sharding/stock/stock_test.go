@@ -249,6 +249,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	marker := string(sharding.AppendNoMoveKey(nil, tag))
 	taken := string(sharding.AppendTakenKey(nil, tag))
 	lease := string(sharding.AppendRelayLeaseKey(nil, tag))
+	mark := string(sharding.AppendRelayMarkKey(nil, tag))
 	halt := string(sharding.AppendHaltKey(nil, tag))
 	rk := []string{stockKey, buyers, order, fence, events, marker, halt}
 	// user, order id, item, created, expires, ttl, sale, bound, attempt, credit, move id, marker ttl
@@ -285,11 +286,12 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"act: wrong key count", act, []string{order, fence}, []string{"pay", "77", id.String(), "7", "10", "1"}, "want 3 keys and 6 args"},
 		{"act: bound zero", act, []string{order, fence, events}, []string{"pay", "77", id.String(), "7", "0", "1"}, "bad arguments"},
 		{"expire_claim: args given", claim, []string{order, fence}, []string{"x"}, "want 2 keys and 0 args"},
-		{"relay: too few args", relay, []string{events, lease, taken}, []string{"tok", "1000"}, "want 3 keys and 3 or 4 args"},
-		{"relay: too many args", relay, []string{events, lease, taken}, []string{"tok", "1000", "0", "1-1", "2-2"}, "want 3 keys and 3 or 4 args"},
-		{"relay: negative hold", relay, []string{events, lease, taken}, []string{"tok", "1000", "-1"}, "bad arguments"},
-		{"relay: empty token", relay, []string{events, lease, taken}, []string{"", "1000", "0"}, "bad arguments"},
-		{"relay: bad acked id", relay, []string{events, lease, taken}, []string{"tok", "1000", "0", "not-an-id"}, "bad entry id"},
+		{"relay: too few keys", relay, []string{events, lease, taken}, []string{"tok", "1000", "0"}, "want 4 keys and 3 or 4 args"},
+		{"relay: too few args", relay, []string{events, lease, taken, mark}, []string{"tok", "1000"}, "want 4 keys and 3 or 4 args"},
+		{"relay: too many args", relay, []string{events, lease, taken, mark}, []string{"tok", "1000", "0", "1-1", "2-2"}, "want 4 keys and 3 or 4 args"},
+		{"relay: negative hold", relay, []string{events, lease, taken, mark}, []string{"tok", "1000", "-1"}, "bad arguments"},
+		{"relay: empty token", relay, []string{events, lease, taken, mark}, []string{"", "1000", "0"}, "bad arguments"},
+		{"relay: bad acked id", relay, []string{events, lease, taken, mark}, []string{"tok", "1000", "0", "not-an-id"}, "bad entry id"},
 		{"release: wrong arg count", release, []string{stockKey, buyers, order, fence}, []string{"77"}, "want 4 keys and 3 args"},
 		{"release: empty status", release, []string{stockKey, buyers, order, fence}, []string{"77", id.String(), ""}, "bad arguments"},
 		{"release: non-numeric stock", release, []string{badStock, buyers, order, fence}, []string{"77", id.String(), "EXPIRED"}, "not a non-negative integer"},

@@ -233,7 +233,7 @@ func (c *Config) settings(set *shared.Set) {
 		{Name: "relay", Usage: "run the journal relay (Redis to Kafka) in this process", Value: shared.Bool(&c.Relay)},
 		{Name: "relay-hold", Usage: "age a journal entry must reach before a relay takes it; must exceed -budget plus -release-budget", Value: shared.Duration(&c.RelayHold)},
 		{Name: "relay-sales", Usage: "sale ids whose journals the relay moves, comma separated (empty: every sale)", Value: shared.IDs(&c.RelaySales)},
-		{Name: "relay-settle", Usage: "after a relay could not see a shard (an outage, a lease just taken) it takes nothing until the shard answered for -relay-hold plus this: the time a gateway has to void the attempts it lost replies of", Value: shared.Duration(&c.RelaySettle)},
+		{Name: "relay-settle", Usage: "after a relay could not see a shard (an outage, a lease taken over from a dead relay) it takes nothing until the shard answered for -relay-hold plus this: the time a gateway has to void the attempts it lost replies of", Value: shared.Duration(&c.RelaySettle)},
 		{Name: "relay-lease", Usage: "lifetime of a shard's relay lease: a dead gateway's shards are taken over within it", Value: shared.Duration(&c.RelayLease)},
 		{Name: "order-ttl", Usage: "lifetime of order records in Redis", Value: shared.Duration(&c.OrderTTL)},
 		{Name: "poll-interval", Usage: "poll of sold-out items for returned stock", Value: shared.Duration(&c.PollInterval)},
