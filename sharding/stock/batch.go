@@ -387,6 +387,13 @@ func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, st *ackState
 	b.batches.Add(1)
 	cmds, units := b.joinCalls(g, make(rueidis.Commands, 0, len(g)+1))
 	wait := b.waits(st)
+	if node == b.c && !oneSlot(cmds) {
+		// No connection of the master's own (a failover's new master,
+		// before rueidis connects to it): through the cluster client a
+		// keyless WAIT cannot go with writes to several slots (rueidis
+		// panics on the mix), so these go unconfirmed and are counted short.
+		wait = false
+	}
 	if wait {
 		cmds = append(cmds, b.c.B().Wait().Numreplicas(int64(b.acks)).Timeout(b.ackTimeout.Milliseconds()).Build())
 	}
@@ -416,6 +423,24 @@ func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, st *ackState
 		}
 	}
 	return redirected
+}
+
+// noSlot is the slot rueidis gives a keyless command (its cmds.InitSlot).
+const noSlot = 1 << 14
+
+// oneSlot reports whether the keyed commands of cmds share one slot.
+func oneSlot(cmds rueidis.Commands) bool {
+	slot := uint16(noSlot)
+	for _, c := range cmds {
+		switch s := c.Slot(); {
+		case s == noSlot:
+		case slot == noSlot:
+			slot = s
+		case s != slot:
+			return false
+		}
+	}
+	return true
 }
 
 // ackState returns the replica state of the master at addr.

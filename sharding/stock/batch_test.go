@@ -171,6 +171,46 @@ func TestBatcherStopsWaitingForAMissingReplica(t *testing.T) {
 	}
 }
 
+// Right after a failover the Batcher may know the new master's slots before
+// rueidis has a connection to it; its batches then go through the cluster
+// client, where rueidis refuses (panics on) a keyless WAIT beside writes to
+// several slots. Such a batch goes without WAIT: every write lands, counted
+// short; a batch of one slot keeps its WAIT.
+func TestBatcherWithoutTheMastersConnection(t *testing.T) {
+	_, c := newStore(t)
+	b := stock.NewBatcher(c, 16, time.Second)
+	t.Cleanup(b.Close)
+	b.SetAcks(1, 50*time.Millisecond)
+	ctx := context.Background()
+	run := randomSaleID()
+	for round := range 5 {
+		b.Unroute()
+		var wg sync.WaitGroup
+		errs := make(chan error, 64)
+		for i := range 64 {
+			key := fmt.Sprintf("batch-test:{%d:%d:%d}", run, round, i) // many slots on every master
+			wg.Go(func() {
+				res, acked := b.DoAck(ctx, c.B().Set().Key(key).Value("x").Ex(time.Minute).Build())
+				if err := res.Error(); err != nil || acked < 0 || acked > 1 {
+					errs <- fmt.Errorf("%s: %v, acknowledged by %d", key, err, acked)
+					return
+				}
+				if v, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString(); err != nil || v != "x" {
+					errs <- fmt.Errorf("%s: got %q %v", key, v, err)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if t.Failed() {
+			t.Fatalf("round %d", round)
+		}
+	}
+}
+
 // A caller whose context has ended gets its error and the command is not
 // sent; after Close every call is refused.
 func TestBatcherContextAndClose(t *testing.T) {

@@ -17,3 +17,14 @@ func (b *Batcher) Misroute() {
 	}
 	b.route.Store(m)
 }
+
+// Unroute drops the Batcher's connections to the masters, keeping the slot
+// map, as right after a failover before rueidis has connected to the new
+// master: its batches go through the cluster client.
+func (b *Batcher) Unroute() {
+	r := b.route.Load()
+	if r == nil {
+		return
+	}
+	b.route.Store(&route{top: r.top, nodes: make([]rueidis.Client, len(r.nodes))})
+}
