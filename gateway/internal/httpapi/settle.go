@@ -89,6 +89,7 @@ type retryQueue struct {
 	h     *Handler
 	mu    sync.Mutex
 	items []retryItem
+	tries int // items taken out by the round under way
 	cap   int
 	wake  chan struct{}
 	quit  chan struct{}
@@ -127,11 +128,12 @@ func (q *retryQueue) add(r stock.Reservation) {
 	}
 }
 
-// pending returns the number of voids waiting.
+// pending returns the number of voids waiting or being tried (one put back
+// by the round under way may count twice until the round ends).
 func (q *retryQueue) pending() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.items)
+	return len(q.items) + q.tries
 }
 
 func (q *retryQueue) close() {
@@ -176,10 +178,16 @@ func (q *retryQueue) tryDue(now time.Time) {
 		}
 	}
 	q.items = rest
+	q.tries = len(due)
 	q.mu.Unlock()
 	if len(due) == 0 {
 		return
 	}
+	defer func() {
+		q.mu.Lock()
+		q.tries = 0
+		q.mu.Unlock()
+	}()
 	byTag := map[string][]retryItem{}
 	for _, it := range due {
 		q.retag(&it)
