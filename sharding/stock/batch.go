@@ -49,7 +49,6 @@ type Batcher struct {
 	acks       int          // replicas a write waits for (WAIT), 0 for none
 	ackTimeout time.Duration
 	short      atomic.Int64 // acknowledged writes that fell short of acks
-	replicas   sync.Map     // master address -> *ackState
 	joined     atomic.Int64 // reservations sent joined with others (reserve_many)
 	loading    atomic.Bool  // a SCRIPT LOAD of reserve_many is under way
 }
@@ -58,6 +57,20 @@ type Batcher struct {
 type route struct {
 	top   *sharding.Topology
 	nodes []rueidis.Client // by master index; nil where rueidis has no connection
+	acks  []*ackState      // by master index; a master keeps its own across refreshes
+}
+
+// ackOf returns the replica state the route holds for the master at addr,
+// or a new one.
+func (r *route) ackOf(addr string) *ackState {
+	if r != nil {
+		for i, m := range r.top.Masters {
+			if m.Addr == addr {
+				return r.acks[i]
+			}
+		}
+	}
+	return &ackState{}
 }
 
 // ackState is what a Batcher learned of one master's replicas from WAIT.
@@ -166,9 +179,10 @@ func (b *Batcher) refresh() {
 		return
 	}
 	nodes := b.c.Nodes()
-	r := &route{top: top, nodes: make([]rueidis.Client, len(top.Masters))}
+	old := b.route.Load()
+	r := &route{top: top, nodes: make([]rueidis.Client, len(top.Masters)), acks: make([]*ackState, len(top.Masters))}
 	for i, m := range top.Masters {
-		r.nodes[i] = nodes[m.Addr]
+		r.nodes[i], r.acks[i] = nodes[m.Addr], old.ackOf(m.Addr)
 	}
 	b.route.Store(r)
 }
@@ -363,8 +377,7 @@ func (b *Batcher) send(live []*call, cmds rueidis.Commands) {
 			node := b.c
 			var st *ackState
 			if r != nil && o >= 0 && r.nodes[o] != nil {
-				node = r.nodes[o]
-				st = b.ackState(r.top.Masters[o].Addr)
+				node, st = r.nodes[o], r.acks[o]
 			}
 			redirected := b.sendAck(ctx, node, st, g)
 			if len(redirected) > 0 {
@@ -398,7 +411,7 @@ func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, st *ackState
 		cmds = append(cmds, b.c.B().Wait().Numreplicas(int64(b.acks)).Timeout(b.ackTimeout.Milliseconds()).Build())
 	}
 	res := node.DoMulti(ctx, cmds...)
-	var n int64 // no WAIT: the master's replica is known missing, none acknowledged
+	var n int64 // no WAIT (see above and ackState): none acknowledged
 	if wait {
 		var err error
 		if n, err = res[len(units)].AsInt64(); err != nil {
@@ -441,15 +454,6 @@ func oneSlot(cmds rueidis.Commands) bool {
 		}
 	}
 	return true
-}
-
-// ackState returns the replica state of the master at addr.
-func (b *Batcher) ackState(addr string) *ackState {
-	if v, ok := b.replicas.Load(addr); ok {
-		return v.(*ackState)
-	}
-	v, _ := b.replicas.LoadOrStore(addr, &ackState{})
-	return v.(*ackState)
 }
 
 // waits reports whether a batch to the master of st is followed by WAIT: not

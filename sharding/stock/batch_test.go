@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
@@ -70,29 +72,7 @@ func TestBatcherResendsRedirectedWrites(t *testing.T) {
 	run := randomSaleID()
 	for round := range 10 {
 		b.Misroute()
-		var wg sync.WaitGroup
-		errs := make(chan error, 100)
-		for i := range 100 {
-			key := fmt.Sprintf("batch-test:{%d:%d:%d}", run, round, i)
-			want := fmt.Sprintf("value %d of round %d", i, round)
-			wg.Go(func() {
-				res, acked := b.DoAck(ctx, c.B().Set().Key(key).Value(want).Ex(time.Minute).Build())
-				if err := res.Error(); err != nil || acked != 1 {
-					errs <- fmt.Errorf("%s: %v, acknowledged by %d replicas", key, err, acked)
-					return
-				}
-				// Other callers build commands meanwhile, as the gateway's do.
-				v, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString()
-				if err != nil || v != want {
-					errs <- fmt.Errorf("%s: got %q %v, want %q", key, v, err, want)
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
+		ackAll(t, b, c, testKeys(run, round, 100), 1, 1)
 		if t.Failed() {
 			t.Fatalf("round %d", round)
 		}
@@ -107,28 +87,70 @@ func TestBatcherResendsRedirectedWrites(t *testing.T) {
 	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 1))).Value(strconv.Itoa(units)).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	var sold atomic.Int64
+	var sold int64
 	for wave := range uint64(4) {
 		b.Misroute()
-		var wg sync.WaitGroup
-		for u := wave*25 + 1; u <= wave*25+25; u++ {
-			wg.Go(func() {
-				res, err := st.Reserve(ctx, reservation(tag, 1, u, sharding.NewOrderID(run, u, 3)))
-				switch {
-				case err != nil:
-					t.Errorf("user %d: %v", u, err)
-				case res.Outcome == stock.Reserved:
-					sold.Add(1)
-				case res.Outcome != stock.SoldOut:
-					t.Errorf("user %d: %v", u, res.Outcome)
-				}
-			})
-		}
-		wg.Wait()
+		sold += reserveAll(t, st, tag, run, wave*25+1, 25)
 	}
-	if left := getInt(t, c, sharding.AppendStockKey(nil, tag, 1)); sold.Load() != units || left != 0 {
-		t.Fatalf("sold %d of %d units, %d left", sold.Load(), units, left)
+	if left := getInt(t, c, sharding.AppendStockKey(nil, tag, 1)); sold != units || left != 0 {
+		t.Fatalf("sold %d of %d units, %d left", sold, units, left)
 	}
+}
+
+// testKeys returns n keys of a test run's round, each on its own slot.
+func testKeys(run int64, round, n int) []string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("batch-test:{%d:%d:%d}", run, round, i)
+	}
+	return keys
+}
+
+// reserveAll reserves item 1 on tag for users first..first+n-1 of sale, all
+// at once, and returns how many were reserved; an error or an outcome other
+// than Reserved or SoldOut fails t.
+func reserveAll(t *testing.T, s *stock.Store, tag string, sale int64, first, n uint64) int64 {
+	t.Helper()
+	var sold atomic.Int64
+	var wg sync.WaitGroup
+	for u := first; u < first+n; u++ {
+		wg.Go(func() {
+			res, err := s.Reserve(context.Background(), reservation(tag, 1, u, sharding.NewOrderID(sale, u, 3)))
+			switch {
+			case err != nil:
+				t.Errorf("user %d: %v", u, err)
+			case res.Outcome == stock.Reserved:
+				sold.Add(1)
+			case res.Outcome != stock.SoldOut:
+				t.Errorf("user %d: %v", u, res.Outcome)
+			}
+		})
+	}
+	wg.Wait()
+	return sold.Load()
+}
+
+// ackAll sends one acknowledged SET per key through b, all at once, and
+// checks that each landed, acknowledged by lo to hi replicas.
+func ackAll(t *testing.T, b *stock.Batcher, c rueidis.Client, keys []string, lo, hi int64) {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for _, key := range keys {
+		wg.Go(func() {
+			want := "value of " + key
+			res, acked := b.DoAck(ctx, c.B().Set().Key(key).Value(want).Ex(time.Minute).Build())
+			if err := res.Error(); err != nil || acked < lo || acked > hi {
+				t.Errorf("%s: %v, acknowledged by %d replicas, want %d-%d", key, err, acked, lo, hi)
+				return
+			}
+			// Other callers build commands meanwhile, as the gateway's do.
+			if v, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString(); err != nil || v != want {
+				t.Errorf("%s: got %q %v, want %q", key, v, err, want)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // A master whose replica is gone makes every WAIT wait its whole timeout and
@@ -181,30 +203,10 @@ func TestBatcherWithoutTheMastersConnection(t *testing.T) {
 	b := stock.NewBatcher(c, 16, time.Second)
 	t.Cleanup(b.Close)
 	b.SetAcks(1, 50*time.Millisecond)
-	ctx := context.Background()
 	run := randomSaleID()
 	for round := range 5 {
 		b.Unroute()
-		var wg sync.WaitGroup
-		errs := make(chan error, 64)
-		for i := range 64 {
-			key := fmt.Sprintf("batch-test:{%d:%d:%d}", run, round, i) // many slots on every master
-			wg.Go(func() {
-				res, acked := b.DoAck(ctx, c.B().Set().Key(key).Value("x").Ex(time.Minute).Build())
-				if err := res.Error(); err != nil || acked < 0 || acked > 1 {
-					errs <- fmt.Errorf("%s: %v, acknowledged by %d", key, err, acked)
-					return
-				}
-				if v, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString(); err != nil || v != "x" {
-					errs <- fmt.Errorf("%s: got %q %v", key, v, err)
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
+		ackAll(t, b, c, testKeys(run, round, 64), 0, 1) // many slots on every master
 		if t.Failed() {
 			t.Fatalf("round %d", round)
 		}
@@ -311,27 +313,7 @@ func joinedAfterFlush(t *testing.T, acks int) {
 	if err := node.Do(ctx, node.B().ScriptFlush().Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	var sold atomic.Int64
-	wave := func(first uint64) {
-		var wg sync.WaitGroup
-		for u := first; u < first+100; u++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				res, err := s.Reserve(ctx, reservation(tag, 1, u, sharding.NewOrderID(sale, u, 3)))
-				switch {
-				case err != nil:
-					t.Errorf("user %d: %v", u, err)
-				case res.Outcome == stock.Reserved:
-					sold.Add(1)
-				case res.Outcome != stock.SoldOut:
-					t.Errorf("user %d: %v", u, res.Outcome)
-				}
-			}()
-		}
-		wg.Wait()
-	}
-	wave(1)
+	sold := reserveAll(t, s, tag, sale, 1, 100)
 	deadline := time.Now().Add(3 * time.Second)
 	for !cached() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -340,12 +322,12 @@ func joinedAfterFlush(t *testing.T, acks int) {
 		t.Fatal("reserve_many.lua was not loaded again after NOSCRIPT")
 	}
 	joined := b.Joined()
-	wave(101)
+	sold += reserveAll(t, s, tag, sale, 101, 100)
 	if b.Joined() == joined {
 		t.Error("the wave after the reload went unjoined")
 	}
-	if sold.Load() != units {
-		t.Fatalf("sold %d of %d units", sold.Load(), units)
+	if sold != units {
+		t.Fatalf("sold %d of %d units", sold, units)
 	}
 	if left := getInt(t, c, sharding.AppendStockKey(nil, tag, 1)); left != 0 {
 		t.Fatalf("stock left %d", left)

@@ -11,7 +11,7 @@ func (b *Batcher) Misroute() {
 		return
 	}
 	n := len(r.nodes)
-	m := &route{top: r.top, nodes: make([]rueidis.Client, n)}
+	m := &route{top: r.top, nodes: make([]rueidis.Client, n), acks: r.acks}
 	for i := range r.nodes {
 		m.nodes[i] = r.nodes[(i+1)%n]
 	}
@@ -26,5 +26,5 @@ func (b *Batcher) Unroute() {
 	if r == nil {
 		return
 	}
-	b.route.Store(&route{top: r.top, nodes: make([]rueidis.Client, len(r.nodes))})
+	b.route.Store(&route{top: r.top, nodes: make([]rueidis.Client, len(r.nodes)), acks: r.acks})
 }

@@ -5,10 +5,10 @@ package obs
 
 import (
 	"strconv"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Route names a public route for the route label.
@@ -58,7 +58,6 @@ type Metrics struct {
 	requests    [numRoutes][]prometheus.Counter // by route, then index in codes (+1 other)
 	duration    [numRoutes]prometheus.Observer
 	redisErrs   prometheus.Counter
-	redisErrN   atomic.Uint64 // redisErrs, readable (see RedisErrors)
 	limitedIP   prometheus.Counter
 	limitedUser prometheus.Counter
 	ambiguous   prometheus.Counter
@@ -149,10 +148,17 @@ func (m *Metrics) Request(r Route, code int) {
 func (m *Metrics) Observe(r Route, seconds float64) { m.duration[r].Observe(seconds) }
 
 // RedisError counts a failed Redis call.
-func (m *Metrics) RedisError() { m.redisErrs.Inc(); m.redisErrN.Add(1) }
+func (m *Metrics) RedisError() { m.redisErrs.Inc() }
 
-// RedisErrors returns how many Redis calls failed since the start.
-func (m *Metrics) RedisErrors() uint64 { return m.redisErrN.Load() }
+// RedisErrors returns how many Redis calls failed since the start: the
+// counter's value, read for /readyz (it allocates; not for the request path).
+func (m *Metrics) RedisErrors() uint64 {
+	var d dto.Metric
+	if m.redisErrs.Write(&d) != nil {
+		return 0
+	}
+	return uint64(d.GetCounter().GetValue())
+}
 
 // RateLimited counts a refusal by the per-IP (user false) or per-user bucket.
 func (m *Metrics) RateLimited(user bool) {
