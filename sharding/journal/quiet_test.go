@@ -8,10 +8,9 @@ import (
 // A relay takes nothing after a failed round until the shard has answered
 // for the span; each failing round moves the end on.
 func TestQuietAfterAnOutage(t *testing.T) {
-	var q quiet
+	q := quiet{span: 3 * time.Second}
 	t0 := time.Unix(1_000_000, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	const span = 3 * time.Second
 	steps := []struct {
 		at     float64
 		broken bool
@@ -29,7 +28,7 @@ func TestQuietAfterAnOutage(t *testing.T) {
 	}
 	for _, s := range steps {
 		q.broken = s.broken
-		if got := q.holds(at(s.at), span); got != s.want {
+		if got := q.holds(at(s.at)); got != s.want {
 			t.Fatalf("at %v s (last round failed %v): holds %v, want %v", s.at, s.broken, got, s.want)
 		}
 	}

@@ -331,7 +331,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 	}
 	var acked string // the last entry id Kafka acknowledged, "" when none
 	owner := false
-	var q quiet
+	q := quiet{span: r.cfg.Hold + r.cfg.Settle}
 	for {
 		if ctx.Err() != nil {
 			if owner {
@@ -346,7 +346,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 			lease = max(lease, 3*r.cfg.ColdPause)
 		}
 		hold := r.cfg.Hold
-		if q.holds(time.Now(), r.cfg.Hold+r.cfg.Settle) {
+		if q.holds(time.Now()) {
 			hold = quietHold
 		}
 		rd, err := r.round(ctx, keys, acked, lease, hold)
@@ -368,7 +368,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 		if rd.Lost {
 			// Taken over from a lease that was lost, not released (see
 			// relay.lua): the round closed nothing, and the quiet starts.
-			q.until = time.Now().Add(r.cfg.Hold + r.cfg.Settle)
+			q.start(time.Now())
 		}
 		acked = ""
 		if !rd.Owner {
@@ -412,18 +412,22 @@ const quietHold = 24 * time.Hour
 
 // quiet tracks whether a shard's relay may take entries (see Config.Settle).
 type quiet struct {
-	broken bool      // the last round failed
-	until  time.Time // nothing is taken before then
+	span   time.Duration // Hold + Settle
+	broken bool          // the last round failed
+	until  time.Time     // nothing is taken before then
 }
 
+// start begins a quiet at now: nothing is taken for span.
+func (q *quiet) start(now time.Time) { q.until = now.Add(q.span) }
+
 // holds reports whether the round about to run at now must take nothing.
-// The relay could not see the shard when the last round failed; a quiet of
-// span starts then, and ends span after the first round that answers (each
+// The relay could not see the shard when the last round failed: a quiet
+// starts then, and ends span after the first round that answers (each
 // failing round moves it on). A round that took over a lost lease starts
 // one too (see shard).
-func (q *quiet) holds(now time.Time, span time.Duration) bool {
+func (q *quiet) holds(now time.Time) bool {
 	if q.broken {
-		q.until = now.Add(span)
+		q.start(now)
 	}
 	return now.Before(q.until)
 }

@@ -193,30 +193,41 @@ func (q *retryQueue) tryDue(now time.Time) {
 		q.retag(&it)
 		byTag[it.r.Tag] = append(byTag[it.r.Tag], it)
 	}
+	probes := make([][]retryItem, 0, len(byTag))
+	for _, items := range byTag {
+		probes = append(probes, items)
+	}
+	var mu sync.Mutex
+	var back []retryItem // the voids of the shards that answered
+	parallel(len(probes), func(i int) {
+		items := probes[i]
+		if !q.try(&items[0]) {
+			for _, it := range items {
+				q.later(it)
+			}
+			return
+		}
+		mu.Lock()
+		back = append(back, items[1:]...)
+		mu.Unlock()
+	})
+	parallel(len(back), func(i int) {
+		if !q.try(&back[i]) {
+			q.later(back[i])
+		}
+	})
+}
+
+// parallel runs fn(0..n-1), up to tryWidth at a time, and returns when all
+// are done.
+func parallel(n int, fn func(i int)) {
 	width := make(chan struct{}, tryWidth)
 	var wg sync.WaitGroup
-	for _, items := range byTag {
+	for i := range n {
+		width <- struct{}{}
 		wg.Go(func() {
-			width <- struct{}{}
-			ok := q.try(&items[0])
-			<-width
-			if !ok {
-				for _, it := range items {
-					q.later(it)
-				}
-				return
-			}
-			var tries sync.WaitGroup
-			for _, it := range items[1:] {
-				width <- struct{}{}
-				tries.Go(func() {
-					defer func() { <-width }()
-					if !q.try(&it) {
-						q.later(it)
-					}
-				})
-			}
-			tries.Wait()
+			defer func() { <-width }()
+			fn(i)
 		})
 	}
 	wg.Wait()
