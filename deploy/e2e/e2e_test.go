@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -107,27 +106,7 @@ func TestFaultGatewayKill(t *testing.T) {
 	a.waitReady(t, 30*time.Second)
 	b.waitReady(t, 30*time.Second)
 	buyers := crowd(t, users)
-	var mu sync.Mutex
-	answers := make([]answer, users)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// 1,000 buyers a second, every other one to the gateway that dies.
-		start := time.Now()
-		for w := 0; w < users/100; w++ {
-			lo := w * 100
-			part := buyAll(s, buyers[lo:lo+100], 50, func(i int) string {
-				if (lo+i)%2 == 0 {
-					return a.addr
-				}
-				return b.addr
-			})
-			mu.Lock()
-			copy(answers[lo:], part)
-			mu.Unlock()
-			time.Sleep(time.Until(start.Add(time.Duration(w+1) * 100 * time.Millisecond)))
-		}
-	}()
+	w := sendWaves(s, buyers, a, b) // every other buyer to the gateway that dies
 	for k := 0; k < 3; k++ {
 		time.Sleep(700 * time.Millisecond)
 		a.kill(t)
@@ -136,7 +115,8 @@ func TestFaultGatewayKill(t *testing.T) {
 		a.restart(t)
 		a.waitReady(t, 30*time.Second)
 	}
-	<-done
+	<-w.done
+	answers := w.answers
 	got := tally(answers)
 	t.Logf("answers: %v (0: no answer, the gateway died)", got)
 	if got[202] == 0 || got[0] == 0 {
@@ -200,29 +180,7 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	a.waitReady(t, 30*time.Second)
 	b.waitReady(t, 30*time.Second)
 	buyers := crowd(t, users)
-	answers := make([]answer, users)
-	at := make([]time.Time, users) // when each wave was sent
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		// 1,000 buyers a second for six seconds, half to each gateway.
-		start := time.Now()
-		for w := 0; w < users/100; w++ {
-			lo := w * 100
-			sent := time.Now()
-			part := buyAll(s, buyers[lo:lo+100], 50, func(i int) string {
-				if (lo+i)%2 == 0 {
-					return a.addr
-				}
-				return b.addr
-			})
-			copy(answers[lo:], part)
-			for i := lo; i < lo+100; i++ {
-				at[i] = sent
-			}
-			time.Sleep(time.Until(start.Add(time.Duration(w+1) * 100 * time.Millisecond)))
-		}
-	}()
+	w := sendWaves(s, buyers, a, b)
 	probed := make(chan []probe, 1)
 	if !replicaOnly {
 		go func() { probed <- probeReady(a, s, crowd(t, 4000), 20*time.Second) }()
@@ -230,7 +188,7 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	// The first second's winners pay through the kill, one every 5 ms.
 	time.Sleep(1200 * time.Millisecond)
 	paying := make(chan []payment, 1)
-	go func() { paying <- payAll(a, buyers[:1000], answers[:1000], 5*time.Millisecond) }()
+	go func() { paying <- payAll(a, buyers[:1000], w.snapshot(0, 1000), 5*time.Millisecond) }()
 	time.Sleep(300 * time.Millisecond)
 	if err := testenv.Stack(t, "redis-kill", victim); err != nil {
 		t.Fatalf("could not kill the node %s", victim)
@@ -246,13 +204,14 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 		probes = <-probed
 		checkReadiness(t, probes, killed)
 	}
-	<-done
+	<-w.done
 	if err := testenv.Stack(t, "redis-start", victim); err != nil {
 		t.Fatal("could not restart the node")
 	}
+	answers := w.answers
 	before, after := map[int]int{}, map[int]int{}
 	for i, ans := range answers {
-		if at[i].Before(killed) {
+		if w.sent[i].Before(killed) {
 			before[ans.status]++
 		} else {
 			after[ans.status]++

@@ -331,6 +331,50 @@ func buyAll(s *sale, buyers []buyer, workers int, addr func(i int) string) []ans
 	return out
 }
 
+// waves is a crowd sent in the background in waves of 100 buyers every
+// 100 ms (1,000 a second), every other buyer to each of two gateways. Read
+// answers and sent after done is closed, or through snapshot before.
+type waves struct {
+	mu      sync.Mutex
+	answers []answer    // by buyer
+	sent    []time.Time // when each buyer's wave left
+	done    chan struct{}
+}
+
+func sendWaves(s *sale, buyers []buyer, a, b *gateway) *waves {
+	w := &waves{answers: make([]answer, len(buyers)), sent: make([]time.Time, len(buyers)), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		start := time.Now()
+		for lo := 0; lo < len(buyers); lo += 100 {
+			hi := min(lo+100, len(buyers))
+			sent := time.Now()
+			part := buyAll(s, buyers[lo:hi], 50, func(i int) string {
+				if (lo+i)%2 == 0 {
+					return a.addr
+				}
+				return b.addr
+			})
+			w.mu.Lock()
+			copy(w.answers[lo:], part)
+			for i := lo; i < hi; i++ {
+				w.sent[i] = sent
+			}
+			w.mu.Unlock()
+			time.Sleep(time.Until(start.Add(time.Duration(lo/100+1) * 100 * time.Millisecond)))
+		}
+	}()
+	return w
+}
+
+// snapshot returns a copy of the answers of buyers lo to hi so far (status
+// 0 for those still waiting).
+func (w *waves) snapshot(lo, hi int) []answer {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]answer(nil), w.answers[lo:hi]...)
+}
+
 func tally(as []answer) map[int]int {
 	m := map[int]int{}
 	for _, a := range as {
