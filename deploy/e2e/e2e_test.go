@@ -151,28 +151,12 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	}
 	const units, users = 3000, 6000
 	s := createSale(t, units, 6, -time.Second)
-	top, err := stock.Topology(context.Background(), testenv.NewRedis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, master, _ := strings.Cut(top.MasterOfTag(s.Shards[0]), ":")
-	replica := testenv.ReplicaOf(master)
-	for wait := time.Now(); replica == "" && time.Since(wait) < 10*time.Second; replica = testenv.ReplicaOf(master) {
-		time.Sleep(100 * time.Millisecond) // a failover just undone: the replica is being attached
-	}
-	if replica == "" {
-		t.Fatalf("master %s has no replica", master)
-	}
+	master, replica := firstShardNodes(t, s)
 	victim := master
 	if replicaOnly {
 		victim = replica
 	}
-	t.Cleanup(func() {
-		if testenv.Role(victim) == "" {
-			_ = testenv.Stack(t, "redis-start", victim)
-		}
-		testenv.HealCluster(t, master)
-	})
+	healAfter(t, master, victim)
 	topic := "e2e-node-" + randHex()
 	startWriter(t, topic, s.ID)
 	a := startGateway(t, topic, s)
@@ -234,6 +218,36 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	au := settled(t, s, 60*time.Second)
 	checkInvariants(t, s, units, au, buyers, answers)
 	checkPaid(t, pays, 30*time.Second)
+}
+
+// firstShardNodes returns the ports of the master of s's first shard and of
+// its replica.
+func firstShardNodes(t *testing.T, s *sale) (master, replica string) {
+	t.Helper()
+	top, err := stock.Topology(context.Background(), testenv.NewRedis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, master, _ = strings.Cut(top.MasterOfTag(s.Shards[0]), ":")
+	replica = testenv.ReplicaOf(master)
+	for wait := time.Now(); replica == "" && time.Since(wait) < 10*time.Second; replica = testenv.ReplicaOf(master) {
+		time.Sleep(100 * time.Millisecond) // a failover just undone: the replica is being attached
+	}
+	if replica == "" {
+		t.Fatalf("master %s has no replica", master)
+	}
+	return master, replica
+}
+
+// healAfter restarts victim if it is down and gives master its role back
+// when the test ends: the cluster is shared with the other tests.
+func healAfter(t *testing.T, master, victim string) {
+	t.Cleanup(func() {
+		if testenv.Role(victim) == "" {
+			_ = testenv.Stack(t, "redis-start", victim)
+		}
+		testenv.HealCluster(t, master)
+	})
 }
 
 // payment is one pay request and its answer (0: none came).

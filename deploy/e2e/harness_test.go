@@ -203,12 +203,13 @@ func (g *gateway) waitReady(t *testing.T, within time.Duration) {
 	t.Fatalf("gateway not ready within %v:\n%s", within, g.tail())
 }
 
-// startWriter runs a writer for sale on topic with its own group.
-func startWriter(t *testing.T, topic string, saleID int64) *proc {
+// startWriter runs a writer for sale on topic with its own group, and the
+// extra flags.
+func startWriter(t *testing.T, topic string, saleID int64, extra ...string) *proc {
 	t.Helper()
-	p := start(t, "writer", "run", "-topic", topic, "-dlq-topic", topic+".dlq", "-group", topic+"-writers",
-		"-sales", strconv.FormatInt(saleID, 10), "-admin", "")
-	return p
+	args := append([]string{"run", "-topic", topic, "-dlq-topic", topic + ".dlq", "-group", topic + "-writers",
+		"-sales", strconv.FormatInt(saleID, 10), "-admin", ""}, extra...)
+	return start(t, "writer", args...)
 }
 
 // sale is a sale created through `flashctl sale create`.

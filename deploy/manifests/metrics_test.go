@@ -50,6 +50,7 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_gateway_voids_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_journal_full_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_replica_ack_shortfalls_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_gateway_replica_ack_unconfirmed_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_journal_backlog", dto.MetricType_GAUGE, "gateway"},
 	{"flashsale_journal_oldest_age_seconds", dto.MetricType_GAUGE, "gateway"},
 	{"flashsale_relay_entries_total", dto.MetricType_COUNTER, "gateway"},
@@ -76,6 +77,8 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_writer_stock_drift_units", dto.MetricType_GAUGE, "writer"},
 	{"flashsale_writer_redis_errors_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_retries_total", dto.MetricType_COUNTER, "writer"},
+	{"flashsale_writer_replica_ack_shortfalls_total", dto.MetricType_COUNTER, "writer"},
+	{"flashsale_writer_replica_ack_unconfirmed_total", dto.MetricType_COUNTER, "writer"},
 }
 
 // seriesNames returns every series name a query may use for the exported metrics: the family

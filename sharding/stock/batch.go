@@ -36,21 +36,22 @@ import (
 // reconnects. Against a single Redis, or before the first reading, every
 // command takes lane 0.
 type Batcher struct {
-	c          rueidis.Client
-	timeout    time.Duration
-	lanes      []lane
-	pool       sync.Pool
-	route      atomic.Pointer[route]
-	refreshing atomic.Bool
-	quit       chan struct{}
-	closed     atomic.Bool
-	sent       atomic.Int64 // commands sent
-	batches    atomic.Int64 // DoMulti calls
-	acks       int          // replicas a write waits for (WAIT), 0 for none
-	ackTimeout time.Duration
-	short      atomic.Int64 // acknowledged writes that fell short of acks
-	joined     atomic.Int64 // reservations sent joined with others (reserve_many)
-	loading    atomic.Bool  // a SCRIPT LOAD of reserve_many is under way
+	c           rueidis.Client
+	timeout     time.Duration
+	lanes       []lane
+	pool        sync.Pool
+	route       atomic.Pointer[route]
+	refreshing  atomic.Bool
+	quit        chan struct{}
+	closed      atomic.Bool
+	sent        atomic.Int64 // commands sent
+	batches     atomic.Int64 // DoMulti calls
+	acks        int          // replicas a write waits for (WAIT), 0 for none
+	ackTimeout  time.Duration
+	short       atomic.Int64 // acknowledged writes that fell short of acks
+	unconfirmed atomic.Int64 // acknowledged writes answered ErrUnconfirmed
+	joined      atomic.Int64 // reservations sent joined with others (reserve_many)
+	loading     atomic.Bool  // a SCRIPT LOAD of reserve_many is under way
 }
 
 // route is the slot map and a client per master, read together.
@@ -90,6 +91,16 @@ const ackProbe = 250 * time.Millisecond
 
 // ErrBatcherClosed is returned by Do after Close.
 var ErrBatcherClosed = errors.New("stock: batcher closed")
+
+// ErrUnconfirmed is the error of an acknowledged write (DoAck, DoReserve)
+// that the master answered and whose WAIT then failed: the connection broke
+// or the batch's time ran out before the replicas' count came. The master
+// may have died before its replicas had the write, so a failover may or may
+// not keep it: the outcome is unknown, as for a lost reply, and the caller
+// settles it the same way (a void, or the idempotent request again). A WAIT
+// that answers with too few replicas is not this: the master is alive and
+// has the write (counted short, see Shortfalls).
+var ErrUnconfirmed = errors.New("stock: write not confirmed (its WAIT failed: the master may be gone)")
 
 // BatcherRefresh is how often a Batcher reads the cluster's slot map.
 const BatcherRefresh = 5 * time.Second
@@ -169,6 +180,10 @@ func (b *Batcher) SetAcks(n int, timeout time.Duration) {
 // failover before the replicas caught up could lose them.
 func (b *Batcher) Shortfalls() int64 { return b.short.Load() }
 
+// Unconfirmed returns how many acknowledged writes were answered
+// ErrUnconfirmed.
+func (b *Batcher) Unconfirmed() int64 { return b.unconfirmed.Load() }
+
 // refresh reads the slot map and the per-master clients; on an error (a
 // single Redis has no slot map) it keeps the last one.
 func (b *Batcher) refresh() {
@@ -226,7 +241,8 @@ func (b *Batcher) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisRe
 // DoAck is Do for a write that must survive a failover: its batch is followed
 // by WAIT on the same connection (see SetAcks), and the answer comes once the
 // replicas acknowledged it or the wait timed out. acked is the number of
-// replicas that did, -1 when SetAcks is off or the command failed.
+// replicas that did, -1 when SetAcks is off or the command failed. A write
+// the master answered whose WAIT then failed comes back as ErrUnconfirmed.
 func (b *Batcher) DoAck(ctx context.Context, cmd rueidis.Completed) (res rueidis.RedisResult, acked int64) {
 	return b.do(ctx, cmd, b.acks > 0, nil, nil)
 }
@@ -412,10 +428,11 @@ func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, st *ackState
 	}
 	res := node.DoMulti(ctx, cmds...)
 	var n int64 // no WAIT (see above and ackState): none acknowledged
+	var unconfirmed error
 	if wait {
 		var err error
 		if n, err = res[len(units)].AsInt64(); err != nil {
-			n = -1
+			unconfirmed = fmt.Errorf("%w: %w", ErrUnconfirmed, err)
 			b.refreshSoon()
 		} else if st != nil {
 			st.short.Store(n < int64(b.acks))
@@ -429,6 +446,11 @@ func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, st *ackState
 			continue
 		}
 		if c.ack && c.res.Error() == nil {
+			if unconfirmed != nil {
+				c.res = rueidis.NewErrorResult(unconfirmed)
+				b.unconfirmed.Add(1)
+				continue
+			}
 			c.acked = n
 			if n < int64(b.acks) {
 				b.short.Add(1)

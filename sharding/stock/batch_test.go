@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"flashsale/deploy/testenv"
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
@@ -360,4 +361,70 @@ func BenchmarkHolder(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A write the master answered whose WAIT then failed is ErrUnconfirmed, not
+// a success: a failover may or may not keep it, and the caller settles it (a
+// purchase is voided before its 503, a pay is asked again). Here the
+// reservation did run: its unit is taken until the void gives it back.
+func TestBatcherUnconfirmedWrite(t *testing.T) {
+	_, c := newStore(t)
+	// A user that may run anything but WAIT: each acknowledged write is
+	// answered and its WAIT refused, as when the master answers and dies
+	// (or the batch's time runs out) before the replicas' count comes.
+	nc := testenv.NewRedisUser(t, "~*", "+@all", "-wait").Client()
+	b := stock.NewBatcher(nc, 16, time.Second)
+	t.Cleanup(b.Close)
+	b.SetAcks(1, 50*time.Millisecond)
+	s := stock.New(nc)
+	s.SetBatcher(b)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, _ := tagOffFirstMaster(t, c, sale)
+	stockKey := sharding.AppendStockKey(nil, tag, 1)
+	if err := c.Do(ctx, c.B().Set().Key(string(stockKey)).Value("1").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	r := reservation(tag, 1, 7, sharding.NewOrderID(sale, 7, 3))
+	res, err := s.Reserve(ctx, r)
+	if !errors.Is(err, stock.ErrUnconfirmed) {
+		t.Fatalf("reservation whose WAIT failed: %+v, %v; want ErrUnconfirmed", res, err)
+	}
+	if left := getInt(t, c, stockKey); left != 0 {
+		t.Fatalf("%d units left: the script should have run", left)
+	}
+	if _, err := s.Void(ctx, r); !errors.Is(err, stock.ErrUnconfirmed) {
+		t.Fatalf("void whose WAIT failed: %v; want ErrUnconfirmed", err)
+	}
+	if _, err := s.Act(ctx, stock.ActRequest{Tag: tag, Action: stock.ActPay, SaleID: sale, UserID: 7, OrderID: r.OrderID, At: time.Now()}); !errors.Is(err, stock.ErrUnconfirmed) {
+		t.Fatalf("pay whose WAIT failed: %v; want ErrUnconfirmed", err)
+	}
+	if n, short := b.Unconfirmed(), b.Shortfalls(); n != 3 || short != 0 {
+		t.Fatalf("%d writes counted unconfirmed, %d short; want 3 and 0", n, short)
+	}
+
+	// Settled through a confirming store: the attempt is undone (the void
+	// above ran too, so this one finds nothing left to undo) and the unit
+	// is back.
+	good := stock.New(c)
+	gb := stock.NewBatcher(c, 16, time.Second)
+	t.Cleanup(gb.Close)
+	gb.SetAcks(1, 50*time.Millisecond)
+	good.SetBatcher(gb)
+	if out, err := good.Void(ctx, r); err != nil || out == stock.VoidStands {
+		t.Fatalf("void: %v, %v", out, err)
+	}
+	if left := getInt(t, c, stockKey); left != 1 {
+		t.Fatalf("%d units left after the void, want 1", left)
+	}
+
+	// Without WAIT (acks 0) the same user's writes are plain successes.
+	b0 := stock.NewBatcher(nc, 16, time.Second)
+	t.Cleanup(b0.Close)
+	s0 := stock.New(nc)
+	s0.SetBatcher(b0)
+	r2 := reservation(tag, 1, 8, sharding.NewOrderID(sale, 8, 3))
+	if res, err := s0.Reserve(ctx, r2); err != nil || res.Outcome != stock.Reserved || res.Acked != -1 {
+		t.Fatalf("reservation without WAIT: %+v, %v", res, err)
+	}
 }

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
 
-	"flashsale/lua"
 	"flashsale/sharding"
 )
 
@@ -67,7 +67,7 @@ func (s *Store) Void(ctx context.Context, r Reservation) (VoidOutcome, error) {
 	}
 	args := []string{strconv.FormatUint(r.UserID, 10), r.OrderID.String(), strconv.FormatUint(r.Attempt, 10),
 		strconv.Itoa(int(VoidTTL / time.Second))}
-	rr, _ := s.evalAck(ctx, s.voidSHA, lua.Void, s.void, keys, args, false)
+	rr, _ := s.evalAck(ctx, voidScript, keys, args, false)
 	n, err := rr.AsInt64()
 	if err != nil {
 		return 0, fmt.Errorf("voiding attempt: %w", err)
@@ -121,7 +121,7 @@ func (s *Store) Act(ctx context.Context, a ActRequest) (string, error) {
 	}
 	args := []string{a.Action, strconv.FormatUint(a.UserID, 10), a.OrderID.String(), strconv.FormatInt(a.SaleID, 10),
 		strconv.Itoa(bound(a.Bound)), strconv.FormatInt(a.At.UnixMilli(), 10)}
-	rr, _ := s.evalAck(ctx, s.actSHA, lua.Act, s.act, keys, args, false)
+	rr, _ := s.evalAck(ctx, actScript, keys, args, false)
 	v, err := rr.ToString()
 	if err != nil {
 		return "", fmt.Errorf("journaling %s: %w", a.Action, err)
@@ -140,6 +140,10 @@ const (
 	ClaimPaid      int8 = 2
 	ClaimCancelled int8 = 3
 	ClaimFrozen    int8 = -1
+	// ClaimFailed: no verdict came (the shard's master unreachable, or the
+	// claim's WAIT failed): the order may or may not be claimed, and the
+	// next pass claims it again.
+	ClaimFailed int8 = -2
 )
 
 // ClaimRef names an order record for ExpireClaims.
@@ -148,30 +152,45 @@ type ClaimRef struct {
 	OrderID sharding.OrderID
 }
 
-// ExpireClaims claims each order for expiry on its home shard, one pipelined
-// round trip, and returns a verdict per order (Claimed, ClaimNotDue,
-// ClaimPaid, ClaimCancelled, ClaimFrozen), or an error for the whole call.
+// ExpireClaims claims each order for expiry on its home shard and returns a
+// verdict per order (Claimed, ClaimNotDue, ClaimPaid, ClaimCancelled,
+// ClaimFrozen, or ClaimFailed where the call failed: a shard that does not
+// answer holds up only its own orders). A reply out of range fails the whole
+// call. Without a Batcher it is one pipelined round trip; with one, each
+// claim is an acknowledged write (a claim a failover lost would let a pay
+// accepted after it stand beside the expiry), all in flight at once.
 func (s *Store) ExpireClaims(ctx context.Context, refs []ClaimRef) ([]int8, error) {
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	cmds := make(rueidis.Commands, 0, len(refs))
-	sha := sha1Hex(lua.ExpireClaim)
-	for _, r := range refs {
-		cmds = append(cmds, s.c.B().Evalsha().Sha1(sha).Numkeys(2).
-			Key(string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)), string(sharding.AppendFenceKey(nil, r.Tag))).Build())
+	res := make([]rueidis.RedisResult, len(refs))
+	keys := func(r ClaimRef) []string {
+		return []string{string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)), string(sharding.AppendFenceKey(nil, r.Tag))}
 	}
-	res := s.c.DoMulti(ctx, cmds...)
+	if s.batch != nil {
+		var wg sync.WaitGroup
+		for i, r := range refs {
+			wg.Go(func() { res[i], _ = s.evalAck(ctx, claimScript, keys(r), nil, false) })
+		}
+		wg.Wait()
+	} else {
+		cmds := make(rueidis.Commands, 0, len(refs))
+		for _, r := range refs {
+			cmds = append(cmds, s.c.B().Evalsha().Sha1(claimScript.sha).Numkeys(2).Key(keys(r)...).Build())
+		}
+		res = s.c.DoMulti(ctx, cmds...)
+		for i, r := range res {
+			if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() {
+				res[i] = claimScript.lua.Exec(ctx, s.c, keys(refs[i]), nil)
+			}
+		}
+	}
 	out := make([]int8, len(refs))
 	for i, r := range res {
 		n, err := r.AsInt64()
-		if rerr, ok := rueidis.IsRedisErr(err); ok && rerr.IsNoScript() {
-			ref := refs[i]
-			n, err = s.claim.Exec(ctx, s.c, []string{string(sharding.AppendOrderKey(nil, ref.Tag, ref.OrderID)),
-				string(sharding.AppendFenceKey(nil, ref.Tag))}, nil).AsInt64()
-		}
 		if err != nil {
-			return nil, fmt.Errorf("claiming orders for expiry: %w", err)
+			out[i] = ClaimFailed
+			continue
 		}
 		if n < -1 || n > 3 {
 			return nil, fmt.Errorf("claiming orders for expiry: unknown reply %d", n)

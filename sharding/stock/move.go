@@ -1,9 +1,11 @@
 package stock
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"strconv"
@@ -12,7 +14,6 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"flashsale/lua"
 	"flashsale/sharding"
 )
 
@@ -36,11 +37,6 @@ import (
 
 // MoveMarkerTTL is how long a receiver remembers a credited move id.
 const MoveMarkerTTL = 24 * time.Hour
-
-var (
-	moveOutScript = rueidis.NewLuaScript(lua.MoveOut)
-	moveInScript  = rueidis.NewLuaScript(lua.MoveIn)
-)
 
 func newMoveID() string {
 	var b [8]byte
@@ -72,9 +68,10 @@ func (s *Store) MoveOut(ctx context.Context, itemID int64, from, to string, want
 		return "", 0, fmt.Errorf("moving stock: bad move of %d units from %q to %q", want, from, to)
 	}
 	id := newMoveID()
-	k, err := moveOutScript.Exec(ctx, s.c,
+	rr, _ := s.evalAck(ctx, moveOutScript,
 		[]string{string(sharding.AppendStockKey(nil, from, itemID)), string(sharding.AppendJournalKey(nil, from)), string(sharding.AppendFenceKey(nil, from))},
-		[]string{id, strconv.FormatInt(want, 10), to, strconv.FormatInt(itemID, 10)}).AsInt64()
+		[]string{id, strconv.FormatInt(want, 10), to, strconv.FormatInt(itemID, 10)}, false)
+	k, err := rr.AsInt64()
 	if err != nil {
 		return "", 0, fmt.Errorf("moving stock out of %s: %w", from, err)
 	}
@@ -99,9 +96,10 @@ func (s *Store) finishMove(ctx context.Context, from, id string, k int64, to str
 	if force {
 		f = "force"
 	}
-	n, err := moveInScript.Exec(ctx, s.c,
+	rr, _ := s.evalAck(ctx, moveInScript,
 		[]string{string(sharding.AppendStockKey(nil, to, itemID)), string(sharding.AppendMoveKey(nil, to, id)), string(sharding.AppendFenceKey(nil, to))},
-		[]string{id, strconv.FormatInt(k, 10), f, strconv.Itoa(int(MoveMarkerTTL / time.Second))}).AsInt64()
+		[]string{id, strconv.FormatInt(k, 10), f, strconv.Itoa(int(MoveMarkerTTL / time.Second))}, false)
+	n, err := rr.AsInt64()
 	if err != nil {
 		return fmt.Errorf("moving stock into %s: %w", to, err)
 	}
@@ -211,6 +209,39 @@ func (s *Store) Borrow(ctx context.Context, sale *sharding.Sale, itemID int64, h
 // that reading. A total of zero is therefore confirmed by a second reading
 // (one more round trip, only when the item looks sold out).
 func (s *Store) Available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+	out, err := s.confirmed(ctx, sale, itemID)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Unknown is ReadStock's reading of a shard that did not answer.
+const Unknown = -1
+
+// ReadStock is Available for the sold-out poll: a shard that does not answer
+// (its master down, a failover under way) reads Unknown and the others still
+// count, so that units returned to the shards that are up are seen at once.
+// It fails only when no shard answered or a reply is malformed. A total of
+// zero is confirmed by a second reading only with every shard read.
+func (s *Store) ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+	out, err := s.confirmed(ctx, sale, itemID)
+	if out == nil {
+		return nil, err
+	}
+	for _, n := range out {
+		if n != Unknown {
+			return out, nil
+		}
+	}
+	return nil, err
+}
+
+// confirmed reads the shards, once more when every one answered and the
+// total is zero (see Available). With an error, out is the reading of the
+// shards that answered (Unknown for the others), or nil for a malformed
+// reply.
+func (s *Store) confirmed(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
 	out, err := s.available(ctx, sale, itemID)
 	if err != nil || len(sale.Shards) < 2 {
 		return out, err
@@ -223,6 +254,9 @@ func (s *Store) Available(ctx context.Context, sale *sharding.Sale, itemID int64
 	return s.available(ctx, sale, itemID)
 }
 
+// available reads each shard's stock of itemID plus the units moving to it.
+// A shard whose reading failed reads Unknown and the first failure is
+// returned with the reading; a malformed reply returns no reading.
 func (s *Store) available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
 	n := len(sale.Shards)
 	cmds := make(rueidis.Commands, 0, 2*n)
@@ -233,16 +267,23 @@ func (s *Store) available(ctx context.Context, sale *sharding.Sale, itemID int64
 	res := s.c.DoMulti(ctx, cmds...)
 	out := make([]int64, n)
 	suffix := "|" + strconv.FormatInt(itemID, 10)
+	var failed error
 	for i := 0; i < n; i++ {
 		v, err := res[2*i].AsInt64()
-		if err != nil && !rueidis.IsRedisNil(err) {
+		var moves []string
+		if err == nil || rueidis.IsRedisNil(err) {
+			moves, err = res[2*i+1].AsStrSlice()
+		}
+		var bad *strconv.NumError
+		switch {
+		case errors.As(err, &bad):
 			return nil, fmt.Errorf("reading stock of item %d on shard %d: %w", itemID, i, err)
+		case err != nil:
+			failed = cmp.Or(failed, fmt.Errorf("reading stock of item %d on shard %d: %w", itemID, i, err))
+			out[i] = Unknown
+			continue
 		}
 		out[i] = v
-		moves, err := res[2*i+1].AsStrSlice()
-		if err != nil {
-			return nil, fmt.Errorf("reading move journal of shard %d: %w", i, err)
-		}
 		for _, m := range moves {
 			if strings.HasSuffix(m, suffix) {
 				if k, err := strconv.ParseInt(m[:strings.IndexByte(m, '|')], 10, 64); err == nil {
@@ -251,7 +292,7 @@ func (s *Store) available(ctx context.Context, sale *sharding.Sale, itemID int64
 			}
 		}
 	}
-	return out, nil
+	return out, failed
 }
 
 // RecoverStalled finishes the moves journaled on the shard with tag that were

@@ -290,3 +290,33 @@ func TestReshardWhilePurchasing(t *testing.T) {
 		}
 	}
 }
+
+// A shard that does not answer reads Unknown in ReadStock, and the shards
+// that do still count: the sold-out poll sees units returned to them while
+// a failover is under way. Available, which the borrow path decides a
+// SOLD_OUT on, fails instead. Here the reader is a user that may not read
+// the first shard's keys, so that shard's reads are refused.
+func TestReadStockWithAShardUnreachable(t *testing.T) {
+	s, c := newStore(t)
+	sale := newSale(t, s, c, 3, 9) // 3 units a shard
+	ctx := context.Background()
+	var rules []string
+	for _, tag := range sale.Shards[1:] {
+		rules = append(rules, "~{"+tag+"}*")
+	}
+	reader := stock.New(testenv.NewRedisUser(t, append(rules, "+@all")...).Client())
+	got, err := reader.ReadStock(ctx, sale, 1)
+	if err != nil || len(got) != 3 || got[0] != stock.Unknown || got[1] != 3 || got[2] != 3 {
+		t.Fatalf("ReadStock with shard 0 refused: %v, %v; want [%d 3 3]", got, err, stock.Unknown)
+	}
+	if got, err := reader.Available(ctx, sale, 1); err == nil {
+		t.Fatalf("Available with shard 0 refused: %v, want an error", got)
+	}
+	if got, err := s.ReadStock(ctx, sale, 1); err != nil || got[0] != 3 {
+		t.Fatalf("ReadStock with every shard: %v, %v", got, err)
+	}
+	none := stock.New(testenv.NewRedisUser(t, "~nothing:*", "+@all").Client())
+	if got, err := none.ReadStock(ctx, sale, 1); err == nil {
+		t.Fatalf("ReadStock with no shard answering: %v, want an error", got)
+	}
+}

@@ -5,15 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/redis/rueidis"
-
-	"flashsale/lua"
 	"flashsale/sharding"
-)
-
-var (
-	casScript       = rueidis.NewLuaScript(lua.CAS)
-	dropBuyerScript = rueidis.NewLuaScript(lua.DropBuyer)
 )
 
 // CompareAndSetStock sets item's stock on the shard with tag to next only if it
@@ -25,9 +17,10 @@ func (s *Store) CompareAndSetStock(ctx context.Context, tag string, itemID, expe
 	if expected >= 0 {
 		exp = strconv.FormatInt(expected, 10)
 	}
-	n, err := casScript.Exec(ctx, s.c,
+	rr, _ := s.evalAck(ctx, casScript,
 		[]string{string(sharding.AppendStockKey(nil, tag, itemID)), string(sharding.AppendFenceKey(nil, tag))},
-		[]string{exp, strconv.FormatInt(next, 10)}).AsInt64()
+		[]string{exp, strconv.FormatInt(next, 10)}, false)
+	n, err := rr.AsInt64()
 	if err != nil {
 		return false, fmt.Errorf("compare-and-set of stock: %w", err)
 	}
@@ -60,7 +53,7 @@ func (s *Store) Buyers(ctx context.Context, tag string) (map[uint64]sharding.Ord
 // active order in PostgreSQL whose buyer record a failover lost, so the user
 // cannot buy a second unit.
 func (s *Store) RestoreBuyer(ctx context.Context, tag string, userID uint64, id sharding.OrderID) (bool, error) {
-	n, err := s.c.Do(ctx, s.c.B().Hsetnx().Key(string(sharding.AppendBuyersKey(nil, tag))).Field(strconv.FormatUint(userID, 10)).Value(id.String()).Build()).AsInt64()
+	n, err := s.doAck(ctx, s.c.B().Hsetnx().Key(string(sharding.AppendBuyersKey(nil, tag))).Field(strconv.FormatUint(userID, 10)).Value(id.String()).Build()).AsInt64()
 	if err != nil {
 		return false, fmt.Errorf("restoring buyer %d: %w", userID, err)
 	}
@@ -72,9 +65,10 @@ func (s *Store) RestoreBuyer(ctx context.Context, tag string, userID uint64, id 
 // for a reservation that neither PostgreSQL nor an order record knows. It
 // returns ErrFrozen while a reshard fences the shard.
 func (s *Store) DropBuyer(ctx context.Context, tag string, userID uint64, id sharding.OrderID) (bool, error) {
-	n, err := dropBuyerScript.Exec(ctx, s.c,
+	rr, _ := s.evalAck(ctx, dropBuyerScript,
 		[]string{string(sharding.AppendBuyersKey(nil, tag)), string(sharding.AppendFenceKey(nil, tag))},
-		[]string{strconv.FormatUint(userID, 10), id.String()}).AsInt64()
+		[]string{strconv.FormatUint(userID, 10), id.String()}, false)
+	n, err := rr.AsInt64()
 	if err != nil {
 		return false, fmt.Errorf("dropping buyer %d: %w", userID, err)
 	}

@@ -86,31 +86,38 @@ type Result struct {
 
 // Store runs the stock scripts. Create it with New.
 type Store struct {
-	c                       rueidis.Client
-	reserve, release, state *rueidis.Lua
-	void, act, claim        *rueidis.Lua
-	persisted               *rueidis.Lua
-	voidSHA                 string
-	actSHA                  string
-	batch                   *Batcher
+	c     rueidis.Client
+	batch *Batcher
 }
 
 // New returns a Store over c, a cluster (or single-node) rueidis client.
-func New(c rueidis.Client) *Store {
-	return &Store{
-		c:         c,
-		reserve:   rueidis.NewLuaScript(lua.Reserve),
-		release:   rueidis.NewLuaScript(lua.Release),
-		state:     rueidis.NewLuaScript(lua.Status),
-		void:      rueidis.NewLuaScript(lua.Void),
-		act:       rueidis.NewLuaScript(lua.Act),
-		claim:     rueidis.NewLuaScript(lua.ExpireClaim),
-		persisted: rueidis.NewLuaScript(lua.Persisted),
-		// rueidis.Lua keeps its SHA-1 to itself; the batched calls need it.
-		voidSHA: sha1Hex(lua.Void),
-		actSHA:  sha1Hex(lua.Act),
-	}
+func New(c rueidis.Client) *Store { return &Store{c: c} }
+
+// script is a Lua script with its SHA-1 (rueidis.Lua keeps its own to
+// itself; the batched calls need it).
+type script struct {
+	src, sha string
+	lua      *rueidis.Lua
 }
+
+func newScript(src string) script {
+	return script{src: src, sha: sha1Hex(src), lua: rueidis.NewLuaScript(src)}
+}
+
+// The scripts that write (see the lua package for each).
+var (
+	reserveScript   = newScript(lua.Reserve)
+	releaseScript   = newScript(lua.Release)
+	statusScript    = newScript(lua.Status)
+	voidScript      = newScript(lua.Void)
+	actScript       = newScript(lua.Act)
+	claimScript     = newScript(lua.ExpireClaim)
+	persistedScript = newScript(lua.Persisted)
+	moveOutScript   = newScript(lua.MoveOut)
+	moveInScript    = newScript(lua.MoveIn)
+	casScript       = newScript(lua.CAS)
+	dropBuyerScript = newScript(lua.DropBuyer)
+)
 
 func sha1Hex(script string) string { return fmt.Sprintf("%x", sha1.Sum([]byte(script))) }
 
@@ -118,8 +125,9 @@ func sha1Hex(script string) string { return fmt.Sprintf("%x", sha1.Sum([]byte(sc
 // gateway loads them on every master before it calls itself ready.
 var HotScripts = []string{lua.Reserve, lua.ReserveMany, lua.Void, lua.Act}
 
-// SetBatcher sends the hot-path calls, Reserve, Void, Act and Holder, through
-// b (see Batcher). Call it before the Store is used.
+// SetBatcher sends the Store's writes, each as an acknowledged write (see
+// Batcher.DoAck and evalAck), and its buyer-record reads (Holder) through b.
+// Call it before the Store is used.
 func (s *Store) SetBatcher(b *Batcher) { s.batch = b }
 
 // Client returns the underlying rueidis client.
@@ -202,7 +210,7 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 		strconv.Itoa(bound(r.Bound)), strconv.FormatUint(r.Attempt, 10),
 		strconv.FormatInt(r.Credit.Units, 10), r.Credit.MoveID, strconv.Itoa(int(MoveMarkerTTL / time.Second)),
 	}
-	rr, acked := s.evalAck(ctx, reserveSHA, lua.Reserve, s.reserve, keys, args, true)
+	rr, acked := s.evalAck(ctx, reserveScript, keys, args, true)
 	arr, err := rr.ToArray()
 	if err != nil {
 		return Result{}, fmt.Errorf("reserving stock: %w", err)
@@ -215,28 +223,40 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 	return res, nil
 }
 
-// evalAck runs a hot script through the Batcher as an acknowledged write
-// (EVALSHA, falling back to one EVAL on NOSCRIPT), or through rueidis alone
-// without a Batcher. join marks a reserve.lua call the Batcher may join with
-// others (Batcher.DoReserve).
-func (s *Store) evalAck(ctx context.Context, sha, src string, script *rueidis.Lua, keys, args []string, join bool) (rueidis.RedisResult, int64) {
+// evalAck runs a writing script through the Batcher as an acknowledged
+// write (EVALSHA, falling back to one EVAL on NOSCRIPT), or through rueidis
+// alone without a Batcher. join marks a reserve.lua call the Batcher may join
+// with others (Batcher.DoReserve). Every write of the stock goes through it,
+// so that with a Batcher a write the master answered and a failover then lost
+// comes back as an error (ErrUnconfirmed), never as a success.
+func (s *Store) evalAck(ctx context.Context, sc script, keys, args []string, join bool) (rueidis.RedisResult, int64) {
 	if s.batch == nil {
-		return script.Exec(ctx, s.c, keys, args), -1
+		return sc.lua.Exec(ctx, s.c, keys, args), -1
 	}
 	var rr rueidis.RedisResult
 	var acked int64
 	if join {
 		rr, acked = s.batch.DoReserve(ctx, keys, args)
 	} else {
-		rr, acked = s.batch.DoAck(ctx, s.c.B().Evalsha().Sha1(sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+		rr, acked = s.batch.DoAck(ctx, s.c.B().Evalsha().Sha1(sc.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	}
 	if rerr, ok := rueidis.IsRedisErr(rr.Error()); ok && rerr.IsNoScript() {
 		// A node without the script (restarted, or a new master): EVAL runs
 		// and loads it, in one round trip. NOSCRIPT means the EVALSHA ran
 		// nothing, so this is not a second attempt.
-		rr, acked = s.batch.DoAck(ctx, s.c.B().Eval().Script(src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+		rr, acked = s.batch.DoAck(ctx, s.c.B().Eval().Script(sc.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	}
 	return rr, acked
+}
+
+// doAck sends a plain write as an acknowledged one through the Batcher, or
+// through rueidis alone without a Batcher.
+func (s *Store) doAck(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if s.batch == nil {
+		return s.c.Do(ctx, cmd)
+	}
+	rr, _ := s.batch.DoAck(ctx, cmd)
+	return rr
 }
 
 // Holder reads the buyers record of userID on tag's shard, the user's home
@@ -334,7 +354,8 @@ func (s *Store) Release(ctx context.Context, tag string, itemID int64, userID ui
 		string(sharding.AppendOrderKey(nil, tag, id)),
 		string(sharding.AppendFenceKey(nil, tag)),
 	}
-	n, err := s.release.Exec(ctx, s.c, keys, []string{strconv.FormatUint(userID, 10), id.String(), status}).AsInt64()
+	rr, _ := s.evalAck(ctx, releaseScript, keys, []string{strconv.FormatUint(userID, 10), id.String(), status}, false)
+	n, err := rr.AsInt64()
 	if err != nil {
 		return false, fmt.Errorf("releasing stock: %w", err)
 	}
@@ -383,7 +404,7 @@ func (s *Store) MarkPersistedMany(ctx context.Context, tag string, ids []shardin
 	for _, id := range ids {
 		keys = append(keys, string(sharding.AppendOrderKey(nil, tag, id)))
 	}
-	res := s.persisted.Exec(ctx, s.c, keys, nil)
+	res, _ := s.evalAck(ctx, persistedScript, keys, nil, false)
 	if n, err := res.AsInt64(); err == nil && n < 0 {
 		return nil, fmt.Errorf("marking orders persisted: %w", ErrFrozen)
 	}
@@ -411,7 +432,8 @@ func (s *Store) SetStatus(ctx context.Context, tag string, id sharding.OrderID, 
 	args := []string{rec.Status, strconv.Itoa(ttlSeconds(ttl)),
 		strconv.FormatUint(rec.UserID, 10), strconv.FormatInt(rec.ItemID, 10),
 		strconv.FormatInt(rec.Created.UnixMilli(), 10), strconv.FormatInt(rec.Expires.UnixMilli(), 10)}
-	n, err := s.state.Exec(ctx, s.c, []string{string(sharding.AppendOrderKey(nil, tag, id)), string(sharding.AppendFenceKey(nil, tag))}, args).AsInt64()
+	rr, _ := s.evalAck(ctx, statusScript, []string{string(sharding.AppendOrderKey(nil, tag, id)), string(sharding.AppendFenceKey(nil, tag))}, args, false)
+	n, err := rr.AsInt64()
 	if err != nil {
 		return fmt.Errorf("recording order status: %w", err)
 	}

@@ -101,6 +101,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		a.store.SetBatcher(a.batcher)
 		a.Metrics.Batches(a.batcher.Stats)
 		a.Metrics.ReplicaShortfalls(a.batcher.Shortfalls)
+		a.Metrics.ReplicaUnconfirmed(a.batcher.Unconfirmed)
 	}
 	a.verifier, err = auth.New(ctx, auth.Config{
 		HS256Secret: []byte(cfg.JWTSecret), JWKS: cfg.JWKS, JWKSRefresh: cfg.JWKSRefresh,

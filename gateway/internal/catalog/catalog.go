@@ -31,7 +31,9 @@ import (
 // sales index reader in package app over a *stock.Store).
 type Source interface {
 	Sales(ctx context.Context) ([]*sharding.Sale, error)
-	Available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
+	// ReadStock reads an item's stock per shard, stock.Unknown for a shard
+	// that did not answer (see stock.Store.ReadStock).
+	ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
 }
 
 // Sale is one loaded sale with its precomputed fields. Everything but the
@@ -129,6 +131,7 @@ type Config struct {
 	SaleGauge func(saleID int64, selling, paused bool)
 	// StockGauge, when set, is told every reading of an item's shards (for
 	// the flashsale_gateway_stock_units gauge): a poller, not the requests.
+	// A shard that did not answer reads stock.Unknown.
 	StockGauge func(saleID, itemID int64, perShard []int64)
 	// Forget, when set, is told once that a sale is over, its last payment
 	// window closed Linger ago, or that it left the catalog: the gauges of
@@ -307,7 +310,7 @@ func (c *Catalog) readAll(ctx context.Context, items []*Item) error {
 const pollParallel = 32
 
 func (c *Catalog) read(ctx context.Context, it *Item) error {
-	rem, err := c.src.Available(ctx, it.Sale.Sale, it.Item.ID)
+	rem, err := c.src.ReadStock(ctx, it.Sale.Sale, it.Item.ID)
 	if err != nil {
 		return err
 	}

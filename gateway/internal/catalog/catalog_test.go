@@ -24,7 +24,7 @@ func (s *source) Sales(context.Context) ([]*sharding.Sale, error) {
 	return append([]*sharding.Sale(nil), s.sales...), nil
 }
 
-func (s *source) Available(_ context.Context, _ *sharding.Sale, item int64) ([]int64, error) {
+func (s *source) ReadStock(_ context.Context, _ *sharding.Sale, item int64) ([]int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]int64(nil), s.stock[item]...), nil

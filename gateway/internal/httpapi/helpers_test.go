@@ -49,6 +49,10 @@ func (f *fakeSource) Available(_ context.Context, sale *sharding.Sale, itemID in
 	return out, nil
 }
 
+func (f *fakeSource) ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+	return f.Available(ctx, sale, itemID)
+}
+
 type stockKey struct {
 	tag  string
 	item int64

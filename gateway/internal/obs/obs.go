@@ -120,6 +120,14 @@ func (m *Metrics) ReplicaShortfalls(count func() int64) {
 		func() float64 { return float64(count()) }))
 }
 
+// ReplicaUnconfirmed exports the acknowledged writes whose WAIT failed after
+// the master answered (stock.Batcher.Unconfirmed), read at each scrape.
+func (m *Metrics) ReplicaUnconfirmed(count func() int64) {
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_replica_ack_unconfirmed_total",
+		Help: "Journaled writes whose WAIT failed after the master answered (the master may be gone): settled as unknown outcomes (a purchase voided before its 503, a pay or cancel asked again)."},
+		func() float64 { return float64(count()) }))
+}
+
 // Batches exports the purchase path's Redis batching (stock.Batcher.Stats):
 // commands sent and the batches they went in, read at each scrape.
 func (m *Metrics) Batches(stats func() (commands, batches int64)) {
@@ -198,7 +206,9 @@ func b2f(b bool) float64 {
 func (m *Metrics) Stock(saleID, itemID int64, perShard []int64) {
 	sale, item := strconv.FormatInt(saleID, 10), strconv.FormatInt(itemID, 10)
 	for i, n := range perShard {
-		m.stock.WithLabelValues(sale, item, strconv.Itoa(i)).Set(float64(n))
+		if n >= 0 { // a shard that did not answer keeps its last reading
+			m.stock.WithLabelValues(sale, item, strconv.Itoa(i)).Set(float64(n))
+		}
 	}
 }
 

@@ -86,20 +86,25 @@ func (it *Item) Refilled(i int, n int64) {
 }
 
 // Observe applies one reading of the item's stock per shard (from
-// stock.Store.Available): a shard with stock is cleared, a shard at zero is
-// flagged, and the item flag follows. It returns how many shards were cleared.
-// The poller and the borrow path call it; a concurrent MarkShard is harmless
-// because both agree on what a zero means.
+// stock.Store.Available or ReadStock): a shard with stock is cleared, a shard
+// at zero is flagged, a shard read stock.Unknown (it did not answer) keeps
+// its flag, and the item flag follows: clear when a shard has stock, set when
+// every shard read zero, kept otherwise. It returns how many shards were
+// cleared. The poller and the borrow path call it; a concurrent MarkShard is
+// harmless because both agree on what a zero means.
 func (it *Item) Observe(perShard []int64) (cleared int) {
 	if len(perShard) != len(it.shard) {
 		return 0
 	}
 	var sum int64
-	withStock := 0
+	withStock, unknown := 0, 0
 	for _, n := range perShard {
-		if n > 0 {
+		switch {
+		case n > 0:
 			sum += n
 			withStock++
+		case n < 0:
+			unknown++
 		}
 	}
 	for i, n := range perShard {
@@ -107,11 +112,16 @@ func (it *Item) Observe(perShard []int64) (cleared int) {
 		case n > 0 && it.shard[i].CompareAndSwap(true, false):
 			it.flagged.Add(-1)
 			cleared++
-		case n <= 0 && it.shard[i].CompareAndSwap(false, true):
+		case n == 0 && it.shard[i].CompareAndSwap(false, true):
 			it.flagged.Add(1)
 		}
 	}
-	it.all.Store(withStock == 0)
+	switch {
+	case withStock > 0:
+		it.all.Store(false)
+	case unknown == 0:
+		it.all.Store(true)
+	}
 	it.remaining.Store(sum)
 	return cleared
 }

@@ -35,6 +35,35 @@ func TestMarkAndObserve(t *testing.T) {
 	}
 }
 
+// A shard that did not answer (-1, stock.Unknown) keeps its flag; the other
+// shards' readings still count, and the item flag is set only by a zero on
+// every shard, cleared by stock on any.
+func TestObserveWithAShardUnknown(t *testing.T) {
+	it := NewItem(3)
+	it.Observe([]int64{0, 0, 0})
+	if !it.SoldOut() {
+		t.Fatal("all zero: sold out")
+	}
+	it.Observe([]int64{-1, 0, 0})
+	if !it.SoldOut() || !it.ShardSoldOut(0) {
+		t.Fatal("nothing seen on the shards that answered: still sold out")
+	}
+	// Units returned to shard 2 while shard 0 is away.
+	if n := it.Observe([]int64{-1, 0, 4}); n != 1 || it.SoldOut() || it.ShardSoldOut(2) || !it.ShardSoldOut(0) || it.Remaining() != 4 {
+		t.Fatalf("cleared %d, sold out %v, flags %v %v, remaining %d", n, it.SoldOut(), it.ShardSoldOut(0), it.ShardSoldOut(2), it.Remaining())
+	}
+	// Shard 2 sells out again, shard 0 still away: not confirmed sold out.
+	it.Observe([]int64{-1, 0, 0})
+	if it.SoldOut() || !it.ShardSoldOut(2) {
+		t.Fatal("a zero on the shards that answered must not sell out the item while one is unread")
+	}
+	fresh := NewItem(2)
+	fresh.Observe([]int64{-1, 5})
+	if fresh.ShardSoldOut(0) || fresh.SoldOut() || fresh.flagged.Load() != 0 {
+		t.Fatal("an unread shard must not be flagged")
+	}
+}
+
 func TestConcurrentFlags(t *testing.T) {
 	it := NewItem(8)
 	var wg sync.WaitGroup

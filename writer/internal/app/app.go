@@ -44,6 +44,7 @@ type App struct {
 	Consumer *consume.Consumer
 	Ghost    *ghost.Sweeper // nil when -ghost-interval is 0
 	Drift    *drift.Watcher // nil when -drift-interval is 0
+	batcher  *stock.Batcher
 }
 
 // New connects everything cfg names and, when cfg.Migrate is set, applies
@@ -68,6 +69,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return nil, err
 	}
 	a.Stock = stock.New(a.Redis)
+	// Every Redis write of the writer is acknowledged by the replicas: a
+	// release, status or expiry claim that a failover lost after the master
+	// answered would otherwise be marked done (a unit never returned, a pay
+	// accepted after its order's claim). One whose WAIT fails is an error,
+	// and the outbox replay or the next pass does it again (each is
+	// idempotent).
+	a.batcher = stock.NewBatcher(a.Redis, redisLanes, config.RedisCallTimeout)
+	a.batcher.SetAcks(cfg.ReplicaAcks, cfg.ReplicaTimeout)
+	a.Stock.SetBatcher(a.batcher)
+	a.Metrics.ReplicaAcks(a.batcher.Shortfalls, a.batcher.Unconfirmed)
 	a.Applier = outbox.New(outbox.Config{
 		StatusTTL:      cfg.StatusTTL,
 		SaleCacheTTL:   outboxSaleCacheTTL,
@@ -110,6 +121,7 @@ const (
 	outboxSaleCacheTTL = time.Second // a reshard is seen within a second
 	outboxReplayBatch  = 1000
 	outboxQueueLen     = 256
+	redisLanes         = 16 // batching lanes of the Redis writes: one per master
 )
 
 // NewRedis returns a rueidis client for r (seeds, ACL user, TLS).
@@ -168,6 +180,9 @@ func (a *App) Run(ctx context.Context) error {
 func (a *App) Close() {
 	if a.Consumer != nil {
 		a.Consumer.Close()
+	}
+	if a.batcher != nil {
+		a.batcher.Close()
 	}
 	if a.Redis != nil {
 		a.Redis.Close()

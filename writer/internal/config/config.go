@@ -44,6 +44,8 @@ type Config struct {
 	GhostGrace     time.Duration
 	StatusTTL      time.Duration
 	RedisParallel  int
+	ReplicaAcks    int
+	ReplicaTimeout time.Duration
 	Migrate        bool
 }
 
@@ -69,9 +71,17 @@ func Default() Config {
 		GhostGrace:     2 * time.Minute,
 		StatusTTL:      24 * time.Hour,
 		RedisParallel:  64,
+		ReplicaAcks:    1,
+		ReplicaTimeout: 50 * time.Millisecond,
 		Migrate:        true,
 	}
 }
+
+// RedisCallTimeout bounds one batch of the writer's Redis writes (see
+// stock.NewBatcher); -replica-timeout must leave room in it.
+const RedisCallTimeout = redisCallTimeout
+
+const redisCallTimeout = 5 * time.Second
 
 // Register adds the common settings and the writer's own to set, in README
 // order.
@@ -99,6 +109,8 @@ func (c *Config) Register(set *shared.Set) {
 		{Name: "ghost-grace", Usage: "how long a reservation must stay without journal entry and order before the sweep releases it", Value: shared.Duration(&c.GhostGrace)},
 		{Name: "status-ttl", Usage: "how long Redis keeps an order record after its final status", Value: shared.Duration(&c.StatusTTL)},
 		{Name: "redis-parallel", Usage: "Redis calls in flight when applying releases and statuses", Value: shared.Int(&c.RedisParallel)},
+		{Name: "replica-acks", Usage: "replicas each Redis write (release, status, expiry claim, persisted mark) waits for (WAIT); one whose WAIT fails is retried; 0 for a Redis without replicas", Value: shared.Int(&c.ReplicaAcks)},
+		{Name: "replica-timeout", Usage: "longest wait for the replicas; a shortfall is counted and the write stands", Value: shared.Duration(&c.ReplicaTimeout)},
 		{Name: "migrate", Usage: "apply pending migrations when `run` starts (-migrate=false to skip)", Value: shared.Bool(&c.Migrate)},
 	} {
 		set.Add(s)
@@ -132,6 +144,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-expiry-batch %d: want 1..100000", c.ExpiryBatch)
 	case c.RedisParallel < 1:
 		return fmt.Errorf("-redis-parallel %d: want >= 1", c.RedisParallel)
+	case c.ReplicaAcks < 0 || c.ReplicaAcks > 16:
+		return fmt.Errorf("-replica-acks %d: want 0..16", c.ReplicaAcks)
+	case c.ReplicaAcks > 0 && (c.ReplicaTimeout < time.Millisecond || c.ReplicaTimeout > redisCallTimeout/2):
+		return fmt.Errorf("-replica-timeout %s: want 1ms..%s", c.ReplicaTimeout, redisCallTimeout/2)
 	case c.ExpiryInterval <= 0 || c.OutboxInterval <= 0 || c.FetchMaxWait <= 0:
 		return errors.New("-expiry-interval, -outbox-interval and -fetch-max-wait must be positive")
 	case c.RetryMin <= 0 || c.RetryMax < c.RetryMin:

@@ -83,6 +83,9 @@ func TestErrors(t *testing.T) {
 		{[]string{"-nope"}, nil, "not defined"},
 		{[]string{"-status-ttl=10ms"}, nil, "-status-ttl 10ms"},
 		{[]string{"-migrate=perhaps"}, nil, "invalid boolean"},
+		{[]string{"-replica-acks=-1"}, nil, "-replica-acks -1: want 0..16"},
+		{[]string{"-replica-timeout=0s"}, nil, "-replica-timeout 0s: want 1ms..2.5s"},
+		{[]string{"-replica-timeout=3s"}, nil, "-replica-timeout 3s: want 1ms..2.5s"},
 		{nil, map[string]string{"DATABASE_URL": "postgres://a@h/x", "FLASHSALE_DATABASE_URL": "postgres://b@h/x"}, "disagree"},
 		{[]string{"-shutdown-grace=0s"}, nil, "-shutdown-grace 0s"},
 	}

@@ -120,8 +120,12 @@ func (j *Job) claim(ctx context.Context, due []store.Due) ([]sharding.OrderID, e
 	if err != nil {
 		return nil, err
 	}
+	failed := 0
 	for i, v := range verdicts {
 		switch v {
+		case stock.ClaimFailed:
+			failed++
+			j.m.ExpirySkipped.WithLabelValues("redis_error").Inc()
 		case stock.Claimed:
 			out = append(out, ask[i])
 		case stock.ClaimPaid, stock.ClaimCancelled:
@@ -131,6 +135,10 @@ func (j *Job) claim(ctx context.Context, due []store.Due) ([]sharding.OrderID, e
 		default:
 			j.m.ExpirySkipped.WithLabelValues("frozen").Inc()
 		}
+	}
+	if failed > 0 {
+		j.log.Warn("expiry claims got no verdict from Redis (a shard unreachable, or its replica acknowledgement failed); claimed again next pass",
+			"failed", failed, "of", len(verdicts))
 	}
 	return out, nil
 }

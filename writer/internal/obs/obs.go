@@ -60,7 +60,8 @@ type Metrics struct {
 	BatchSeconds prometheus.Histogram
 	// ExpirySkipped counts due orders the Redis claim kept from expiring, by
 	// reason: request_accepted (a pay or cancel was accepted before the
-	// deadline; its event is on its way), not_due_by_redis, frozen.
+	// deadline; its event is on its way), not_due_by_redis, frozen,
+	// redis_error (no verdict came: the order is claimed again next pass).
 	ExpirySkipped *prometheus.CounterVec
 	// Ghosts counts reservations the ghost sweep found in Redis with no
 	// journal entry and no order after its grace, and released (FAILED).
@@ -122,7 +123,7 @@ func NewMetrics() *Metrics {
 	for _, t := range []string{"reserved", "pay", "cancel", "malformed"} {
 		m.Consumed.WithLabelValues(t)
 	}
-	for _, t := range []string{"request_accepted", "not_due_by_redis", "frozen"} {
+	for _, t := range []string{"request_accepted", "not_due_by_redis", "frozen", "redis_error"} {
 		m.ExpirySkipped.WithLabelValues(t)
 	}
 	for _, k := range []string{"transient", "other"} {
@@ -131,6 +132,19 @@ func NewMetrics() *Metrics {
 	r.MustRegister(m.Consumed, m.Lag, m.ExpirySkipped, m.Retries, m.ReserveToCommit, m.BatchSeconds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ReplicaAcks exports the writer's acknowledged Redis writes that came back
+// short of the replicas asked (stock.Batcher.Shortfalls) or unconfirmed
+// (stock.Batcher.Unconfirmed), read at each scrape.
+func (m *Metrics) ReplicaAcks(short, unconfirmed func() int64) {
+	m.Registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_writer_replica_ack_shortfalls_total",
+			Help: "Redis writes (releases, statuses, expiry claims, persisted marks) answered after WAIT timed out with fewer replicas than asked: a failover before the replicas caught up could lose them."},
+			func() float64 { return float64(short()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_writer_replica_ack_unconfirmed_total",
+			Help: "Redis writes whose WAIT failed after the master answered (the master may be gone); each is retried, as its outcome is unknown."},
+			func() float64 { return float64(unconfirmed()) }))
 }
 
 // Value returns the current value of a counter or gauge, for tests and logs.

@@ -1,0 +1,154 @@
+package e2e_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"flashsale/deploy/testenv"
+	"flashsale/sharding/stock"
+)
+
+// TestFaultMasterKillDuringExpiry: 1,200 buyers take a sale's 1,200 units,
+// with a 4 s payment window, on two gateways; the first 400 winners pay from
+// 3 s after the purchases began, one every 5 ms, across their deadline; the
+// master of the sale's first shard is SIGKILLed 4 s in, as the writer's
+// expiry (every 500 ms) claims the unpaid orders in Redis and returns their
+// units; a second crowd of 3,000 buys the returned units from 4.5 s on,
+// through the failover (the expiry of the shards still up goes on: a shard
+// that does not answer holds up its own orders only). The expiry claims, the releases and the pays are
+// acknowledged writes, so the failover can neither lose a claim (and let a
+// pay after it stand beside the expiry) nor a release (and strand a unit).
+// With no repair, once everything settled:
+//   - every order is PAID or EXPIRED, and every unit not paid is back in
+//     Redis: Q = S + paid;
+//   - the only buyer records left in Redis are the paid orders';
+//   - every pay answered 202 is PAID, every pay answered 409 is not;
+//   - every purchase answered 202 is in PostgreSQL, and no buyer told 503
+//     holds an order.
+func TestFaultMasterKillDuringExpiry(t *testing.T) {
+	need(t)
+	if testing.Short() {
+		t.Skip("fault test")
+	}
+	const units = 1200
+	s := createSaleWith(t, units, 6, -time.Second, map[string]any{"paymentWindow": "4s"})
+	master, replica := firstShardNodes(t, s)
+	healAfter(t, master, master)
+	topic := "e2e-expiry-" + randHex()
+	startWriter(t, topic, s.ID, "-expiry-interval", "500ms")
+	a := startGateway(t, topic, s)
+	b := startGateway(t, topic, s)
+	a.waitReady(t, 30*time.Second)
+	b.waitReady(t, 30*time.Second)
+
+	first := crowd(t, units)
+	began := time.Now()
+	answers := buyAll(s, first, 50, func(i int) string {
+		if i%2 == 0 {
+			return a.addr
+		}
+		return b.addr
+	})
+	t.Logf("first crowd: %v in %v", tally(answers), time.Since(began).Round(time.Millisecond))
+	paying := make(chan []payment, 1)
+	go func() {
+		time.Sleep(time.Until(began.Add(3 * time.Second)))
+		paying <- payAll(a, first[:400], answers[:400], 5*time.Millisecond)
+	}()
+	second := crowd(t, 3000)
+	var w *waves
+	time.Sleep(time.Until(began.Add(4 * time.Second)))
+	if err := testenv.Stack(t, "redis-kill", master); err != nil {
+		t.Fatalf("could not kill the master %s", master)
+	}
+	killed := time.Now()
+	time.Sleep(time.Until(began.Add(4500 * time.Millisecond)))
+	w = sendWaves(s, second, a, b)
+	for testenv.Role(replica) != "master" && time.Since(killed) < 20*time.Second {
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("replica %s is %q %v after the kill", replica, testenv.Role(replica), time.Since(killed).Round(10*time.Millisecond))
+	<-w.done
+	t.Logf("second crowd: %v", tally(w.answers))
+	if tally(w.answers)[202] == 0 {
+		// The shards still up returned their expired units at once: one
+		// shard's outage holds up the expiry of its own orders only.
+		t.Errorf("the second crowd bought nothing: the expiry of the other shards stopped with the failed one")
+	}
+	if err := testenv.Stack(t, "redis-start", master); err != nil {
+		t.Fatal("could not restart the node")
+	}
+	pays := <-paying
+
+	au := expired(t, s, units, 60*time.Second)
+	buyers, all := append(first, second...), append(answers, w.answers...)
+	held := heldBy(t, s)
+	for i, ans := range all {
+		switch ans.status {
+		case 202:
+			if _, ok := au.all[ans.order]; !ok {
+				t.Errorf("user %d was told 202 for %s; PostgreSQL does not have it", buyers[i].user, ans.order)
+			}
+		case 503:
+			if held[buyers[i].user] {
+				t.Errorf("user %d was told 503 and holds an order", buyers[i].user)
+			}
+		}
+	}
+	for o := range au.buyers {
+		if au.all[o] != "PAID" {
+			t.Errorf("a buyer record names %s, which is %q: its unit should be back", o, au.all[o])
+		}
+	}
+	for _, p := range pays {
+		if p.status == 409 && au.all[p.order] == "PAID" {
+			t.Errorf("the pay of %s was refused 409 and the order is PAID", p.order)
+		}
+	}
+	checkPaid(t, pays, 10*time.Second)
+}
+
+// expired waits until every order of s is PAID or EXPIRED, the journals are
+// empty and Q = S + paid, and returns the audit; it fails t when that does
+// not happen within.
+func expired(t *testing.T, s *sale, q int64, within time.Duration) audit {
+	t.Helper()
+	pool, rs := testenv.NewPool(t), stock.New(testenv.NewRedis(t))
+	deadline := time.Now().Add(within)
+	for {
+		a := readAudit(t, s, pool, rs)
+		by := map[string]int64{}
+		for _, st := range a.all {
+			by[st]++
+		}
+		if by["PAID"]+by["EXPIRED"] == int64(len(a.all)) && a.journal == 0 && a.redis+by["PAID"] == q {
+			t.Logf("settled: orders %v, %d units in Redis, Q = %d", by, a.redis, q)
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not settled after %v: orders %v, %d units in Redis (Q = %d), %d journal entries", within, by, a.redis, q, a.journal)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// heldBy returns the users who hold an order of s in PostgreSQL, in any
+// status.
+func heldBy(t *testing.T, s *sale) map[uint64]bool {
+	t.Helper()
+	rows, err := testenv.NewPool(t).Query(context.Background(), `SELECT user_id FROM orders WHERE sale_id = $1`, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[uint64]bool{}
+	for rows.Next() {
+		var u int64
+		if err := rows.Scan(&u); err != nil {
+			t.Fatal(err)
+		}
+		out[uint64(u)] = true
+	}
+	return out
+}
