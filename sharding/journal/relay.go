@@ -3,7 +3,9 @@ package journal
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
 	"strconv"
@@ -79,7 +81,16 @@ type Config struct {
 	Cold func(Shard) bool
 	// ColdPause is the pause of an empty cold shard (default 5s).
 	ColdPause time.Duration
-	Log       *slog.Logger
+	// Acks is the replicas a round's writes wait for (WAIT after the
+	// script, on its connection) before the round's entries are produced;
+	// AckTimeout bounds the wait. A round closes its entries to voids (the
+	// shard's taken watermark): were that lost in a failover, a void could
+	// undo an entry already in Kafka, and its buyer, told 503, would hold an
+	// order. A WAIT that fails fails the round; one that comes back short
+	// (the replica missing or behind) lets it go on. 0: no WAIT.
+	Acks       int
+	AckTimeout time.Duration
+	Log        *slog.Logger
 }
 
 func (c *Config) defaults() {
@@ -108,6 +119,12 @@ func (c *Config) defaults() {
 	if c.ColdPause <= 0 {
 		c.ColdPause = 5 * time.Second
 	}
+	if c.Acks < 0 {
+		c.Acks = 0
+	}
+	if c.AckTimeout <= 0 {
+		c.AckTimeout = 50 * time.Millisecond
+	}
 	if c.Log == nil {
 		c.Log = slog.Default()
 	}
@@ -119,7 +136,10 @@ func (c *Config) defaults() {
 	}
 }
 
-var relayScript = rueidis.NewLuaScript(lua.Relay)
+var (
+	relayScript = rueidis.NewLuaScript(lua.Relay)
+	relaySHA    = fmt.Sprintf("%x", sha1.Sum([]byte(lua.Relay)))
+)
 
 // Relay moves the journals of the shards it can lease to Kafka. Create it with
 // New and drive it with Run.
@@ -470,7 +490,7 @@ func (r *Relay) round(ctx context.Context, keys []string, acked string, lease, h
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.Lease/2)
 	defer cancel()
-	arr, err := relayScript.Exec(rctx, r.redis, keys, args).ToArray()
+	arr, err := r.confirmed(rctx, keys, args)
 	if err != nil {
 		return Round{}, err
 	}
@@ -484,6 +504,38 @@ func (r *Relay) round(ctx context.Context, keys []string, acked string, lease, h
 	}
 	rd.Entries, err = parseEntries(arr)
 	return rd, err
+}
+
+// confirmed runs relay.lua (EVALSHA, EVAL on NOSCRIPT) followed, with
+// Config.Acks, by WAIT in the same pipeline: rueidis sends a batch holding
+// a blocking command such as WAIT on a connection of its own, so the WAIT
+// covers exactly the script's writes. A WAIT that fails is an error.
+func (r *Relay) confirmed(ctx context.Context, keys, args []string) ([]rueidis.RedisMessage, error) {
+	c := r.redis
+	for try := 0; ; try++ {
+		script := c.B().Evalsha().Sha1(relaySHA).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		if try > 0 {
+			script = c.B().Eval().Script(lua.Relay).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		}
+		cmds := rueidis.Commands{script}
+		if r.cfg.Acks > 0 {
+			cmds = append(cmds, c.B().Wait().Numreplicas(int64(r.cfg.Acks)).Timeout(r.cfg.AckTimeout.Milliseconds()).Build())
+		}
+		res := c.DoMulti(ctx, cmds...)
+		arr, err := res[0].ToArray()
+		if rerr, ok := rueidis.IsRedisErr(err); ok && rerr.IsNoScript() && try == 0 {
+			continue // NOSCRIPT ran nothing: EVAL runs and loads it
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(res) > 1 {
+			if err := res[1].Error(); err != nil {
+				return nil, fmt.Errorf("relay round not confirmed by a replica (WAIT: %w)", err)
+			}
+		}
+		return arr, nil
+	}
 }
 
 // release deletes the acked entries and gives the lease up, on the way out.

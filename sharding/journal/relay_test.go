@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flashsale/deploy/testenv"
@@ -93,13 +94,20 @@ func (e *env) shards() []journal.Shard {
 // run starts a relay with hold until the test ends (or stop is called).
 func (e *env) run(t testing.TB, hold time.Duration) (*journal.Relay, *counts, func()) {
 	t.Helper()
+	return e.runOn(t, e.st.Client(), hold, 0)
+}
+
+// runOn is run over the Redis client c, its rounds waiting for acks
+// replicas.
+func (e *env) runOn(t testing.TB, c rueidis.Client, hold time.Duration, acks int) (*journal.Relay, *counts, func()) {
+	t.Helper()
 	kc, err := kgo.NewClient(journal.ProducerOpts(testenv.KafkaBrokers())...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	obs := &counts{failed: map[string]int{}, backlogs: map[string]int64{}}
-	r := journal.New(journal.Config{Topic: e.topic, Hold: hold, Lease: time.Second, Scan: 200 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, e.st.Client(), kc, e.shards, obs)
+	r := journal.New(journal.Config{Topic: e.topic, Hold: hold, Lease: time.Second, Scan: 200 * time.Millisecond, Acks: acks,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, c, kc, e.shards, obs)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
@@ -193,6 +201,42 @@ func TestRelayMovesTheJournal(t *testing.T) {
 	defer obs.mu.Unlock()
 	if obs.relayed < 50 || len(obs.failed) != 0 {
 		t.Fatalf("relayed %d, failures %v", obs.relayed, obs.failed)
+	}
+}
+
+// A round closes the entries it takes to voids (the shard's taken
+// watermark), so they go to Kafka only once a replica acknowledged the
+// round: were the watermark lost in a failover, a void could undo an entry
+// already in Kafka, and its buyer, told 503, would hold an order. Here the
+// relay signs in as a user that may not run WAIT, which is how a failing WAIT
+// looks to it: nothing is produced and the entries stay in the journal, no
+// longer voidable (a void finds the order standing), until WAIT is granted.
+func TestRelayProducesOnlyConfirmedRounds(t *testing.T) {
+	e := setup(t, 2)
+	user := testenv.NewRedisUser(t, "~*", "+@all", "-wait")
+	var rs []stock.Reservation
+	for u := uint64(1); u <= 5; u++ {
+		rs = append(rs, e.reserve(t, u))
+	}
+	_, obs, _ := e.runOn(t, user.Client(), 100*time.Millisecond, 1)
+	if seen := consume(t, e.topic, 1, 1500*time.Millisecond); len(seen) != 0 {
+		t.Fatalf("relayed %v from rounds no replica confirmed", seen)
+	}
+	obs.mu.Lock()
+	failed := obs.failed["redis"]
+	obs.mu.Unlock()
+	if n := e.backlog(t); n != 5 || failed == 0 {
+		t.Fatalf("journal holds %d entries (want 5), %d failed rounds (want some)", n, failed)
+	}
+	if out, err := e.st.Void(context.Background(), rs[0]); err != nil || out != stock.VoidStands {
+		t.Fatalf("void of an entry an unconfirmed round took: %v %v, want stands", out, err)
+	}
+	user.Set("+wait")
+	seen := consume(t, e.topic, 5, 20*time.Second)
+	for _, r := range rs {
+		if seen[r.OrderID] == 0 {
+			t.Fatalf("order %s not relayed once WAIT was granted", r.OrderID)
+		}
 	}
 }
 

@@ -122,6 +122,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		}
 		a.Relay = journal.New(journal.Config{
 			Topic: cfg.Topic, Lease: cfg.RelayLease, Hold: cfg.RelayHold, Settle: cfg.RelaySettle, Log: log,
+			Acks: cfg.ReplicaAcks, AckTimeout: cfg.ReplicaTimeout,
 			Recover: a.store.RecoverStalled, Cold: a.coldShard,
 		}, a.redis, a.kafka, a.shards, a.Metrics.Relay())
 	}
