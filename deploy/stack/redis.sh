@@ -45,6 +45,7 @@ dir $dir
 cluster-enabled yes
 cluster-config-file nodes.conf
 cluster-node-timeout 2000
+cluster-require-full-coverage no
 maxmemory-policy noeviction
 appendonly yes
 appendfsync everysec
