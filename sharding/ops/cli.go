@@ -15,6 +15,7 @@ import (
 
 	"flashsale/sharding"
 	shared "flashsale/sharding/config"
+	"flashsale/sharding/stock"
 )
 
 // Exit codes of Main, documented in the usage text and the package doc.
@@ -263,7 +264,15 @@ func connect(ctx context.Context, cfg Config, needDB bool) (*Tool, func(), error
 		c.Close()
 		return nil, nil, err
 	}
-	return NewTool(c, db), func() {
+	// The tool's writes (a pause or end, a sale record, a repair) are
+	// acknowledged by a replica, as the gateway's and the writer's are: a
+	// failover right after the command must not undo what it reported done.
+	b := stock.NewBatcher(c, 16, 5*time.Second)
+	b.SetAcks(1, 100*time.Millisecond)
+	t := NewTool(c, db)
+	t.Store.SetBatcher(b)
+	return t, func() {
+		b.Close()
 		if db != nil {
 			db.Close()
 		}

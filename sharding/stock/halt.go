@@ -75,7 +75,7 @@ func (s *Store) setHalt(ctx context.Context, tags []string, state string) error 
 			cmds = append(cmds, s.c.B().Set().Key(k).Value(state).Build())
 		}
 	}
-	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
+	if err := s.doAckAll(ctx, cmds); err != nil {
 		return fmt.Errorf("writing the halt keys of the sale's shards: %w", err)
 	}
 	return nil

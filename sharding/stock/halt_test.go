@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
+	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 )
@@ -91,5 +93,34 @@ func TestHaltInTheScript(t *testing.T) {
 	}
 	if _, err := s.SetState(ctx, sale.ID, "GONE"); !errors.Is(err, stock.ErrStateChange) {
 		t.Fatalf("unknown state: %v", err)
+	}
+}
+
+// A pause written through a Batcher (as flashctl's are) is acknowledged: one
+// whose WAIT fails is an error, not a pause reported done that a failover
+// could undo (here a user that may not run WAIT); with WAIT it is done.
+func TestPauseIsAcknowledged(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := newSale(t, s, c, 2, 10)
+	if err := s.StoreSale(ctx, sale); err != nil {
+		t.Fatal(err)
+	}
+	user := testenv.NewRedisUser(t, "~*", "+@all", "-wait")
+	b := stock.NewBatcher(user.Client(), 4, time.Second)
+	t.Cleanup(b.Close)
+	b.SetAcks(1, 50*time.Millisecond)
+	ops := stock.New(user.Client())
+	ops.SetBatcher(b)
+	if _, err := ops.SetState(ctx, sale.ID, sharding.StatePaused); !errors.Is(err, stock.ErrUnconfirmed) {
+		t.Fatalf("pause whose WAIT failed: %v, want ErrUnconfirmed", err)
+	}
+	user.Set("+wait")
+	got, err := ops.SetState(ctx, sale.ID, sharding.StatePaused)
+	if err != nil || got.State != sharding.StatePaused {
+		t.Fatalf("pause: %+v %v", got, err)
+	}
+	if halts, err := s.Halts(ctx, got); err != nil || halts[0] != sharding.StatePaused || halts[1] != sharding.StatePaused {
+		t.Fatalf("halt keys %v %v", halts, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -532,9 +533,9 @@ func (s *Store) StoreSale(ctx context.Context, sale *sharding.Sale) error {
 	if err != nil {
 		return fmt.Errorf("encoding sale: %w", err)
 	}
-	err = firstErr(s.c.DoMulti(ctx,
+	err = s.doAckAll(ctx, rueidis.Commands{
 		s.c.B().Set().Key(sharding.SaleKey(sale.ID)).Value(string(b)).Build(),
-		s.c.B().Sadd().Key(sharding.SalesKey).Member(strconv.FormatInt(sale.ID, 10)).Build()))
+		s.c.B().Sadd().Key(sharding.SalesKey).Member(strconv.FormatInt(sale.ID, 10)).Build()})
 	if err != nil {
 		return fmt.Errorf("storing sale %d: %w", sale.ID, err)
 	}
@@ -682,6 +683,22 @@ func Topology(ctx context.Context, c rueidis.Client) (*sharding.Topology, error)
 		masters = append(masters, *byAddr[a])
 	}
 	return sharding.NewTopology(masters)
+}
+
+// doAckAll sends cmds, each an acknowledged write through the Batcher (all
+// at once), or in one pipeline without a Batcher, and returns the first
+// error.
+func (s *Store) doAckAll(ctx context.Context, cmds rueidis.Commands) error {
+	if s.batch == nil {
+		return firstErr(s.c.DoMulti(ctx, cmds...))
+	}
+	res := make([]rueidis.RedisResult, len(cmds))
+	var wg sync.WaitGroup
+	for i, cmd := range cmds {
+		wg.Go(func() { res[i] = s.doAck(ctx, cmd) })
+	}
+	wg.Wait()
+	return firstErr(res)
 }
 
 func firstErr(rs []rueidis.RedisResult) error {
