@@ -169,8 +169,13 @@ func (s *Store) ExpireClaims(ctx context.Context, refs []ClaimRef) ([]int8, erro
 	}
 	if s.batch != nil {
 		var wg sync.WaitGroup
+		sem := make(chan struct{}, claimsInFlight)
 		for i, r := range refs {
-			wg.Go(func() { res[i], _ = s.evalAck(ctx, claimScript, keys(r), nil, false) })
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				res[i], _ = s.evalAck(ctx, claimScript, keys(r), nil, false)
+			})
 		}
 		wg.Wait()
 	} else {
@@ -199,6 +204,10 @@ func (s *Store) ExpireClaims(ctx context.Context, refs []ClaimRef) ([]int8, erro
 	}
 	return out, nil
 }
+
+// claimsInFlight bounds the claims ExpireClaims has in flight through a
+// Batcher (its batches join them per master).
+const claimsInFlight = 256
 
 // LoadScripts loads the purchase path's scripts (HotScripts) on every master
 // of the cluster and reports the first failure: a master that does not answer
