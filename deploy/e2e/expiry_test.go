@@ -28,9 +28,6 @@ import (
 //     holds an order.
 func TestFaultMasterKillDuringExpiry(t *testing.T) {
 	need(t)
-	if testing.Short() {
-		t.Skip("fault test")
-	}
 	const units = 1200
 	s := createSaleWith(t, units, 6, -time.Second, map[string]any{"paymentWindow": "4s"})
 	master, replica := firstShardNodes(t, s)
@@ -57,14 +54,13 @@ func TestFaultMasterKillDuringExpiry(t *testing.T) {
 		paying <- payAll(a, first[:400], answers[:400], 5*time.Millisecond)
 	}()
 	second := crowd(t, 3000)
-	var w *waves
 	time.Sleep(time.Until(began.Add(4 * time.Second)))
 	if err := testenv.Stack(t, "redis-kill", master); err != nil {
 		t.Fatalf("could not kill the master %s", master)
 	}
 	killed := time.Now()
 	time.Sleep(time.Until(began.Add(4500 * time.Millisecond)))
-	w = sendWaves(s, second, a, b)
+	w := sendWaves(s, second, a, b)
 	for testenv.Role(replica) != "master" && time.Since(killed) < 20*time.Second {
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -509,7 +509,10 @@ func (r *Relay) round(ctx context.Context, keys []string, acked string, lease, h
 // confirmed runs relay.lua (EVALSHA, EVAL on NOSCRIPT) followed, with
 // Config.Acks, by WAIT in the same pipeline: rueidis sends a batch holding
 // a blocking command such as WAIT on a connection of its own, so the WAIT
-// covers exactly the script's writes. A WAIT that fails is an error.
+// covers exactly the script's writes. A WAIT that fails is an error, as in
+// stock.Batcher; the round does not go through the gateway's Batcher, whose
+// batches are bounded by the purchase budget (250ms), which a round, under
+// its lease's time, is not.
 func (r *Relay) confirmed(ctx context.Context, keys, args []string) ([]rueidis.RedisMessage, error) {
 	c := r.redis
 	for try := 0; ; try++ {

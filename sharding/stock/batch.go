@@ -526,7 +526,7 @@ func (b *Batcher) recycle(c *call) {
 // maxJoin is the most reservations joined into one reserve_many.lua call.
 const maxJoin = 64
 
-var reserveSHA, reserveManySHA = sha1Hex(lua.Reserve), sha1Hex(lua.ReserveMany)
+var reserveManySHA = sha1Hex(lua.ReserveMany)
 
 // joinCalls appends to cmds one command per unit of calls and returns the
 // units: a call alone, or the reservations (DoReserve) of one slot joined
@@ -559,7 +559,7 @@ func (b *Batcher) joinCalls(calls []*call, cmds rueidis.Commands) (rueidis.Comma
 	for _, u := range units {
 		if c := u[0]; len(u) == 1 {
 			if c.keys != nil {
-				c.cmd = b.c.B().Evalsha().Sha1(reserveSHA).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
+				c.cmd = b.c.B().Evalsha().Sha1(reserveScript.sha).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()
 			}
 			cmds = append(cmds, c.cmd)
 			continue

@@ -79,9 +79,7 @@ func Default() Config {
 
 // RedisCallTimeout bounds one batch of the writer's Redis writes (see
 // stock.NewBatcher); -replica-timeout must leave room in it.
-const RedisCallTimeout = redisCallTimeout
-
-const redisCallTimeout = 5 * time.Second
+const RedisCallTimeout = 5 * time.Second
 
 // Register adds the common settings and the writer's own to set, in README
 // order.
@@ -146,8 +144,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-redis-parallel %d: want >= 1", c.RedisParallel)
 	case c.ReplicaAcks < 0 || c.ReplicaAcks > 16:
 		return fmt.Errorf("-replica-acks %d: want 0..16", c.ReplicaAcks)
-	case c.ReplicaAcks > 0 && (c.ReplicaTimeout < time.Millisecond || c.ReplicaTimeout > redisCallTimeout/2):
-		return fmt.Errorf("-replica-timeout %s: want 1ms..%s", c.ReplicaTimeout, redisCallTimeout/2)
+	case c.ReplicaAcks > 0 && (c.ReplicaTimeout < time.Millisecond || c.ReplicaTimeout > RedisCallTimeout/2):
+		return fmt.Errorf("-replica-timeout %s: want 1ms..%s", c.ReplicaTimeout, RedisCallTimeout/2)
 	case c.ExpiryInterval <= 0 || c.OutboxInterval <= 0 || c.FetchMaxWait <= 0:
 		return errors.New("-expiry-interval, -outbox-interval and -fetch-max-wait must be positive")
 	case c.RetryMin <= 0 || c.RetryMax < c.RetryMin:
