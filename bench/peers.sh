@@ -148,7 +148,10 @@ run() { # name, then the wrk arguments (ADUR: the accepted rows' duration)
   case $name in *accept*) d=${ADUR:-3} ;; esac
   local cpu=""
   case $name in # the CPU split of the accepted rows, over all but their last second
-    gateway-accept) cpu_during 18090 $((d - 1)) >"$RUN/$name.cpu" & cpu=$! ;;
+    gateway-accept) cpu_during 18090 $((d - 1)) >"$RUN/$name.cpu" & cpu=$!
+      # PPROF=1: the measured gateway's CPU profile over the same window.
+      [ -n "${PPROF:-}" ] && (wrk_ready 18090 && curl -s -o "$RUN/$name.$(date +%s).pprof" \
+        "http://127.0.0.1:18092/debug/pprof/profile?seconds=$((d - 1))") & ;;
     openresty-accept) cpu_during 18081 $((d - 1)) >"$RUN/$name.cpu" & cpu=$! ;;
   esac
   local out; out=$(wrk -t1 -c64 -d${d}s --latency "$@")
@@ -182,13 +185,23 @@ printf 'answers: gateway sold-out %s, limit %s, openresty sold-out %s, gateway r
   "$(curl -s -X POST -H 'X-User-Id: 5' http://127.0.0.1:18081/api/flash-sales/items/1/purchase | tr -d '\n')"
 
 m() { median <"$RUN/$1.txt"; }
+# ratio A B LABEL [NOTE]: the medians' ratio of rows A and B, when both ran
+# (ONLY=accept runs the accepted rows alone).
+ratio() {
+  [ -s "$RUN/$1.txt" ] && [ -s "$RUN/$2.txt" ] || return 0
+  printf '%-52s %.3f%s\n' "$3" "$(echo "$(m "$1") / $(m "$2")" | bc -l)" "${4:+  ($4)}"
+}
 echo
-printf 'medians of %d rounds (req/s): gateway sold-out %.0f, limit %.0f, openresty sold-out %.0f, gateway repeat %.0f (script %.0f), openresty repeat %.0f, gateway accept %.0f, openresty accept %.0f\n' \
-  "$ROUNDS" "$(m gateway-soldout)" "$(m limit)" "$(m openresty-soldout)" "$(m gateway-repeat)" "$(m gateway-repeat-script)" "$(m openresty-repeat)" "$(m gateway-accept)" "$(m openresty-accept)"
-printf 'ratio sold-out path, gateway / limit:              %.3f  (target >= 0.95)\n' "$(echo "$(m gateway-soldout) / $(m limit)" | bc -l)"
-printf 'ratio sold-out path, gateway / openresty:          %.3f\n' "$(echo "$(m gateway-soldout) / $(m openresty-soldout)" | bc -l)"
-printf 'ratio already-purchased path, gateway / openresty: %.3f  (target >= 2.5)\n' "$(echo "$(m gateway-repeat) / $(m openresty-repeat)" | bc -l)"
-printf '  the same with the reserve script (-repeat-read=false): %.3f\n' "$(echo "$(m gateway-repeat-script) / $(m openresty-repeat)" | bc -l)"
-printf 'ratio accepted path (new buyers), gateway / openresty: %.3f  (target >= 1.5; the gateway journals, waits for a replica and relays to Kafka, the peer does none of it)\n' "$(echo "$(m gateway-accept) / $(m openresty-accept)" | bc -l)"
+printf 'medians of %d rounds (req/s):' "$ROUNDS"
+for row in gateway-soldout limit openresty-soldout gateway-repeat gateway-repeat-script openresty-repeat gateway-accept openresty-accept; do
+  if [ -s "$RUN/$row.txt" ]; then printf ' %s %.0f' "$row" "$(m "$row")"; fi
+done
+echo
+ratio gateway-soldout limit 'ratio sold-out path, gateway / limit:' 'target >= 0.95'
+ratio gateway-soldout openresty-soldout 'ratio sold-out path, gateway / openresty:'
+ratio gateway-repeat openresty-repeat 'ratio already-purchased path, gateway / openresty:' 'target >= 2.5'
+ratio gateway-repeat-script openresty-repeat '  the same with the reserve script (-repeat-read=false):'
+ratio gateway-accept openresty-accept 'ratio accepted path (new buyers), gateway / openresty:' \
+  'target >= 1.5; the gateway journals, waits for a replica and relays to Kafka, the peer does none of it'
 # Every accepted click must have been a 202 (a 409 would mean the tokens ran out).
 for f in "$RUN"/gateway-accept.codes "$RUN"/openresty-accept.codes; do [ -f "$f" ] && printf '%s: non-2xx %s\n' "$(basename "$f" .codes)" "$(paste -sd, "$f")"; done

@@ -8,9 +8,10 @@
 #   cpu_report               print each group's share of the machine since
 #                            cpu_snap (100 % = every core busy), then "rest"
 #                            (wrk, the kernel, anything not watched) and idle
-#   cpu_during PORT SECS     wait until wrk holds its connections to PORT (its
+#   wrk_ready PORT           wait until wrk holds its connections to PORT (its
 #                            init, which formats every request first, takes
-#                            seconds of its own), then cpu_snap, SECS, cpu_report
+#                            seconds of its own)
+#   cpu_during PORT SECS     wrk_ready PORT, then cpu_snap, SECS, cpu_report
 #
 # Figures are shares of the whole machine, so they add up to 100 % with idle.
 
@@ -65,13 +66,18 @@ cpu_report() {
     $(( 100 * (busy - sum) / all )) $(( 100 * (all - busy) / all ))
 }
 
-cpu_during() {
+# wrk_ready PORT waits (up to 30 s, for wrk's init) until a running wrk holds
+# its connections to PORT: its own sockets (-p), not ones an earlier run left.
+wrk_ready() {
   local i
-  for i in $(seq 600); do # up to 30 s for wrk's init
-    # a running wrk's own sockets (-p), not ones an earlier run left behind
-    (( $(ss -Htnp state established "( dport = :$1 )" 2>/dev/null | grep -c '"wrk"') >= 32 )) && break
+  for i in $(seq 600); do
+    (( $(ss -Htnp state established "( dport = :$1 )" 2>/dev/null | grep -c '"wrk"') >= 32 )) && return 0
     sleep 0.05
   done
+}
+
+cpu_during() {
+  wrk_ready "$1"
   cpu_snap
   sleep "$2"
   cpu_report
