@@ -1,6 +1,10 @@
 package stock
 
-import "github.com/redis/rueidis"
+import (
+	"context"
+
+	"github.com/redis/rueidis"
+)
 
 // Misroute points every master's batches at the next master's connection,
 // as a slot map gone stale by a failover or a reshard would: each command is
@@ -27,4 +31,11 @@ func (b *Batcher) Unroute() {
 		return
 	}
 	b.route.Store(&route{top: r.top, nodes: make([]rueidis.Client, len(r.nodes)), acks: r.acks})
+}
+
+// CopyCheck runs a reshard's read-back of its copy, as if buyers buyer
+// fields, entries journal entries and the order records orders had been
+// written to the new shard tag.
+func (s *Store) CopyCheck(ctx context.Context, tag string, buyers, entries int64, orders []string) error {
+	return s.copyCheck(ctx, map[string]*copied{tag: {buyers: buyers, entries: entries, orders: orders}})
 }

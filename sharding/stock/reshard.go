@@ -32,6 +32,13 @@ import (
 //  5. The old shards' keys are deleted; their fences stay for a day so a gateway
 //     with a stale description keeps being told to reload.
 //
+// Every write of a reshard (its journal, the fences, the copy, the drop) is
+// acknowledged by a replica when the Store has a Batcher (flashctl's has): a
+// failover right after a step cannot undo it unseen. A write whose WAIT fails
+// stops the reshard with ErrUnconfirmed; running the same command again
+// resumes it from its journal (or starts it anew, if the failover lost the
+// journal: the fences and the copy are written again the same way).
+//
 // Units and buyers are conserved exactly: between the fence and the publish no
 // script changes either layout. The cost is a short window (the copy: about a
 // millisecond per few hundred keys, plus the gateways' reload interval) in
@@ -85,7 +92,7 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 		}
 		j = &reshardJournal{SaleID: saleID, From: sale.Shards, To: to, Version: sale.Version + 1, Phase: "copying"}
 		b, _ := json.Marshal(j)
-		ok, err := s.c.Do(ctx, s.c.B().Set().Key(sharding.ReshardKey(saleID)).Value(string(b)).Nx().Build()).ToString()
+		ok, err := s.doAck(ctx, s.c.B().Set().Key(sharding.ReshardKey(saleID)).Value(string(b)).Nx().Build()).ToString()
 		if rueidis.IsRedisNil(err) || (err == nil && ok != "OK") {
 			return nil, rep, ErrReshardRunning
 		}
@@ -118,7 +125,7 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 		}
 		j.Phase = "published"
 		b, _ := json.Marshal(j)
-		if err := s.c.Do(ctx, s.c.B().Set().Key(sharding.ReshardKey(saleID)).Value(string(b)).Build()).Error(); err != nil {
+		if err := s.doAck(ctx, s.c.B().Set().Key(sharding.ReshardKey(saleID)).Value(string(b)).Build()).Error(); err != nil {
 			return nil, rep, fmt.Errorf("updating reshard journal: %w", err)
 		}
 		sale = &next
@@ -127,7 +134,7 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 	if err := s.dropShards(ctx, sale, j.From, top); err != nil {
 		return nil, rep, err
 	}
-	if err := s.c.Do(ctx, s.c.B().Del().Key(sharding.ReshardKey(saleID)).Build()).Error(); err != nil {
+	if err := s.doAck(ctx, s.c.B().Del().Key(sharding.ReshardKey(saleID)).Build()).Error(); err != nil {
 		return nil, rep, fmt.Errorf("removing reshard journal: %w", err)
 	}
 	return sale, rep, nil
@@ -153,7 +160,7 @@ func (s *Store) fence(ctx context.Context, tags []string, version int64) error {
 	for _, tag := range tags {
 		cmds = append(cmds, s.c.B().Set().Key(string(sharding.AppendFenceKey(nil, tag))).Value(strconv.FormatInt(version, 10)).Ex(FenceTTL).Build())
 	}
-	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
+	if err := s.doAckAll(ctx, cmds); err != nil {
 		return fmt.Errorf("fencing old shards: %w", err)
 	}
 	return nil
@@ -200,75 +207,42 @@ func (s *Store) shardOrders(ctx context.Context, tag string, top *sharding.Topol
 	}
 }
 
+// copied is what a copy wrote to one new shard, for copyCheck to read back.
+type copied struct {
+	buyers  int64    // fields of its buyers record
+	entries int64    // entries appended to its hand-off journal
+	orders  []string // its order record keys
+}
+
+// copyShards copies the frozen old shards to the new ones. The copy goes in
+// one pipeline, in order (an order record's EXPIRE after its HSET, journal
+// entries in their old order), and the new shards' stock keys are written
+// last, acknowledged by a replica: a master's replica that has those has
+// everything the master wrote before them. A failover between the copy and
+// those writes could still drop the copy on a promoted replica that then
+// takes the stock keys, so the copy is read back from the masters that
+// acknowledged them (copyCheck).
 func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJournal, top *sharding.Topology, rep *ReshardReport) error {
-	old := &sharding.Sale{ID: sale.ID, Shards: j.From}
+	stockCmds, err := s.copyStock(ctx, sale, j, rep)
+	if err != nil {
+		return err
+	}
 	var cmds rueidis.Commands
-	for _, it := range sale.Items {
-		rem, err := s.Remaining(ctx, old, it.ID)
-		if err != nil {
-			return err
-		}
-		var total int64
-		for _, r := range rem {
-			total += r
-		}
-		rep.Units[it.ID] = total
-		for i, q := range sharding.Split(total, len(j.To)) {
-			cmds = append(cmds, s.c.B().Set().Key(string(sharding.AppendStockKey(nil, j.To[i], it.ID))).Value(strconv.FormatInt(q, 10)).Build())
-		}
+	want := make(map[string]*copied, len(j.To))
+	for _, tag := range j.To {
+		want[tag] = &copied{}
 	}
 	for _, tag := range j.From {
-		buyers, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsStrMap()
-		if err != nil {
-			return fmt.Errorf("reading buyers of %s: %w", tag, err)
+		if cmds, err = s.copyBuyers(ctx, sale.ID, tag, j.To, want, cmds, rep); err != nil {
+			return err
 		}
-		for user, oid := range buyers {
-			u, err := strconv.ParseUint(user, 10, 64)
-			if err != nil {
-				return fmt.Errorf("buyers of %s hold user %q", tag, user)
-			}
-			to := j.To[sharding.HomeShard(u, sale.ID, len(j.To))]
-			cmds = append(cmds, s.c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, to))).FieldValue().FieldValue(user, oid).Build())
-			rep.Buyers++
-		}
-		entries, err := s.copyJournal(ctx, sale.ID, tag, j.To)
+		entries, err := s.copyJournal(ctx, sale.ID, tag, j.To, want)
 		if err != nil {
 			return err
 		}
 		cmds = append(cmds, entries...)
-		keys, err := s.shardOrders(ctx, tag, top)
-		if err != nil {
+		if cmds, err = s.copyOrders(ctx, sale.ID, tag, j.To, top, want, cmds, rep); err != nil {
 			return err
-		}
-		reads := make(rueidis.Commands, 0, 2*len(keys))
-		for _, k := range keys {
-			reads = append(reads, s.c.B().Hgetall().Key(k).Build(), s.c.B().Ttl().Key(k).Build())
-		}
-		res := s.c.DoMulti(ctx, reads...)
-		for i, k := range keys {
-			m, err := res[2*i].AsStrMap()
-			if err != nil {
-				return fmt.Errorf("reading order %s: %w", k, err)
-			}
-			ttl, err := res[2*i+1].AsInt64()
-			if err != nil || len(m) == 0 {
-				continue // expired meanwhile
-			}
-			u, err1 := strconv.ParseUint(m["user"], 10, 64)
-			id, ok := sharding.ParseOrderID([]byte(k[len(k)-36:]))
-			if err1 != nil || !ok {
-				return fmt.Errorf("order record %s is malformed", k)
-			}
-			nk := string(sharding.AppendOrderKey(nil, j.To[sharding.HomeShard(u, sale.ID, len(j.To))], id))
-			fv := s.c.B().Hset().Key(nk).FieldValue()
-			for f, v := range m {
-				fv = fv.FieldValue(f, v)
-			}
-			cmds = append(cmds, fv.Build())
-			if ttl > 0 {
-				cmds = append(cmds, s.c.B().Expire().Key(nk).Seconds(ttl).Build())
-			}
-			rep.Orders++
 		}
 	}
 	if sale.State != "" {
@@ -279,6 +253,122 @@ func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJ
 	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
 		return fmt.Errorf("copying to new shards: %w", err)
 	}
+	if err := s.doAckAll(ctx, stockCmds); err != nil {
+		return fmt.Errorf("copying stock to new shards: %w", err)
+	}
+	return s.copyCheck(ctx, want)
+}
+
+// copyStock returns the writes of each item's units, its total over the old
+// shards split evenly over the new ones.
+func (s *Store) copyStock(ctx context.Context, sale *sharding.Sale, j *reshardJournal, rep *ReshardReport) (rueidis.Commands, error) {
+	old := &sharding.Sale{ID: sale.ID, Shards: j.From}
+	var cmds rueidis.Commands
+	for _, it := range sale.Items {
+		rem, err := s.Remaining(ctx, old, it.ID)
+		if err != nil {
+			return nil, err
+		}
+		var total int64
+		for _, r := range rem {
+			total += r
+		}
+		rep.Units[it.ID] = total
+		for i, q := range sharding.Split(total, len(j.To)) {
+			cmds = append(cmds, s.c.B().Set().Key(string(sharding.AppendStockKey(nil, j.To[i], it.ID))).Value(strconv.FormatInt(q, 10)).Build())
+		}
+	}
+	return cmds, nil
+}
+
+// copyBuyers appends to cmds the writes that move old shard tag's buyer
+// records to their users' new home shards.
+func (s *Store) copyBuyers(ctx context.Context, saleID int64, tag string, to []string, want map[string]*copied, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
+	buyers, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsStrMap()
+	if err != nil {
+		return nil, fmt.Errorf("reading buyers of %s: %w", tag, err)
+	}
+	for user, oid := range buyers {
+		u, err := strconv.ParseUint(user, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("buyers of %s hold user %q", tag, user)
+		}
+		dst := to[sharding.HomeShard(u, saleID, len(to))]
+		cmds = append(cmds, s.c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, dst))).FieldValue().FieldValue(user, oid).Build())
+		want[dst].buyers++
+		rep.Buyers++
+	}
+	return cmds, nil
+}
+
+// copyOrders appends to cmds the writes that move old shard tag's order
+// records, with their time to live, to their owners' new home shards.
+func (s *Store) copyOrders(ctx context.Context, saleID int64, tag string, to []string, top *sharding.Topology, want map[string]*copied, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
+	keys, err := s.shardOrders(ctx, tag, top)
+	if err != nil {
+		return nil, err
+	}
+	reads := make(rueidis.Commands, 0, 2*len(keys))
+	for _, k := range keys {
+		reads = append(reads, s.c.B().Hgetall().Key(k).Build(), s.c.B().Ttl().Key(k).Build())
+	}
+	res := s.c.DoMulti(ctx, reads...)
+	for i, k := range keys {
+		m, err := res[2*i].AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("reading order %s: %w", k, err)
+		}
+		ttl, err := res[2*i+1].AsInt64()
+		if err != nil || len(m) == 0 {
+			continue // expired meanwhile
+		}
+		u, err1 := strconv.ParseUint(m["user"], 10, 64)
+		id, ok := sharding.ParseOrderID([]byte(k[len(k)-36:]))
+		if err1 != nil || !ok {
+			return nil, fmt.Errorf("order record %s is malformed", k)
+		}
+		dst := to[sharding.HomeShard(u, saleID, len(to))]
+		nk := string(sharding.AppendOrderKey(nil, dst, id))
+		fv := s.c.B().Hset().Key(nk).FieldValue()
+		for f, v := range m {
+			fv = fv.FieldValue(f, v)
+		}
+		cmds = append(cmds, fv.Build())
+		if ttl > 0 {
+			cmds = append(cmds, s.c.B().Expire().Key(nk).Seconds(ttl).Build())
+		}
+		want[dst].orders = append(want[dst].orders, nk)
+		rep.Orders++
+	}
+	return cmds, nil
+}
+
+// copyCheck reads the copy back from the new shards' masters: every buyer
+// record field, at least every journal entry (a resumed copy appends its
+// entries again; the writer deduplicates) and every order record. A
+// shortfall means a failover lost part of the copy: the reshard stops, and
+// running it again copies again from the frozen old shards.
+func (s *Store) copyCheck(ctx context.Context, want map[string]*copied) error {
+	for tag, w := range want {
+		cmds := rueidis.Commands{s.c.B().Hlen().Key(string(sharding.AppendBuyersKey(nil, tag))).Build(),
+			s.c.B().Xlen().Key(string(sharding.AppendEventsKey(nil, tag))).Build()}
+		if len(w.orders) > 0 {
+			cmds = append(cmds, s.c.B().Exists().Key(w.orders...).Build())
+		}
+		res := s.c.DoMulti(ctx, cmds...)
+		var got [3]int64
+		for i, r := range res {
+			n, err := r.AsInt64()
+			if err != nil {
+				return fmt.Errorf("reading back the copy to %s: %w", tag, err)
+			}
+			got[i] = n
+		}
+		if got[0] != w.buyers || got[1] < w.entries || got[2] != int64(len(w.orders)) {
+			return fmt.Errorf("%w: the copy to %s reads back %d buyers, %d journal entries, %d orders, where %d, %d and %d were written (a failover during the copy?); run the reshard again",
+				ErrUnconfirmed, tag, got[0], got[1], got[2], w.buyers, w.entries, len(w.orders))
+		}
+	}
 	return nil
 }
 
@@ -287,7 +377,7 @@ func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJ
 // a relay is producing meanwhile may reach Kafka twice; the writer
 // deduplicates. A copied order record keeps the entry id of the old journal,
 // which the new journal lacks, so a void of it answers that the order stands.
-func (s *Store) copyJournal(ctx context.Context, saleID int64, tag string, to []string) (rueidis.Commands, error) {
+func (s *Store) copyJournal(ctx context.Context, saleID int64, tag string, to []string, want map[string]*copied) (rueidis.Commands, error) {
 	arr, err := s.c.Do(ctx, s.c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()).AsXRange()
 	if err != nil {
 		return nil, fmt.Errorf("reading hand-off journal of %s: %w", tag, err)
@@ -298,7 +388,9 @@ func (s *Store) copyJournal(ctx context.Context, saleID int64, tag string, to []
 		if err != nil {
 			return nil, fmt.Errorf("hand-off journal of %s: entry %s has user %q", tag, e.ID, e.FieldValues["u"])
 		}
-		fv := s.c.B().Xadd().Key(string(sharding.AppendEventsKey(nil, to[sharding.HomeShard(u, saleID, len(to))]))).Id("*").FieldValue()
+		dst := to[sharding.HomeShard(u, saleID, len(to))]
+		want[dst].entries++
+		fv := s.c.B().Xadd().Key(string(sharding.AppendEventsKey(nil, dst))).Id("*").FieldValue()
 		for _, f := range []string{"t", "o", "s", "i", "u", "c", "x", "at"} {
 			if v, ok := e.FieldValues[f]; ok {
 				fv = fv.FieldValue(f, v)
@@ -330,7 +422,7 @@ func (s *Store) dropShards(ctx context.Context, sale *sharding.Sale, tags []stri
 			cmds = append(cmds, s.c.B().Del().Key(k).Build())
 		}
 	}
-	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
+	if err := s.doAckAll(ctx, cmds); err != nil {
 		return fmt.Errorf("removing old shards: %w", err)
 	}
 	return nil

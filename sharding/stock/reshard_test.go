@@ -1,0 +1,102 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"flashsale/deploy/testenv"
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// A reshard through a Batcher (as flashctl's is) is acknowledged step by
+// step: one whose WAIT fails stops with ErrUnconfirmed instead of reporting
+// a layout a failover could undo, and running it again resumes it with every
+// unit and buyer conserved.
+func TestReshardIsAcknowledged(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := newSale(t, s, c, 2, 20)
+	if err := s.StoreSale(ctx, sale); err != nil {
+		t.Fatal(err)
+	}
+	orders := map[uint64]sharding.OrderID{}
+	for u := uint64(1); u <= 6; u++ {
+		id := sharding.NewOrderID(sale.ID, u, uint32(u))
+		tag := sale.Shards[sharding.HomeShard(u, sale.ID, 2)]
+		if r, err := s.Reserve(ctx, reservation(tag, 1, u, id)); err != nil || r.Outcome != stock.Reserved {
+			t.Fatalf("reserve %d: %+v %v", u, r, err)
+		}
+		orders[u] = id
+	}
+	top, err := stock.Topology(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := testenv.NewRedisUser(t, "~*", "+@all", "-wait")
+	b := stock.NewBatcher(user.Client(), 4, time.Second)
+	t.Cleanup(b.Close)
+	b.SetAcks(1, 50*time.Millisecond)
+	ops := stock.New(user.Client())
+	ops.SetBatcher(b)
+	if _, _, err := ops.Reshard(ctx, sale.ID, 4, top); !errors.Is(err, stock.ErrUnconfirmed) {
+		t.Fatalf("reshard whose WAIT fails: %v, want ErrUnconfirmed", err)
+	}
+	if ls, err := s.LoadSale(ctx, sale.ID); err != nil || len(ls.Shards) != 2 {
+		t.Fatalf("after the unconfirmed reshard the sale reads %+v %v, want its 2 shards", ls, err)
+	}
+	user.Set("+wait")
+	next, rep, err := ops.Reshard(ctx, sale.ID, 4, top)
+	if err != nil || !rep.Resumed || len(next.Shards) != 4 {
+		t.Fatalf("reshard again: %+v %+v %v, want the first one resumed to 4 shards", next, rep, err)
+	}
+	if left, per := total(t, s, next, 1); left != 14 {
+		t.Fatalf("units left %d (%v), want 14", left, per)
+	}
+	for u, id := range orders {
+		got, held, err := s.Holder(ctx, next.Shards[sharding.HomeShard(u, next.ID, 4)], u)
+		if err != nil || !held || got != id {
+			t.Fatalf("buyer %d after the reshard: %v %v %v, want %v", u, got, held, err, id)
+		}
+	}
+	if n := b.Unconfirmed(); n == 0 {
+		t.Fatal("the batcher counted no unconfirmed write")
+	}
+}
+
+// The copy is read back before a reshard publishes it: a shard short of what
+// was written (as a promoted replica that missed the copy would be) is an
+// ErrUnconfirmed.
+func TestReshardCopyCheck(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	tag := "s" + strconv.FormatInt(randomSaleID(), 10) + ":0:0"
+	buyers := string(sharding.AppendBuyersKey(nil, tag))
+	order := string(sharding.AppendOrderKey(nil, tag, sharding.NewOrderID(1, 1, 1)))
+	t.Cleanup(func() { c.Do(ctx, c.B().Del().Key(buyers).Build()); c.Do(ctx, c.B().Del().Key(order).Build()) })
+	if err := c.Do(ctx, c.B().Hset().Key(buyers).FieldValue().FieldValue("1", "x").FieldValue("2", "y").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Do(ctx, c.B().Hset().Key(order).FieldValue().FieldValue("user", "1").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CopyCheck(ctx, tag, 2, 0, []string{order}); err != nil {
+		t.Fatalf("a whole copy: %v", err)
+	}
+	for _, tc := range []struct {
+		name            string
+		buyers, entries int64
+		orders          []string
+	}{
+		{"a buyer missing", 3, 0, []string{order}},
+		{"a journal entry missing", 2, 1, []string{order}},
+		{"an order record missing", 2, 0, []string{order, order + "x"}},
+	} {
+		if err := s.CopyCheck(ctx, tag, tc.buyers, tc.entries, tc.orders); !errors.Is(err, stock.ErrUnconfirmed) {
+			t.Errorf("%s: %v, want ErrUnconfirmed", tc.name, err)
+		}
+	}
+}
