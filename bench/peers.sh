@@ -102,9 +102,11 @@ acceptItem() { echo $(( (base + 3 + $1) * 10 + 1 )); } # round 0 warms up
 # The gateways relay to a topic of their own, which no writer reads: on the
 # stack's order topic, the tens of thousands of orders an accepted row makes
 # would be left for the next writer (make demo's) to persist while its sale
-# runs (seen 2026-12-02: a demo right after six bench-peers runs sold out in
-# 2.36 s, its writer and PostgreSQL taking most of a core in the first seconds,
-# against 0.87 s for the next). The broker creates the topic on first use.
+# runs (seen 2026-12-02: the demo's writer persisted 30,000-50,000 orders of
+# each earlier accepted row; right after one bench-peers run, it and PostgreSQL
+# took 60-70 % of a core in the demo's first seconds, and the sale sold out in
+# 1.46 s; right after six runs, in 2.36 s). The broker creates the topic on
+# first use.
 gw() { # listen port, admin port, then extra flags
   local port=$1 admin=$2; shift 2
   GOMAXPROCS=$GO_PROCS bin/gateway -listen 127.0.0.1:$port -admin 127.0.0.1:$admin -topic flash-sale-orders-peers \
