@@ -448,7 +448,12 @@ func TestDuplicateAfterLostBuyerRecord(t *testing.T) {
 		t.Fatalf("redis stock %d, want %d", left, q-2)
 	}
 	produce(t, cl, []orderevent.Event{second})
-	waitFor(t, 30*time.Second, "the duplicate's unit returned", func() bool { return redisLeft(t, rs, s, item) == q-1 })
+	// The unit comes back first, then the real order's buyer record (two
+	// acknowledged writes): wait for both before the writer stops.
+	waitFor(t, 30*time.Second, "the duplicate's unit returned and the real buyer record restored", func() bool {
+		held, err := rs.Buyers(ctx, tag)
+		return redisLeft(t, rs, s, item) == q-1 && err == nil && held[first.UserID] == first.OrderID
+	})
 	a.stop(t)
 
 	byStatus, sold := counts(t, st.Pool(), s.ID)
