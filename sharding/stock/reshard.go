@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -105,6 +106,13 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 			return nil, rep, fmt.Errorf("%w: it targets %d shards, not %d", ErrReshardRunning, len(j.To), n)
 		}
 		rep.From = len(j.From)
+		if j.Phase == "copying" && slices.Equal(sale.Shards, j.To) {
+			// The description went out with the new layout and the journal
+			// was not updated after it (a crash, or that write unconfirmed):
+			// the new shards are live, and copying the frozen old ones over
+			// them again would bring back every unit sold since.
+			j.Phase = "published"
+		}
 	}
 	began := time.Now()
 	// In phase "published" the sale read above already has the new layout.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +98,69 @@ func TestReshardCopyCheck(t *testing.T) {
 	} {
 		if err := s.CopyCheck(ctx, tag, tc.buyers, tc.entries, tc.orders); !errors.Is(err, stock.ErrUnconfirmed) {
 			t.Errorf("%s: %v, want ErrUnconfirmed", tc.name, err)
+		}
+	}
+}
+
+// A reshard that stopped after it published the new layout but before its
+// journal said so (a crash, or that write unconfirmed) resumes without copying
+// again: the new shards are live, and a copy of the frozen old ones over them
+// would bring back the units sold since. The state is made by a reshard whose
+// user may not DEL (it stops at the drop of the old shards, after the
+// journal's "published"), with the journal's phase then set back.
+func TestReshardResumedAfterPublishDoesNotCopyAgain(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := newSale(t, s, c, 2, 20)
+	if err := s.StoreSale(ctx, sale); err != nil {
+		t.Fatal(err)
+	}
+	for u := uint64(1); u <= 3; u++ {
+		tag := sale.Shards[sharding.HomeShard(u, sale.ID, 2)]
+		if r, err := s.Reserve(ctx, reservation(tag, 1, u, sharding.NewOrderID(sale.ID, u, uint32(u)))); err != nil || r.Outcome != stock.Reserved {
+			t.Fatalf("reserve %d: %+v %v", u, r, err)
+		}
+	}
+	top, err := stock.Topology(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := testenv.NewRedisUser(t, "~*", "+@all", "-del")
+	if _, _, err := stock.New(user.Client()).Reshard(ctx, sale.ID, 4, top); err == nil {
+		t.Fatal("a reshard that may not DEL finished")
+	}
+	live, err := s.LoadSale(ctx, sale.ID)
+	if err != nil || len(live.Shards) != 4 {
+		t.Fatalf("after the stopped reshard the sale reads %+v %v, want the new 4 shards", live, err)
+	}
+	key := sharding.ReshardKey(sale.ID)
+	j, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString()
+	if err != nil || !strings.Contains(j, `"phase":"published"`) {
+		t.Fatalf("reshard journal %q %v, want phase published", j, err)
+	}
+	j = strings.Replace(j, `"phase":"published"`, `"phase":"copying"`, 1)
+	if err := c.Do(ctx, c.B().Set().Key(key).Value(j).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	// Sold on the live new layout.
+	const late = uint64(4)
+	lateID := sharding.NewOrderID(sale.ID, late, 4)
+	if r, err := s.Reserve(ctx, reservation(live.Shards[sharding.HomeShard(late, live.ID, 4)], 1, late, lateID)); err != nil || r.Outcome != stock.Reserved {
+		t.Fatalf("reserve on the new layout: %+v %v", r, err)
+	}
+	next, rep, err := s.Reshard(ctx, sale.ID, 4, top)
+	if err != nil || !rep.Resumed || len(next.Shards) != 4 {
+		t.Fatalf("resume: %+v %+v %v", next, rep, err)
+	}
+	if left, per := total(t, s, next, 1); left != 16 {
+		t.Fatalf("units left %d (%v), want 16: the resume copied the old shards over the live ones", left, per)
+	}
+	if got, held, err := s.Holder(ctx, next.Shards[sharding.HomeShard(late, next.ID, 4)], late); err != nil || !held || got != lateID {
+		t.Fatalf("the buyer on the new layout: %v %v %v", got, held, err)
+	}
+	for _, tag := range sale.Shards {
+		if n, _ := c.Do(ctx, c.B().Exists().Key(string(sharding.AppendStockKey(nil, tag, 1))).Build()).AsInt64(); n != 0 {
+			t.Fatalf("old shard %s still has stock after the resume", tag)
 		}
 	}
 }
