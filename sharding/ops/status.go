@@ -22,6 +22,8 @@ type StatusReport struct {
 	Shards  []ShardStatus       `json:"shards"`
 	Items   []ItemStatus        `json:"items"`
 	Moves   []stock.PendingMove `json:"pendingMoves"`
+	// Reshard is the sale's unfinished reshard, if any.
+	Reshard *stock.PendingReshard `json:"reshard,omitempty"`
 	// PostgreSQL is false when the tool has no database: Q, P and sold are then
 	// unknown and drift is not computed.
 	PostgreSQL bool `json:"postgresql"`
@@ -77,6 +79,9 @@ func (t *Tool) Status(ctx context.Context, id int64) (*StatusReport, error) {
 		rep.Shards = append(rep.Shards, ShardStatus{Shard: i, Tag: sale.Shards[i], Master: top.MasterOfTag(sale.Shards[i]), Buyers: n})
 	}
 	if rep.Moves, err = t.Store.PendingMoves(ctx, sale); err != nil {
+		return nil, err
+	}
+	if rep.Reshard, err = t.Store.PendingReshard(ctx, id); err != nil {
 		return nil, err
 	}
 	var totals map[int64]itemTotals
@@ -188,6 +193,13 @@ func (r *StatusReport) Text(w io.Writer) error {
 	}
 	if !r.PostgreSQL {
 		fmt.Fprintln(w, "(no PostgreSQL: Q is the sale description's quantity; P, sold and drift unknown)")
+	}
+	if rs := r.Reshard; rs != nil {
+		fmt.Fprintf(w, "reshard unfinished: %d -> %d shards, phase %s", rs.From, rs.To, rs.Phase)
+		if rs.Phase == "copying" {
+			fmt.Fprint(w, " (once its old shards are fenced, purchases answer 503 until it ends)")
+		}
+		fmt.Fprintf(w, "; if no reshard is running, finish it: flashctl reshard --sale %d --shards %d\n", r.Sale, rs.To)
 	}
 	if len(r.Moves) > 0 {
 		fmt.Fprintln(w, "\npending moves:")

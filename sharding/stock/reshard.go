@@ -148,6 +148,23 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 	return sale, rep, nil
 }
 
+// PendingReshard is a reshard of a sale that has not finished: under way, or
+// stopped (a crash, an unconfirmed write) until the same command is run again.
+type PendingReshard struct {
+	From  int    `json:"from"`  // shards before
+	To    int    `json:"to"`    // shards after
+	Phase string `json:"phase"` // "copying" (the old shards are fenced: purchases answer 503) or "published"
+}
+
+// PendingReshard returns the sale's unfinished reshard, nil when there is none.
+func (s *Store) PendingReshard(ctx context.Context, saleID int64) (*PendingReshard, error) {
+	j, err := s.loadJournal(ctx, saleID)
+	if err != nil || j == nil {
+		return nil, err
+	}
+	return &PendingReshard{From: len(j.From), To: len(j.To), Phase: j.Phase}, nil
+}
+
 func (s *Store) loadJournal(ctx context.Context, saleID int64) (*reshardJournal, error) {
 	b, err := s.c.Do(ctx, s.c.B().Get().Key(sharding.ReshardKey(saleID)).Build()).AsBytes()
 	if rueidis.IsRedisNil(err) {
