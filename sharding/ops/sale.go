@@ -1,7 +1,9 @@
 package ops
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +21,9 @@ import (
 // master) unless s names them, applies the schema's migrations, then writes
 // the sale to PostgreSQL and preloads its stock in Redis, committing
 // PostgreSQL only once Redis holds the stock. A sale id already known to
-// either store is refused with schema.ErrSaleExists.
+// either store is refused with schema.ErrSaleExists, but for the one a create
+// that stopped before PostgreSQL's commit left in Redis alone: the same file
+// again finishes that one, while none of its units was sold.
 func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *sharding.Sale, shards int) error {
 	if err := schema.Migrate(ctx, db, nil); err != nil {
 		return err
@@ -29,8 +33,15 @@ func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *shard
 	} else if exists {
 		return fmt.Errorf("sale %d: %w in PostgreSQL; pick another id", s.ID, schema.ErrSaleExists)
 	}
-	if _, err := rs.LoadSale(ctx, s.ID); err == nil {
-		return fmt.Errorf("sale %d: %w in Redis; pick another id", s.ID, schema.ErrSaleExists)
+	resumed := false
+	if stored, err := rs.LoadSale(ctx, s.ID); err == nil {
+		// A create that stopped between Redis and PostgreSQL's commit (a
+		// crash, a lost connection) left the sale in Redis alone: the same
+		// file again finishes it, while nothing of it was sold.
+		if why := unfinishedCreate(ctx, rs, stored, s, shards); why != "" {
+			return fmt.Errorf("sale %d: %w in Redis (not in PostgreSQL), and %s; pick another id", s.ID, schema.ErrSaleExists, why)
+		}
+		s.Shards, s.Version, resumed = stored.Shards, stored.Version, true
 	} else if !errors.Is(err, stock.ErrNoSale) {
 		return err
 	}
@@ -55,11 +66,35 @@ func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *shard
 		return err
 	}
 	return schema.CreateSale(ctx, db, s, func(ctx context.Context) error {
-		if err := rs.Preload(ctx, s, false); err != nil {
+		if err := rs.Preload(ctx, s, resumed); err != nil {
 			return fmt.Errorf("preloading stock in redis: %w", err)
 		}
 		return nil
 	})
+}
+
+// unfinishedCreate says why stored, a sale found in Redis but not in
+// PostgreSQL, is not what an unfinished create of s with shards shards (0:
+// any) left: a description other than the file's, or a unit sold. "" when it
+// is, and the create may finish it.
+func unfinishedCreate(ctx context.Context, rs *stock.Store, stored, s *sharding.Sale, shards int) string {
+	a, b := *stored, *s
+	a.Shards, a.Version, b.Shards, b.Version = nil, 0, nil, 0
+	ja, _ := json.Marshal(&a)
+	jb, _ := json.Marshal(&b)
+	if !bytes.Equal(ja, jb) || (shards > 0 && shards != len(stored.Shards)) {
+		return "its description there differs from this file's"
+	}
+	for _, it := range stored.Items {
+		rem, err := rs.Remaining(ctx, stored, it.ID)
+		if err != nil {
+			return fmt.Sprintf("its stock there cannot be read (%v)", err)
+		}
+		if sum(rem) != it.Quantity {
+			return fmt.Sprintf("item %d has %d of its %d units left there", it.ID, sum(rem), it.Quantity)
+		}
+	}
+	return ""
 }
 
 // SaleCreated is the report of `sale create`.

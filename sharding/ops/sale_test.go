@@ -3,14 +3,17 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
 
@@ -88,5 +91,74 @@ func TestSaleCommands(t *testing.T) {
 	}
 	if code, _, errOut := runMain("sale", "resume", "--sale", sid); code != ExitFail || !strings.Contains(errOut, "cannot be paused or resumed") {
 		t.Fatalf("resume of an ended sale: exit %d, %q", code, errOut)
+	}
+}
+
+// TestCreateFinishesAnUnfinishedCreate: a create that stopped after Redis and
+// before PostgreSQL's commit left the sale in Redis alone; the same file again
+// finishes it, while another file, or a sale with a unit sold, is refused.
+func TestCreateFinishesAnUnfinishedCreate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	top, err := stock.Topology(ctx, e.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unfinished := func(qty int64) *sharding.Sale { // in Redis only, as a stopped create leaves it
+		id := randomSaleID()
+		t.Cleanup(func() { e.dropSale(id) })
+		now := time.Now().UTC().Truncate(time.Second)
+		s := &sharding.Sale{ID: id, Name: "stopped", StartsAt: now, EndsAt: now.Add(time.Hour), Version: 1,
+			Items: []sharding.Item{{ID: id*10 + 1, Name: "x", Price: 1, Currency: "JPY", Quantity: qty}}}
+		if s.Shards, err = sharding.PlaceTags(id, 2, top); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.t.Store.Preload(ctx, s, false); err != nil {
+			t.Fatal(err)
+		}
+		f := *s
+		f.Shards, f.Version = nil, 0
+		return &f
+	}
+
+	s := unfinished(5)
+	if err := CreateSale(ctx, e.pool, e.t.Store, s, 0); err != nil {
+		t.Fatalf("the same sale again: %v", err)
+	}
+	if ok, err := schema.SaleExists(ctx, e.pool, s.ID); err != nil || !ok {
+		t.Fatalf("PostgreSQL holds the sale: %v %v", ok, err)
+	}
+	stored, err := e.t.Store.LoadSale(ctx, s.ID)
+	if err != nil || len(stored.Shards) != 2 {
+		t.Fatalf("redis: %+v %v", stored, err)
+	}
+	if left := e.left(t, stored, s.Items[0].ID); left != 5 {
+		t.Fatalf("units %d, want 5", left)
+	}
+
+	other := unfinished(5)
+	other.Items[0].Quantity = 6
+	if err := CreateSale(ctx, e.pool, e.t.Store, other, 0); !errors.Is(err, schema.ErrSaleExists) || !strings.Contains(err.Error(), "differs") {
+		t.Fatalf("another file: %v, want ErrSaleExists (differs)", err)
+	}
+
+	sold := unfinished(5)
+	placed, err := e.t.Store.LoadSale(ctx, sold.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := placed.Shards[sharding.HomeShard(7, sold.ID, 2)]
+	now := time.Now()
+	if r, err := e.t.Store.Reserve(ctx, stock.Reservation{Tag: tag, SaleID: sold.ID, ItemID: sold.Items[0].ID, UserID: 7,
+		OrderID: sharding.NewOrderID(sold.ID, 7, 7), Attempt: 1, Created: now, Expires: now.Add(time.Minute), TTL: time.Hour}); err != nil || r.Outcome != stock.Reserved {
+		t.Fatalf("reserve: %+v %v", r, err)
+	}
+	if err := CreateSale(ctx, e.pool, e.t.Store, sold, 0); !errors.Is(err, schema.ErrSaleExists) || !strings.Contains(err.Error(), "4 of its 5 units") {
+		t.Fatalf("a sale with a unit sold: %v, want ErrSaleExists (4 of its 5 units)", err)
+	}
+	for _, id := range []int64{other.ID, sold.ID} {
+		if ok, _ := schema.SaleExists(ctx, e.pool, id); ok {
+			t.Fatalf("sale %d was written to PostgreSQL", id)
+		}
 	}
 }

@@ -521,7 +521,9 @@ func (s *Store) Preload(ctx context.Context, sale *sharding.Sale, force bool) er
 			cmds = append(cmds, s.c.B().Set().Key(string(sharding.AppendStockKey(nil, sale.Shards[i], it.ID))).Value(strconv.FormatInt(q, 10)).Build())
 		}
 	}
-	if err := firstErr(s.c.DoMulti(ctx, cmds...)); err != nil {
+	// Acknowledged (with a Batcher, as flashctl's): the description written
+	// next lives on one master, and its WAIT says nothing of the others'.
+	if err := s.doAckAll(ctx, cmds); err != nil {
 		return fmt.Errorf("preload: writing stock: %w", err)
 	}
 	return s.StoreSale(ctx, sale)
