@@ -33,9 +33,10 @@ import (
 //  5. The old shards' keys are deleted; their fences stay for a day so a gateway
 //     with a stale description keeps being told to reload.
 //
-// Every write of a reshard (its journal, the fences, the copy, the drop) is
-// acknowledged by a replica when the Store has a Batcher (flashctl's has): a
-// failover right after a step cannot undo it unseen. A write whose WAIT fails
+// Every write of a reshard (its journal, the fences, the drop; the copy by
+// its last writes and a read-back, see copyShards) is acknowledged by a
+// replica when the Store has a Batcher (flashctl's has): a failover right
+// after a step cannot undo it unseen. A write whose WAIT fails
 // stops the reshard with ErrUnconfirmed; running the same command again
 // resumes it from its journal (or starts it anew, if the failover lost the
 // journal: the fences and the copy are written again the same way).
@@ -153,7 +154,7 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 type PendingReshard struct {
 	From  int    `json:"from"`  // shards before
 	To    int    `json:"to"`    // shards after
-	Phase string `json:"phase"` // "copying" (the old shards are fenced: purchases answer 503) or "published"
+	Phase string `json:"phase"` // "copying" (purchases answer 503 once the old shards are fenced) or "published"
 }
 
 // PendingReshard returns the sale's unfinished reshard, nil when there is none.
