@@ -45,7 +45,7 @@ type Config struct {
 func globalSet(cfg *Config) *shared.Set {
 	set := shared.NewSet("flashctl", "")
 	cfg.Common = shared.NewCommon("", 0)
-	cfg.Common.Register(set, shared.UseRedis|shared.UsePostgres)
+	cfg.Common.Register(set, shared.UseRedis|shared.UsePostgres|shared.UseKafka)
 	set.Add(shared.Setting{Name: "json", Usage: "JSON output for scripts", Value: shared.Bool(&cfg.JSON), FlagOnly: true})
 	return set
 }

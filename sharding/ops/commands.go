@@ -8,8 +8,11 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flashsale/sharding"
+	"flashsale/sharding/journal"
+	"flashsale/writer/orderevent"
 )
 
 // commands is flashctl's command table, in the order the usage lists it.
@@ -158,12 +161,25 @@ func reconcileFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error
 	fs.Var(&sale, "sale", "sale `id`")
 	fs.BoolVar(&opt.Repair, "repair", false, "repair what is found (compare-and-set)")
 	fs.DurationVar(&opt.Grace, "grace", 30*time.Second, "`age` after which a reservation missing from PostgreSQL counts as lost")
+	group := fs.String("writer-group", "flashsale-writer", "the writers' Kafka consumer `group`: an orphan is released only once it has no lag")
+	topic := fs.String("orders-topic", orderevent.DefaultTopic, "the order events' Kafka `topic`")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		if err := needSale("reconcile", &sale); err != nil {
 			return 0, err
 		}
 		if opt.Grace <= 0 {
 			return 0, usagef("reconcile: --grace must be positive")
+		}
+		if *group == "" || *topic == "" {
+			return 0, usagef("reconcile: --writer-group and --orders-topic must not be empty")
+		}
+		if opt.Repair {
+			cl, err := kgo.NewClient(e.cfg.Kafka.Opts()...)
+			if err != nil {
+				return 0, usagef("reconcile: kafka client: %v", err)
+			}
+			defer cl.Close()
+			opt.WriterLag = func(ctx context.Context) (int64, error) { return journal.GroupLag(ctx, cl, *group, *topic) }
 		}
 		var rep *ReconcileReport
 		if _, err := report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) {

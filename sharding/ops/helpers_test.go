@@ -11,9 +11,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/journal"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
@@ -250,4 +253,36 @@ func (e *env) left(t testing.TB, sale *sharding.Sale, item int64) int64 {
 		t.Fatal(err)
 	}
 	return sum(rem)
+}
+
+// writerLag returns a consumer group's lag reader (ReconcileOptions.WriterLag)
+// on a topic of its own in the stack's Kafka holding records uncommitted
+// records (8 partitions, the group at offset 0 on each), with the group and topic names, for flashctl's flags.
+func writerLag(t testing.TB, records int) (lag func(context.Context) (int64, error), group, topic string) {
+	t.Helper()
+	testenv.Require(t, "kafka")
+	topic = testenv.NewTopic(t, "reconcile-lag")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.KafkaBrokers()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < records; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("x")}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The group commits offset 0 on every partition, as a writer that has
+	// persisted nothing of the topic yet would have.
+	group = "reconcile-" + strconv.FormatInt(randomSaleID(), 36)
+	offs := kadm.Offsets{}
+	for p := int32(0); p < 8; p++ {
+		offs.Add(kadm.Offset{Topic: topic, Partition: p, At: 0, LeaderEpoch: -1})
+	}
+	if err := kadm.NewClient(cl).CommitAllOffsets(ctx, group, offs); err != nil {
+		t.Fatalf("committing the group's offsets: %v", err)
+	}
+	return func(ctx context.Context) (int64, error) { return journal.GroupLag(ctx, cl, group, topic) }, group, topic
 }

@@ -20,6 +20,13 @@ type ReconcileOptions struct {
 	// PostgreSQL counts as lost (default 30 s): a younger one may still be on
 	// its way through Kafka to the writer.
 	Grace time.Duration
+	// WriterLag reads the writers' consumer group lag on the orders topic
+	// (journal.GroupLag). A repair releases an orphan's unit only after it
+	// read 0: an orphan has left the hand-off journal, so its event may sit
+	// in Kafka unpersisted (a writer stopped or behind for minutes), and its
+	// unit must not come back before the writer has had it. nil: no orphan
+	// is repaired.
+	WriterLag func(context.Context) (int64, error)
 }
 
 // Kinds of findings.
@@ -116,7 +123,10 @@ type ReconcileReport struct {
 	MovesFinished int       `json:"movesFinished"`
 	Before        *Check    `json:"before"`
 	Repairs       []Finding `json:"repairs,omitempty"`
-	After         *Check    `json:"after,omitempty"`
+	// Held are the findings of the last repair pass it left alone, each with
+	// why (orphans while the writer's lag is not 0 or not known).
+	Held  []Finding `json:"notRepaired,omitempty"`
+	After *Check    `json:"after,omitempty"`
 	// Clean is true when the last check found nothing.
 	Clean bool `json:"clean"`
 }
@@ -154,14 +164,22 @@ func (t *Tool) Reconcile(ctx context.Context, id int64, opt ReconcileOptions) (*
 	}
 	cur := rep.Before
 	for pass := 0; pass < 4 && !cur.Clean(); pass++ {
-		fixed, err := t.repairBuyers(ctx, sale, cur)
+		fixed, held, err := t.repairBuyers(ctx, sale, cur, opt)
 		if err != nil {
 			return rep, err
 		}
-		rep.Repairs = append(rep.Repairs, fixed...)
+		rep.Repairs, rep.Held = append(rep.Repairs, fixed...), held
 		if len(fixed) == 0 {
 			for _, f := range cur.Findings {
 				if f.Kind != KindDrift {
+					continue
+				}
+				if len(held) > 0 {
+					// The orphans left alone hold their units and count in
+					// the drift: setting the stock by it would sell those
+					// units a second time once the orphans are released.
+					f.Repair = "not repaired: the orphans left alone count in it"
+					rep.Held = append(rep.Held, f)
 					continue
 				}
 				done, err := t.repairDrift(ctx, sale, f.Item, f.Units, opt.Grace)
@@ -184,10 +202,18 @@ func (t *Tool) Reconcile(ctx context.Context, id int64, opt ReconcileOptions) (*
 }
 
 // repairBuyers repairs the buyer findings of c and returns them with what was
-// done.
-func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) ([]Finding, error) {
-	var out []Finding
+// done, and the orphans it left alone with why (settledOrphans).
+func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check, opt ReconcileOptions) (out, held []Finding, err error) {
+	settled, why, err := t.settledOrphans(ctx, c, opt)
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, f := range c.Findings {
+		if (f.Kind == KindOrphan || f.Kind == KindOrphanNoItem) && !settled[f.oid] {
+			f.Repair = "not repaired: " + why
+			held = append(held, f)
+			continue
+		}
 		switch f.Kind {
 		case KindOrphan, KindEnded:
 			status := stock.StatusFailed
@@ -196,7 +222,7 @@ func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) 
 			}
 			ok, err := t.Store.Release(ctx, f.tag, f.Item, f.User, f.oid, status)
 			if err != nil {
-				return out, err
+				return out, held, err
 			}
 			f.Repair = "released with " + status + ": unit returned"
 			if !ok {
@@ -205,7 +231,7 @@ func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) 
 		case KindOrphanNoItem:
 			ok, err := t.Store.DropBuyer(ctx, f.tag, f.User, f.oid)
 			if err != nil {
-				return out, err
+				return out, held, err
 			}
 			f.Repair = "buyer record dropped; its unit returns through the item's drift"
 			if !ok {
@@ -214,7 +240,7 @@ func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) 
 		case KindLostBuyer:
 			ok, err := t.Store.RestoreBuyer(ctx, f.tag, f.User, f.oid)
 			if err != nil {
-				return out, err
+				return out, held, err
 			}
 			if !ok {
 				f.Repair = "the user holds another buyer record now; left alone"
@@ -225,7 +251,7 @@ func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) 
 			err = t.Store.SetStatus(ctx, f.tag, f.oid, stock.OrderRecord{UserID: f.User, ItemID: f.Item, Status: f.Status,
 				Created: f.created, Expires: f.expires}, max(ttl, time.Hour))
 			if err != nil {
-				return out, err
+				return out, held, err
 			}
 			f.Repair += " with its order record"
 		default:
@@ -233,7 +259,48 @@ func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check) 
 		}
 		out = append(out, f)
 	}
-	return out, nil
+	return out, held, nil
+}
+
+// settledOrphans returns the orphans of c a repair may release: those still
+// unknown to PostgreSQL after a moment at which the writers' consumer group
+// had no lag. An orphan's journal entry was gone at the check, so its event,
+// if the relay produced it, was in Kafka before the check; no lag after the
+// check means the writer had persisted it, and an order PostgreSQL still
+// lacks then never reached Kafka: its hand-off was lost. Without that moment
+// none is released, and why says so.
+func (t *Tool) settledOrphans(ctx context.Context, c *Check, opt ReconcileOptions) (settled map[sharding.OrderID]bool, why string, err error) {
+	var ids []sharding.OrderID
+	for _, f := range c.Findings {
+		if f.Kind == KindOrphan || f.Kind == KindOrphanNoItem {
+			ids = append(ids, f.oid)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, "", nil
+	}
+	if opt.WriterLag == nil {
+		return nil, "the writers' Kafka lag is unknown (its event may wait in Kafka); the writer's ghost sweep releases it once they caught up", nil
+	}
+	lag, err := opt.WriterLag(ctx)
+	if err != nil {
+		return nil, fmt.Sprintf("the writers' Kafka lag could not be read (%v): its event may wait in Kafka; the writer's ghost sweep releases it once they caught up", err), nil
+	}
+	if lag > 0 {
+		return nil, fmt.Sprintf("the writers have %d records in Kafka to persist, its event may be one; run again once they caught up (or leave it to the writer's ghost sweep)", lag), nil
+	}
+	known, err := t.pgOrdersByID(ctx, ids)
+	if err != nil {
+		return nil, "", err
+	}
+	settled = make(map[sharding.OrderID]bool, len(ids))
+	for _, id := range ids {
+		settled[id] = true
+		if _, ok := known[id]; ok {
+			settled[id] = false
+		}
+	}
+	return settled, "it reached PostgreSQL after the check", nil
 }
 
 // errRace means the units moved under a repair too often for it to finish.
@@ -309,6 +376,17 @@ func (r *ReconcileReport) Text(w io.Writer) error {
 			fmt.Fprintf(w, "  %-28s item %d user %d shard %d %s: %s\n", f.Kind, f.Item, f.User, f.Shard, f.Order, f.Repair)
 		}
 		moreRows(w, shown)
+		if len(r.Held) > 0 {
+			fmt.Fprintf(w, "\nnot repaired: %s\n", countKinds(r.Held))
+			shown = map[string]int{}
+			for _, f := range r.Held {
+				if shown[f.Kind]++; shown[f.Kind] > maxRows {
+					continue
+				}
+				fmt.Fprintf(w, "  %-28s item %d user %d shard %d %s: %s\n", f.Kind, f.Item, f.User, f.Shard, f.Order, f.Repair)
+			}
+			moreRows(w, shown)
+		}
 		if r.After != nil {
 			fmt.Fprintln(w)
 			if err := r.After.text(w, "after"); err != nil {

@@ -11,8 +11,8 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/journal"
 	"flashsale/sharding/stock"
-	"flashsale/writer/internal/consume"
 	"flashsale/writer/internal/ghost"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/orderevent"
@@ -69,7 +69,7 @@ func TestGhostSweep(t *testing.T) {
 	}
 	defer adm.Close()
 	m := obs.NewMetrics()
-	lag := func(ctx context.Context) (int64, error) { return consume.GroupLag(ctx, adm, cfg.Group, topic) }
+	lag := func(ctx context.Context) (int64, error) { return journal.GroupLag(ctx, adm, cfg.Group, topic) }
 	sw := ghost.New(ghost.Config{Grace: time.Minute, Sales: []int64{s.ID}}, st, rs, lag, m, testLog(t))
 	now := time.Now()
 	if n, err := sw.Once(ctx, now); err != nil || n != 0 {

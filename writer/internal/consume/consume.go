@@ -30,10 +30,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flashsale/sharding/backoff"
+	"flashsale/sharding/journal"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/outbox"
 	"flashsale/writer/internal/store"
@@ -129,49 +129,10 @@ func (c *Consumer) Ping(ctx context.Context) error {
 }
 
 // GroupLag returns the records the whole consumer group (every writer) has
-// yet to commit on the orders topic: the end offsets minus the committed
-// ones, summed over the partitions, a partition with no commit counting all
-// its records. Offsets are committed only after the batch's PostgreSQL
-// commit, so 0 means every record produced before the call is persisted.
+// yet to commit on the orders topic (journal.GroupLag): 0 means every record
+// produced before the call is persisted.
 func (c *Consumer) GroupLag(ctx context.Context) (int64, error) {
-	return GroupLag(ctx, c.cl, c.cfg.Group, c.cfg.Topic)
-}
-
-// GroupLag is Consumer.GroupLag for group on topic, over any client.
-func GroupLag(ctx context.Context, cl *kgo.Client, group, topic string) (int64, error) {
-	adm := kadm.NewClient(cl)
-	lags, err := adm.Lag(ctx, group)
-	if err != nil {
-		return 0, fmt.Errorf("reading the group's lag: %w", err)
-	}
-	g, ok := lags[group]
-	if !ok {
-		return 0, fmt.Errorf("reading the group's lag: group %s not described", group)
-	}
-	if err := g.Error(); err != nil {
-		return 0, fmt.Errorf("reading the group's lag: %w", err)
-	}
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return 0, fmt.Errorf("reading end offsets: %w", err)
-	}
-	var total int64
-	var ferr error
-	ends.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			ferr = o.Err
-			return
-		}
-		committed := int64(0)
-		if l, ok := g.Lag.Lookup(topic, o.Partition); ok && l.Commit.At >= 0 {
-			committed = l.Commit.At
-		}
-		total += max(o.Offset-committed, 0)
-	})
-	if ferr != nil {
-		return 0, fmt.Errorf("reading end offsets: %w", ferr)
-	}
-	return total, nil
+	return journal.GroupLag(ctx, c.cl, c.cfg.Group, c.cfg.Topic)
 }
 
 // Close leaves the group and closes the client. Offsets not committed yet are
