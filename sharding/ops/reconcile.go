@@ -262,6 +262,9 @@ func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check, 
 	return out, held, nil
 }
 
+// writerLagTimeout bounds the read of the writers' lag in a repair.
+const writerLagTimeout = 10 * time.Second
+
 // settledOrphans returns the orphans of c a repair may release: those still
 // unknown to PostgreSQL after a moment at which the writers' consumer group
 // had no lag. An orphan's journal entry was gone at the check, so its event,
@@ -282,7 +285,11 @@ func (t *Tool) settledOrphans(ctx context.Context, c *Check, opt ReconcileOption
 	if opt.WriterLag == nil {
 		return nil, "the writers' Kafka lag is unknown (its event may wait in Kafka); the writer's ghost sweep releases it once they caught up", nil
 	}
-	lag, err := opt.WriterLag(ctx)
+	// Bounded: a Kafka that does not answer (or flashctl pointed at none)
+	// holds the orphans, it does not hold up the rest of the repair.
+	lctx, cancel := context.WithTimeout(ctx, writerLagTimeout)
+	lag, err := opt.WriterLag(lctx)
+	cancel()
 	if err != nil {
 		return nil, fmt.Sprintf("the writers' Kafka lag could not be read (%v): its event may wait in Kafka; the writer's ghost sweep releases it once they caught up", err), nil
 	}
