@@ -119,7 +119,7 @@ acceptItem() { echo $(( (base + 3 + $1) * 10 + 1 )); } # round 0 warms up
 # runs (seen 2026-12-02: the demo's writer persisted 30,000-50,000 orders of
 # each earlier accepted row; right after one bench-peers run, it and PostgreSQL
 # took 60-70 % of a core in the demo's first seconds, and the sale sold out in
-# 1.46 s; right after six runs, in 2.36 s). The broker creates the topic on
+# 1.46 s; right after several runs, in 2.36 s). The broker creates the topic on
 # first use.
 gw() { # listen port, admin port, then extra flags
   local port=$1 admin=$2; shift 2
