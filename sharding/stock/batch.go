@@ -189,9 +189,15 @@ func (b *Batcher) Unconfirmed() int64 { return b.unconfirmed.Load() }
 func (b *Batcher) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
+	b.reroute(ctx)
+}
+
+// reroute reads the slot map and routes the batches by it; it returns the
+// new route, or nil (the last one kept) when the map could not be read.
+func (b *Batcher) reroute(ctx context.Context) *route {
 	top, err := Topology(ctx, b.c)
 	if err != nil {
-		return
+		return nil
 	}
 	nodes := b.c.Nodes()
 	old := b.route.Load()
@@ -200,6 +206,26 @@ func (b *Batcher) refresh() {
 		r.nodes[i], r.acks[i] = nodes[m.Addr], old.ackOf(m.Addr)
 	}
 	b.route.Store(r)
+	return r
+}
+
+// Sync routes the batches by the slot map as it is now, and fails when a
+// master it names has no connection yet. Readiness checks call it: after a
+// failover the periodic refresh (BatcherRefresh) could still send a
+// purchase's batch to the dead master for seconds after every master
+// answered, so /readyz must not turn green before the route has the new
+// one. Where there is no slot map (a single Redis) it does nothing.
+func (b *Batcher) Sync(ctx context.Context) error {
+	r := b.reroute(ctx)
+	if r == nil {
+		return nil
+	}
+	for i, m := range r.top.Masters {
+		if r.nodes[i] == nil {
+			return fmt.Errorf("batcher: no connection to master %s yet", m.Addr)
+		}
+	}
+	return nil
 }
 
 // refreshSoon reads the slot map again in the background, once at a time: a

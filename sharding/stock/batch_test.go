@@ -428,3 +428,28 @@ func TestBatcherUnconfirmedWrite(t *testing.T) {
 		t.Fatalf("reservation without WAIT: %+v, %v", res, err)
 	}
 }
+
+// Sync routes the batches by the slot map at once, as the gateway's
+// readiness check needs after a failover (the periodic refresh is 5 s away).
+func TestBatcherSync(t *testing.T) {
+	_, c := newStore(t)
+	b := stock.NewBatcher(c, 4, time.Second)
+	t.Cleanup(b.Close)
+	// A new batcher may route a master to no connection (rueidis had not
+	// dialled it yet): its batches go through the cluster client until a
+	// refresh. Sync is that refresh, now.
+	ctx := context.Background()
+	if err := b.Sync(ctx); err != nil || !b.Routed(ctx) {
+		t.Fatalf("after Sync (%v) the batches do not go to their masters' connections", err)
+	}
+	b.Misroute()
+	if b.Routed(ctx) {
+		t.Fatal("Misroute left the route as it was")
+	}
+	if err := b.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !b.Routed(ctx) {
+		t.Fatal("after Sync the batches still go to the wrong masters")
+	}
+}

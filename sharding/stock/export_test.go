@@ -2,6 +2,7 @@ package stock
 
 import (
 	"context"
+	"strings"
 
 	"github.com/redis/rueidis"
 )
@@ -38,4 +39,23 @@ func (b *Batcher) Unroute() {
 // written to the new shard tag.
 func (s *Store) CopyCheck(ctx context.Context, tag string, buyers, entries int64, orders []string) error {
 	return s.copyCheck(ctx, map[string]*copied{tag: {buyers: buyers, entries: entries, orders: orders}})
+}
+
+// Routed reports whether every master's batches go to a connection to that
+// master (asked for its port).
+func (b *Batcher) Routed(ctx context.Context) bool {
+	r := b.route.Load()
+	if r == nil {
+		return false
+	}
+	for i, m := range r.top.Masters {
+		if r.nodes[i] == nil {
+			return false
+		}
+		info, err := r.nodes[i].Do(ctx, r.nodes[i].B().Info().Section("server").Build()).ToString()
+		if err != nil || !strings.Contains(info, "tcp_port:"+m.Addr[strings.LastIndexByte(m.Addr, ':')+1:]+"\r\n") {
+			return false
+		}
+	}
+	return true
 }

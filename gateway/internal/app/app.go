@@ -301,6 +301,10 @@ func (a *App) ready(ctx context.Context) error {
 	var err error
 	if e := a.store.LoadScripts(ctx); e != nil {
 		err = fmt.Errorf("redis: %w", e)
+	} else if a.batcher != nil {
+		if e := a.batcher.Sync(ctx); e != nil {
+			err = fmt.Errorf("redis: %w", e)
+		}
 	}
 	a.readyAt, a.readyErr, a.readyErrs = time.Now(), err, errs
 	return err
