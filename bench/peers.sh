@@ -40,6 +40,10 @@ USERS=20000
 # takes a few seconds, 200,000 minutes. Each round buys in a sale of its own,
 # and a run that used up its users would show non-2xx answers (printed).
 ACCEPT_USERS=${ACCEPT_USERS:-50000}
+# The peer's buyers carry a short X-User-Id, cheap to format, and the peer ran
+# out of 50,000 within its 3 s row on a quiet machine (2026-12-02: 20,000/s,
+# about 10,000 of its clicks answered 409): it gets three times as many.
+PEER_USERS=${PEER_USERS:-$((ACCEPT_USERS * 3))}
 GO_PROCS=${GO_PROCS:-1}
 rm -rf "$RUN" && mkdir -p "$RUN"
 source .run/env
@@ -187,7 +191,7 @@ for r in $(seq "$ROUNDS"); do
   echo "round $r"
   if [ "${ONLY:-}" = accept ]; then
     TOKENS=$RUN/accept-tokens.txt WARMUP=1 run gateway-accept -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- "$(acceptItem "$r")"
-    BASE=$((r * 10000000)) USERS=$ACCEPT_USERS run openresty-accept -s bench/peers/accept-peer.lua http://127.0.0.1:18081 -- 3
+    BASE=$((r * 10000000)) USERS=$PEER_USERS run openresty-accept -s bench/peers/accept-peer.lua http://127.0.0.1:18081 -- 3
     continue
   fi
   run gateway-soldout -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18090 -- $soldItem
@@ -197,7 +201,7 @@ for r in $(seq "$ROUNDS"); do
   USERS=$USERS run openresty-repeat -s bench/peers/repeat-peer.lua http://127.0.0.1:18081 -- 1
   TOKENS=$RUN/tokens.txt run gateway-repeat-script -s bench/peers/repeat-gateway.lua http://127.0.0.1:18094 -- $repeatItem
   TOKENS=$RUN/accept-tokens.txt WARMUP=1 run gateway-accept -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- "$(acceptItem "$r")"
-  BASE=$((r * 10000000)) USERS=$ACCEPT_USERS run openresty-accept -s bench/peers/accept-peer.lua http://127.0.0.1:18081 -- 3
+  BASE=$((r * 10000000)) USERS=$PEER_USERS run openresty-accept -s bench/peers/accept-peer.lua http://127.0.0.1:18081 -- 3
 done
 # Check that each target answered what it was meant to.
 printf 'answers: gateway sold-out %s, limit %s, openresty sold-out %s, gateway repeat %s, openresty repeat %s\n' \
