@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
-	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 )
@@ -102,16 +100,8 @@ func TestHaltInTheScript(t *testing.T) {
 func TestPauseIsAcknowledged(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()
-	sale := newSale(t, s, c, 2, 10)
-	if err := s.StoreSale(ctx, sale); err != nil {
-		t.Fatal(err)
-	}
-	user := testenv.NewRedisUser(t, "~*", "+@all", "-wait")
-	b := stock.NewBatcher(user.Client(), 4, time.Second)
-	t.Cleanup(b.Close)
-	b.SetAcks(1, 50*time.Millisecond)
-	ops := stock.New(user.Client())
-	ops.SetBatcher(b)
+	sale := storedSale(t, s, c, 2, 10)
+	ops, _, user := unconfirmedStore(t)
 	if _, err := ops.SetState(ctx, sale.ID, sharding.StatePaused); !errors.Is(err, stock.ErrUnconfirmed) {
 		t.Fatalf("pause whose WAIT failed: %v, want ErrUnconfirmed", err)
 	}

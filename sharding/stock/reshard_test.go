@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
@@ -20,29 +22,13 @@ import (
 func TestReshardIsAcknowledged(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()
-	sale := newSale(t, s, c, 2, 20)
-	if err := s.StoreSale(ctx, sale); err != nil {
-		t.Fatal(err)
-	}
-	orders := map[uint64]sharding.OrderID{}
-	for u := uint64(1); u <= 6; u++ {
-		id := sharding.NewOrderID(sale.ID, u, uint32(u))
-		tag := sale.Shards[sharding.HomeShard(u, sale.ID, 2)]
-		if r, err := s.Reserve(ctx, reservation(tag, 1, u, id)); err != nil || r.Outcome != stock.Reserved {
-			t.Fatalf("reserve %d: %+v %v", u, r, err)
-		}
-		orders[u] = id
-	}
+	sale := storedSale(t, s, c, 2, 20)
+	orders := reserveBuyers(t, s, sale, 6)
 	top, err := stock.Topology(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	user := testenv.NewRedisUser(t, "~*", "+@all", "-wait")
-	b := stock.NewBatcher(user.Client(), 4, time.Second)
-	t.Cleanup(b.Close)
-	b.SetAcks(1, 50*time.Millisecond)
-	ops := stock.New(user.Client())
-	ops.SetBatcher(b)
+	ops, b, user := unconfirmedStore(t)
 	if _, _, err := ops.Reshard(ctx, sale.ID, 4, top); !errors.Is(err, stock.ErrUnconfirmed) {
 		t.Fatalf("reshard whose WAIT fails: %v, want ErrUnconfirmed", err)
 	}
@@ -111,16 +97,8 @@ func TestReshardCopyCheck(t *testing.T) {
 func TestReshardResumedAfterPublishDoesNotCopyAgain(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()
-	sale := newSale(t, s, c, 2, 20)
-	if err := s.StoreSale(ctx, sale); err != nil {
-		t.Fatal(err)
-	}
-	for u := uint64(1); u <= 3; u++ {
-		tag := sale.Shards[sharding.HomeShard(u, sale.ID, 2)]
-		if r, err := s.Reserve(ctx, reservation(tag, 1, u, sharding.NewOrderID(sale.ID, u, uint32(u)))); err != nil || r.Outcome != stock.Reserved {
-			t.Fatalf("reserve %d: %+v %v", u, r, err)
-		}
-	}
+	sale := storedSale(t, s, c, 2, 20)
+	reserveBuyers(t, s, sale, 3)
 	top, err := stock.Topology(ctx, c)
 	if err != nil {
 		t.Fatal(err)
@@ -163,4 +141,45 @@ func TestReshardResumedAfterPublishDoesNotCopyAgain(t *testing.T) {
 			t.Fatalf("old shard %s still has stock after the resume", tag)
 		}
 	}
+}
+
+// storedSale is newSale with its description stored, as flashctl creates one.
+func storedSale(t *testing.T, s *stock.Store, c rueidis.Client, shards int, qty ...int64) *sharding.Sale {
+	t.Helper()
+	sale := newSale(t, s, c, shards, qty...)
+	if err := s.StoreSale(context.Background(), sale); err != nil {
+		t.Fatal(err)
+	}
+	return sale
+}
+
+// reserveBuyers reserves a unit of item 1 for users 1..n on their home shards
+// and returns their order ids.
+func reserveBuyers(t *testing.T, s *stock.Store, sale *sharding.Sale, n uint64) map[uint64]sharding.OrderID {
+	t.Helper()
+	orders := make(map[uint64]sharding.OrderID, n)
+	for u := uint64(1); u <= n; u++ {
+		id := sharding.NewOrderID(sale.ID, u, uint32(u))
+		tag := sale.Shards[sharding.HomeShard(u, sale.ID, len(sale.Shards))]
+		if r, err := s.Reserve(context.Background(), reservation(tag, 1, u, id)); err != nil || r.Outcome != stock.Reserved {
+			t.Fatalf("reserve %d: %+v %v", u, r, err)
+		}
+		orders[u] = id
+	}
+	return orders
+}
+
+// unconfirmedStore returns a Store whose writes go through a Batcher asking
+// one replica's acknowledgement, as flashctl's do, signed in as a Redis user
+// that may not run WAIT (every acknowledged write is ErrUnconfirmed) until
+// the test grants it with user.Set("+wait").
+func unconfirmedStore(t *testing.T) (*stock.Store, *stock.Batcher, *testenv.RedisUser) {
+	t.Helper()
+	user := testenv.NewRedisUser(t, "~*", "+@all", "-wait")
+	b := stock.NewBatcher(user.Client(), 4, time.Second)
+	t.Cleanup(b.Close)
+	b.SetAcks(1, 50*time.Millisecond)
+	s := stock.New(user.Client())
+	s.SetBatcher(b)
+	return s, b, user
 }
