@@ -69,7 +69,7 @@ func (inv *invocation) help() string {
 		c := inv.cmd
 		fmt.Fprintf(&b, "usage: flashctl [global flags] %s %s\n\n%s\n\nflags:\n", c.name, c.synopsis(), c.summary)
 		printFlags(&b, c)
-		b.WriteString("\nglobal flags (Redis, PostgreSQL, --json) go before the command: `flashctl --help` lists them.\n")
+		b.WriteString("\nglobal flags (Redis, PostgreSQL, Kafka, --json) go before the command: `flashctl --help` lists them.\n")
 		b.WriteString(exitCodes)
 	case inv.group != "":
 		fmt.Fprintf(&b, "usage: flashctl [global flags] %s <command> [flags]\n\n%s\n\ncommands:\n", inv.group, groups[inv.group])
