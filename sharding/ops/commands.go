@@ -161,7 +161,7 @@ func reconcileFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error
 	fs.Var(&sale, "sale", "sale `id`")
 	fs.BoolVar(&opt.Repair, "repair", false, "repair what is found (compare-and-set)")
 	fs.DurationVar(&opt.Grace, "grace", 30*time.Second, "`age` after which a reservation missing from PostgreSQL counts as lost")
-	group := fs.String("writer-group", "flashsale-writer", "the writers' Kafka consumer `group`: an orphan is released only once it has no lag")
+	group := fs.String("writer-group", orderevent.DefaultGroup, "the writers' Kafka consumer `group`: an orphan is released only once it has no lag")
 	topic := fs.String("orders-topic", orderevent.DefaultTopic, "the order events' Kafka `topic`")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		if err := needSale("reconcile", &sale); err != nil {

@@ -435,9 +435,8 @@ func TestBatcherSync(t *testing.T) {
 	_, c := newStore(t)
 	b := stock.NewBatcher(c, 4, time.Second)
 	t.Cleanup(b.Close)
-	// A new batcher may route a master to no connection (rueidis had not
-	// dialled it yet): its batches go through the cluster client until a
-	// refresh. Sync is that refresh, now.
+	// Sync reads the slot map now and routes every master to its own
+	// connection.
 	ctx := context.Background()
 	if err := b.Sync(ctx); err != nil || !b.Routed(ctx) {
 		t.Fatalf("after Sync (%v) the batches do not go to their masters' connections", err)

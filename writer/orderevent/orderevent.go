@@ -28,11 +28,13 @@ import (
 // Version is the current wire version; Decode refuses others.
 const Version = 1
 
-// DefaultTopic is the topic order events go to, and DefaultDeadLetterTopic the
-// one the writer sends undecodable records to.
+// DefaultTopic is the topic order events go to, DefaultDeadLetterTopic the
+// one the writer sends undecodable records to, and DefaultGroup the writers'
+// consumer group (whose lag flashctl reconcile reads too).
 const (
 	DefaultTopic           = "flash-sale-orders"
 	DefaultDeadLetterTopic = "flash-sale-orders.dlq"
+	DefaultGroup           = "flashsale-writer"
 )
 
 // Type is the kind of an event.

@@ -56,7 +56,7 @@ func Default() Config {
 		Common:         shared.NewCommon("127.0.0.1:9103", 15*time.Second),
 		Topic:          orderevent.DefaultTopic,
 		DeadLetter:     orderevent.DefaultDeadLetterTopic,
-		Group:          "flashsale-writer",
+		Group:          orderevent.DefaultGroup,
 		BatchSize:      5000,
 		FetchMaxWait:   50 * time.Millisecond,
 		SessionTimeout: 10 * time.Second,
