@@ -20,6 +20,28 @@ port_ours_or_die() {
 	return 0
 }
 
+# port_free_of_clients PORT: a listener can bind PORT only once no client
+# socket uses it as its own (source) port. PORT 55432 lies in Linux's
+# ephemeral range (32768-60999), and a connection made just before, to Redis
+# say, was seen (2026-12-02) taking it and failing the PostgreSQL start with
+# "Address already in use" while nothing listened there. As root, PORT is
+# reserved (net.ipv4.ip_local_reserved_ports) so no later client takes it;
+# then this waits up to 60 s (TIME_WAIT's length) for the sockets that hold
+# it to go.
+port_free_of_clients() {
+	local f=/proc/sys/net/ipv4/ip_local_reserved_ports cur i
+	if [[ -w $f ]]; then
+		cur=$(cat "$f")
+		[[ ,$cur, == *",$1,"* ]] || echo "${cur:+$cur,}$1" >"$f" 2>/dev/null || true
+	fi
+	for ((i = 0; i < 600; i++)); do
+		[[ -z $(ss -Htan "sport = :$1" 2>/dev/null | grep -v LISTEN) ]] && return 0
+		((i == 0)) && log "port $1 is held by a client connection (its source port); waiting for it to close"
+		sleep 0.1
+	done
+	die "port $1 is still held by a client connection after 60 s"
+}
+
 # ---------------------------------------------------------------- pidfile supervision
 
 # proc_alive PID: the process exists and is not a zombie (daemons are reparented to

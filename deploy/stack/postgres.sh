@@ -96,6 +96,7 @@ CONF
 pg_start() {
 	pid_alive "$PG_DATA/postmaster.pid" && pg_ready && return 0
 	port_ours_or_die "$PG_PORT" postgres
+	port_free_of_clients "$PG_PORT"
 	pg_prepare_dirs
 	[[ -f "$PG_DATA/PG_VERSION" ]] || pg_initdb
 	rm -f "$PG_DATA/postmaster.pid.stale"
