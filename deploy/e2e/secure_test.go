@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,8 +123,9 @@ func TestSecurePurchasePath(t *testing.T) {
 	if out, err := exec.Command(filepath.Join(binDir, "flashctl"), roFlags...).CombinedOutput(); err != nil {
 		t.Errorf("flashctl status as flashsale_ro and Redis user ops: %v\n%s", err, out)
 	}
+	checkOpsPod(t, s, topic, group)
 	checkRedisRefusals(t, s)
-	checkKafkaRefusals(t, s, topic, dlq)
+	checkKafkaRefusals(t, s, topic, dlq, group)
 	checkPlainRefused(t, s)
 }
 
@@ -280,9 +282,27 @@ func checkRedisRefusals(t *testing.T, s secureStack) {
 	}
 }
 
+// checkOpsPod runs `flashctl toolbox --once` with the ops pod's settings
+// (deploy/k8s/base/ops.yaml): Redis user ops, the database owner's role,
+// Kafka user flashsale-ops, the group and topic from the writer's variables.
+// It must reach all three and read the writers' lag: what reconcile --repair
+// needs before it releases an orphan.
+func checkOpsPod(t *testing.T, s secureStack, topic, group string) {
+	t.Helper()
+	args := append(append(append(s.redisFlags("ops"), s.kafkaFlags("flashsale-ops")...), s.dbFlags()...), "toolbox", "--once")
+	cmd := exec.Command(filepath.Join(binDir, "flashctl"), args...)
+	cmd.Env = append(os.Environ(), "FLASHSALE_GROUP="+group, "FLASHSALE_TOPIC="+topic)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !regexp.MustCompile(`toolbox ok: redis ok \(6 nodes answer\); postgresql ok; kafka ok \(group `+
+		regexp.QuoteMeta(group)+` has \d+ records of `+regexp.QuoteMeta(topic)+` to persist\)`).Match(out) {
+		t.Errorf("flashctl toolbox --once with the ops pod's settings: %v\n%s", err, out)
+	}
+}
+
 // checkKafkaRefusals: the gateway may not write the dead-letter topic nor
-// read the orders; the writer may not write the orders topic.
-func checkKafkaRefusals(t *testing.T, s secureStack, topic, dlq string) {
+// read the orders; the writer may not write the orders topic; the ops pod
+// may neither write nor read them, nor join the writers' group.
+func checkKafkaRefusals(t *testing.T, s secureStack, topic, dlq, group string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -301,20 +321,29 @@ func checkKafkaRefusals(t *testing.T, s secureStack, topic, dlq string) {
 	if err := produce("flashsale-writer", topic); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Errorf("writer wrote the orders topic: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
-	c := s.common(t, shared.UseKafka, s.kafkaFlags("flashsale-gateway")...)
-	cl, err := kgo.NewClient(append(c.Kafka.Opts(), kgo.ConsumeTopics(topic), kgo.ConsumerGroup(topic+"-thief"))...)
-	if err != nil {
-		t.Fatal(err)
+	// With no Write anywhere, the ops user is refused the idempotent
+	// producer's id already (the cluster's IdempotentWrite comes with a Write).
+	if err := produce("flashsale-ops", topic); !errors.Is(err, kerr.TopicAuthorizationFailed) && !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("the ops pod wrote the orders topic: %v, want TOPIC_ or CLUSTER_AUTHORIZATION_FAILED", err)
 	}
-	defer cl.Close()
-	fs := cl.PollFetches(ctx)
-	var denied bool
-	for _, e := range fs.Errors() {
-		denied = denied || errors.Is(e.Err, kerr.GroupAuthorizationFailed) || errors.Is(e.Err, kerr.TopicAuthorizationFailed)
+	consume := func(user, as string) {
+		c := s.common(t, shared.UseKafka, s.kafkaFlags(user)...)
+		cl, err := kgo.NewClient(append(c.Kafka.Opts(), kgo.ConsumeTopics(topic), kgo.ConsumerGroup(as))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		fs := cl.PollFetches(ctx)
+		var denied bool
+		for _, e := range fs.Errors() {
+			denied = denied || errors.Is(e.Err, kerr.GroupAuthorizationFailed) || errors.Is(e.Err, kerr.TopicAuthorizationFailed)
+		}
+		if !denied || fs.NumRecords() > 0 {
+			t.Errorf("%s consumed the orders topic as group %s: %d records, errors %v", user, as, fs.NumRecords(), fs.Errors())
+		}
 	}
-	if !denied || fs.NumRecords() > 0 {
-		t.Errorf("gateway consumed the orders topic: %d records, errors %v", fs.NumRecords(), fs.Errors())
-	}
+	consume("flashsale-gateway", topic+"-thief")
+	consume("flashsale-ops", group)
 }
 
 // checkPlainRefused: the secure endpoints refuse plaintext, and the writer's

@@ -344,6 +344,26 @@ func TestWriterAndJobs(t *testing.T) {
 			if job.Spec.Suspend == nil || !*job.Spec.Suspend {
 				t.Error("the preload job must be created suspended (it is started on sale day)")
 			}
+
+			// The ops pod: flashctl toolbox, Ready only while its settings reach
+			// every store, with the writers' group and topic for reconcile.
+			ops := mustFind[appsv1.Deployment](t, objs, "flashsale-ops")
+			if ops.Spec.Replicas == nil || *ops.Spec.Replicas < 1 {
+				t.Errorf("ops pod replicas %v, want 1 (it must be there at 3 a.m.)", ops.Spec.Replicas)
+			}
+			oc := container(t, ops.Spec.Template.Spec, "flashctl")
+			if !strings.Contains(oc.Image, "flashctl") || !slices.Equal(oc.Args, []string{"toolbox"}) {
+				t.Errorf("ops pod runs %s %v, want flashctl toolbox", oc.Image, oc.Args)
+			}
+			if p := oc.ReadinessProbe; p == nil || p.Exec == nil || !slices.Equal(p.Exec.Command, []string{"flashctl", "toolbox", "--once"}) ||
+				p.TimeoutSeconds < 11 {
+				t.Errorf("ops pod readiness %+v, want exec flashctl toolbox --once with a timeout above its 10 s check", p)
+			}
+			for _, name := range []string{"FLASHSALE_REDIS", "FLASHSALE_DATABASE_URL", "KAFKA_BROKERS", "FLASHSALE_TOPIC", "FLASHSALE_GROUP", "FLASHSALE_KAFKA_USER"} {
+				if env(oc, name) == nil {
+					t.Errorf("ops pod has no %s", name)
+				}
+			}
 		})
 	}
 }

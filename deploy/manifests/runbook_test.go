@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+	appsv1 "k8s.io/api/apps/v1"
 )
 
 // TestRunbookMatchesManifests checks the runbook's commands against the
-// manifests: every image it names (build, push, kubectl run) is one the prod
-// overlay deploys, with the overlay's tag, and every pod it starts with
-// `kubectl run` carries a label the Redis NetworkPolicy admits (else the pod
-// cannot reach Redis where policies are enforced).
+// manifests: every image it names (build, push) is one the prod overlay
+// deploys, with the overlay's tag, and every flashctl command runs in the ops
+// pod, whose label the Redis NetworkPolicy admits (else the pod cannot reach
+// Redis where policies are enforced).
 func TestRunbookMatchesManifests(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repoRoot, runbookFile))
 	if err != nil {
@@ -91,21 +92,37 @@ func TestRunbookMatchesManifests(t *testing.T) {
 			}
 		}
 	}
-	runs := 0
-	label := regexp.MustCompile(`--labels=app\.kubernetes\.io/name=([a-z-]+)`)
+	// Every flashctl command runs in the ops pod (kubectl exec deploy/NAME): a
+	// Deployment of the prod build, running flashctl, whose pods carry a label
+	// the Redis NetworkPolicy admits. A pod made with `kubectl run` would lack
+	// the CAs, users and password files, so the runbook starts none of flashctl.
+	objs := build(t, "deploy/k8s/overlays/prod")
+	execs := 0
+	target := regexp.MustCompile(`kubectl\s+(-n\s+\S+\s+)?exec\s+(-\S+\s+)*deploy/([a-z-]+)\s+--\s+(\S+)`)
 	kubectlRun := regexp.MustCompile(`kubectl\s+(-n\s+\S+\s+)?run\s`)
 	for _, cmd := range shellCommands(runbook) {
-		if !kubectlRun.MatchString(cmd) {
+		if kubectlRun.MatchString(cmd) && strings.Contains(cmd, "flashctl") {
+			t.Errorf("the runbook starts flashctl with kubectl run (%q): such a pod lacks the ops settings; exec into deploy/flashsale-ops", firstLine(cmd))
+		}
+		m := target.FindStringSubmatch(cmd)
+		if m == nil {
 			continue
 		}
-		runs++
-		m := label.FindStringSubmatch(cmd)
-		if m == nil || !slices.Contains(admitted, m[1]) {
-			t.Errorf("the runbook's pod %q has no label the Redis NetworkPolicy admits (%v)", firstLine(cmd), admitted)
+		execs++
+		d := find[appsv1.Deployment](objs, m[3])
+		if d == nil {
+			t.Errorf("the runbook execs into deploy/%s, which the prod overlay does not deploy", m[3])
+			continue
+		}
+		if name := d.Spec.Template.Labels["app.kubernetes.io/name"]; !slices.Contains(admitted, name) {
+			t.Errorf("deploy/%s's pods are %q, which the Redis NetworkPolicy does not admit (%v)", m[3], name, admitted)
+		}
+		if m[4] == "flashctl" && !strings.Contains(container(t, d.Spec.Template.Spec, "flashctl").Image, "flashsale/flashctl") {
+			t.Errorf("deploy/%s runs no flashctl image", m[3])
 		}
 	}
-	if runs < 2 {
-		t.Fatalf("found %d kubectl run commands in the runbook", runs)
+	if execs < 1 || !strings.Contains(runbook, `kubectl -n $NS exec -i deploy/flashsale-ops -- flashctl "$@"`) {
+		t.Fatalf("the runbook's ops shorthand does not exec into deploy/flashsale-ops (%d kubectl exec into a Deployment)", execs)
 	}
 }
 

@@ -54,11 +54,17 @@ func TestKafkaTrustsNoNetwork(t *testing.T) {
 				[]acl{{"topic", orders, "Read"}, {"topic", orders, "Describe"}, {"group", group, "Read"}, {"topic", dlq, "Write"}},
 				[]acl{{"topic", orders, "Write"}, {"topic", dlq, "Read"}, {"topic", orders, "Delete"}, {"group", "other", "Read"},
 					{"cluster", "kafka-cluster", "Alter"}, {"topic", "other", "Write"}})
-			if len(users) != 2 {
-				t.Errorf("%d KafkaUsers, want 2 (gateway and writer; flashctl and the bench use no Kafka)", len(users))
+			// The ops pod reads the writers' lag (reconcile --repair, toolbox) and nothing else.
+			checkACLs(t, users["flashsale-ops"], "ops pod",
+				[]acl{{"topic", orders, "Describe"}, {"group", group, "Describe"}},
+				[]acl{{"topic", orders, "Read"}, {"topic", orders, "Write"}, {"group", group, "Read"}, {"topic", dlq, "Read"},
+					{"topic", dlq, "Write"}, {"topic", orders, "Delete"}, {"cluster", "kafka-cluster", "Alter"}, {"topic", "other", "Describe"}})
+			if len(users) != 3 {
+				t.Errorf("%d KafkaUsers, want 3 (gateway, writer and the ops pod; the preload Job and the bench use no Kafka)", len(users))
 			}
-			for name, wl := range map[string]string{"flashsale-gateway": "gateway", "flashsale-writer": "writer"} {
-				c, spec := workload(t, objs, "flashsale-"+wl, wl)
+			for name, wl := range map[string][2]string{"flashsale-gateway": {"flashsale-gateway", "gateway"},
+				"flashsale-writer": {"flashsale-writer", "writer"}, "flashsale-ops": {"flashsale-ops", "flashctl"}} {
+				c, spec := workload(t, objs, wl[0], wl[1])
 				checkSecretFile(t, c, spec, "FLASHSALE_KAFKA_USER", name, "FLASHSALE_KAFKA_PASSWORD_FILE",
 					users[name].Spec.Authentication.Password.ValueFrom.SecretKeyRef.Name, users[name].Spec.Authentication.Password.ValueFrom.SecretKeyRef.Key)
 			}
@@ -156,14 +162,17 @@ func TestRedisTrustsNoNetwork(t *testing.T) {
 				c, spec := workload(t, objs, "flashsale-"+wl, wl)
 				checkSecretFile(t, c, spec, "FLASHSALE_REDIS_USER", user, "FLASHSALE_REDIS_PASSWORD_FILE", "flashsale-redis-users", user)
 			}
+			c, spec := workload(t, objs, "flashsale-ops", "flashctl")
+			checkSecretFile(t, c, spec, "FLASHSALE_REDIS_USER", "ops", "FLASHSALE_REDIS_PASSWORD_FILE", "flashsale-redis-users", "ops")
 			job := mustFind[batchv1.Job](t, objs, "flashsale-preload")
-			c := container(t, job.Spec.Template.Spec, "flashctl")
+			c = container(t, job.Spec.Template.Spec, "flashctl")
 			checkSecretFile(t, c, job.Spec.Template.Spec, "FLASHSALE_REDIS_USER", "ops", "FLASHSALE_REDIS_PASSWORD_FILE", "flashsale-redis-users", "ops")
 		})
 	}
 }
 
-// TestPostgresRoles: the writer's role owns the database, flashctl reads with a read-only role,
+// TestPostgresRoles: the writer's role owns the database (the ops pod creates sales with it),
+// the preload Job reads with a read-only role,
 // and production checks the server's certificate (sslmode=verify-full).
 func TestPostgresRoles(t *testing.T) {
 	for _, dir := range kustomizations {
@@ -183,12 +192,16 @@ func TestPostgresRoles(t *testing.T) {
 				t.Error("no managed role flashsale_ro (login, pg_read_all_data only, password in Secret flashsale-pg-ro)")
 			}
 			cm, _ := byPrefix[corev1.ConfigMap](objs, "flashsale-config")
-			for wl, key := range map[string]string{"writer": "FLASHSALE_WRITER_DATABASE_URL", "flashctl": "FLASHSALE_OPS_DATABASE_URL"} {
+			// The ops pod runs `sale create`, which writes the sale's rows: the owner's role.
+			for wl, key := range map[string]string{"writer": "FLASHSALE_WRITER_DATABASE_URL", "flashctl": "FLASHSALE_OPS_DATABASE_URL", "ops": "FLASHSALE_WRITER_DATABASE_URL"} {
 				var c corev1.Container
 				var spec corev1.PodSpec
-				if wl == "writer" {
+				switch wl {
+				case "writer":
 					c, spec = workload(t, objs, "flashsale-writer", "writer")
-				} else {
+				case "ops":
+					c, spec = workload(t, objs, "flashsale-ops", "flashctl")
+				default:
 					job := mustFind[batchv1.Job](t, objs, "flashsale-preload")
 					spec = job.Spec.Template.Spec
 					c = container(t, spec, "flashctl")
@@ -198,7 +211,7 @@ func TestPostgresRoles(t *testing.T) {
 					t.Errorf("%s: FLASHSALE_DATABASE_URL must come from flashsale-config %s", wl, key)
 				}
 				url := cm.Data[key]
-				role := map[string]string{"writer": "flashsale_writer", "flashctl": "flashsale_ro"}[wl]
+				role := map[string]string{"writer": "flashsale_writer", "flashctl": "flashsale_ro", "ops": "flashsale_writer"}[wl]
 				if !strings.HasPrefix(url, "postgres://"+role+"@") {
 					t.Errorf("%s connects as %q, want role %s", wl, url, role)
 				}
@@ -208,7 +221,7 @@ func TestPostgresRoles(t *testing.T) {
 				if !strings.Contains(url, "sslmode=require") && !strings.Contains(url, "sslmode=verify-") {
 					t.Errorf("%s URL %q allows a connection without TLS", wl, url)
 				}
-				secret := map[string]string{"writer": "flashsale-pg-app", "flashctl": "flashsale-pg-ro"}[wl]
+				secret := map[string]string{"writer": "flashsale-pg-app", "flashctl": "flashsale-pg-ro", "ops": "flashsale-pg-app"}[wl]
 				checkSecretFile(t, c, spec, "", "", "FLASHSALE_DATABASE_PASSWORD_FILE", secret, "password")
 			}
 		})

@@ -17,7 +17,7 @@ KAFKA_SECURE_PORT=${KAFKA_SECURE_PORT:-$((KAFKA_PORT + 50))}
 # password file (SECRETS_DIR/NAME); PostgreSQL roles have theirs (pg-NAME).
 SECURE_USERS=(gateway writer ops)
 PG_ROLES=(flashsale_writer flashsale_ro)
-KAFKA_USERS=(flashsale-gateway flashsale-writer) # as in deploy/k8s/base/kafka-users.yaml
+KAFKA_USERS=(flashsale-gateway flashsale-writer flashsale-ops) # as in deploy/k8s/base/kafka-users.yaml
 
 # tls_up: the CA and the server certificate, made once (kept while valid).
 tls_up() {

@@ -169,7 +169,31 @@ func parseLine(args []string, getenv func(string) string, stdout io.Writer) (*in
 	inv.path, inv.cmd, inv.group = "flashctl "+name, cmd, ""
 	inv.fs = flag.NewFlagSet(name, flag.ContinueOnError)
 	inv.run = cmd.flags(inv.fs)
+	if err := envDefaults(inv.fs, getenv); err != nil {
+		return inv, err
+	}
 	return inv, parseFlags(inv.fs, rest[1:], false)
+}
+
+// flagEnv names the environment variables whose value a command flag of that
+// name takes when the command line does not give it: the writer's own
+// variables for its Kafka group and topic, so that reconcile and the toolbox
+// in the ops pod read the lag of the cluster's writers without a flag.
+var flagEnv = map[string]string{"writer-group": "FLASHSALE_GROUP", "orders-topic": "FLASHSALE_TOPIC"}
+
+func envDefaults(fs *flag.FlagSet, getenv func(string) string) error {
+	for name, key := range flagEnv {
+		f := fs.Lookup(name)
+		if f == nil {
+			continue
+		}
+		if v := getenv(key); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				return usagef("%s=%q: %v", key, v, err)
+			}
+		}
+	}
+	return nil
 }
 
 // helpFor answers `flashctl help [command...]` with flag.ErrHelp on the

@@ -15,12 +15,18 @@ import (
 	"flashsale/sharding/stock"
 )
 
-func runMain(args ...string) (code int, stdout, stderr string) {
+func runMain(args ...string) (code int, stdout, stderr string) { return runMainEnv(nil, args...) }
+
+// runMainEnv runs flashctl on the stack with extra environment variables.
+func runMainEnv(extra map[string]string, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
 	env := map[string]string{
 		"FLASHSALE_REDIS": strings.Join(testenv.RedisAddrs(), ","),
 		"DATABASE_URL":    testenv.DatabaseURL(),
 		"KAFKA_BROKERS":   strings.Join(testenv.KafkaBrokers(), ","),
+	}
+	for k, v := range extra {
+		env[k] = v
 	}
 	code = Main(context.Background(), args, func(k string) string { return env[k] }, &out, &errb, false)
 	return code, out.String(), errb.String()
@@ -70,6 +76,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"sale", "resume", "--sale", "x"}, `invalid value "x" for flag -sale`},
 		{[]string{"sale", "end", "--sale", "5", "now"}, `unexpected argument "now"`},
 		{[]string{"sale", "list", "--sale", "5"}, "flag provided but not defined: -sale"},
+		{[]string{"toolbox", "--every", "0s"}, "toolbox: --every must be at least 1s"},
+		{[]string{"toolbox", "--every", "soon"}, `invalid value "soon" for flag -every`},
+		{[]string{"toolbox", "--writer-group", ""}, "toolbox: --writer-group and --orders-topic must not be empty"},
+		{[]string{"toolbox", "now"}, `unexpected argument "now"`},
 	}
 	for _, tc := range cases {
 		code, out, errOut := runMain(tc.args...)

@@ -27,6 +27,8 @@ var commands = []command{
 		required: []string{"sale", "shards"}, flags: reshardFlags},
 	{name: "reconcile", summary: "compare Redis with PostgreSQL; repair only with --repair (exit 1 when not clean)",
 		required: []string{"sale"}, flags: reconcileFlags},
+	{name: "toolbox", summary: "stay running as the ops pod (kubectl exec runs commands in it); check now and then that Redis, PostgreSQL and Kafka answer",
+		flags: toolboxFlags},
 	{name: "sale create", summary: "create a sale from a JSON or YAML file (deploy/sale.yaml): PostgreSQL rows and its stock preloaded in Redis",
 		required: []string{"file"}, flags: saleCreateFlags},
 	{name: "sale list", summary: "list the sales with their status", flags: saleListFlags},
@@ -161,8 +163,8 @@ func reconcileFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error
 	fs.Var(&sale, "sale", "sale `id`")
 	fs.BoolVar(&opt.Repair, "repair", false, "repair what is found (compare-and-set)")
 	fs.DurationVar(&opt.Grace, "grace", 30*time.Second, "`age` after which a reservation missing from PostgreSQL counts as lost")
-	group := fs.String("writer-group", orderevent.DefaultGroup, "the writers' Kafka consumer `group`: an orphan is released only once it has no lag")
-	topic := fs.String("orders-topic", orderevent.DefaultTopic, "the order events' Kafka `topic`")
+	group := fs.String("writer-group", orderevent.DefaultGroup, "the writers' Kafka consumer `group`: an orphan is released only once it has no lag (env FLASHSALE_GROUP)")
+	topic := fs.String("orders-topic", orderevent.DefaultTopic, "the order events' Kafka `topic` (env FLASHSALE_TOPIC)")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		if err := needSale("reconcile", &sale); err != nil {
 			return 0, err
@@ -196,10 +198,29 @@ func reconcileFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error
 	}
 }
 
+func toolboxFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	o := reachOptions{timeout: 10 * time.Second}
+	var once bool
+	var every time.Duration
+	fs.BoolVar(&once, "once", false, "check once and exit 1 when a store does not answer (the readiness probe)")
+	fs.DurationVar(&every, "every", time.Minute, "`interval` between two checks")
+	fs.StringVar(&o.group, "writer-group", orderevent.DefaultGroup, "the writers' Kafka consumer `group` whose lag a check reads (env FLASHSALE_GROUP)")
+	fs.StringVar(&o.topic, "orders-topic", orderevent.DefaultTopic, "the order events' Kafka `topic` (env FLASHSALE_TOPIC)")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		switch {
+		case every < time.Second:
+			return 0, usagef("toolbox: --every must be at least 1s")
+		case o.group == "" || o.topic == "":
+			return 0, usagef("toolbox: --writer-group and --orders-topic must not be empty")
+		}
+		return runToolbox(ctx, e, o, once, every)
+	}
+}
+
 func saleCreateFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
 	var file string
 	var shards int
-	fs.StringVar(&file, "file", "", "sale `file`, JSON or YAML (the extension says which)")
+	fs.StringVar(&file, "file", "", "sale `file`, JSON or YAML (the extension says which); - reads standard input")
 	fs.IntVar(&shards, "shards", 0, "shard `count` of the new sale, 1..256 (default: one per Redis master)")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		if file == "" {

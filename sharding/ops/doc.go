@@ -2,8 +2,10 @@
 // a sale's life (sale create, list, show, pause, resume, end), plan (shard
 // count and placement from a target rate), preload (stock from PostgreSQL into
 // Redis), status (per shard and per item, against PostgreSQL), reshard (change
-// the shard count, before or during a sale) and reconcile (compare Redis with
-// PostgreSQL and repair by compare-and-set).
+// the shard count, before or during a sale), reconcile (compare Redis with
+// PostgreSQL and repair by compare-and-set) and toolbox (stay running as the
+// ops pod that `kubectl exec` runs the others in, checking that Redis,
+// PostgreSQL and Kafka answer with its settings).
 //
 // The commands are one table (commands.go): each row has a name, a summary,
 // its required flags and a function that registers the command's flags and

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,10 +91,27 @@ func ParseSale(data []byte, format string) (*sharding.Sale, error) {
 	return &s, nil
 }
 
+// stdin is where `--file -` reads the sale (a variable for the tests).
+var stdin io.Reader = os.Stdin
+
+// maxSaleFile bounds a sale file: a real one is a few kilobytes.
+const maxSaleFile = 1 << 20
+
 // ReadSaleFile reads and parses the sale file at path; the extension (.json,
 // .yaml, .yml) picks the format, anything else is guessed from the content.
+// Path "-" reads standard input (`kubectl exec -i ... --file - < sale.yaml`).
 func ReadSaleFile(path string) (*sharding.Sale, error) {
-	data, err := os.ReadFile(path)
+	var data []byte
+	var err error
+	if path == "-" {
+		path = "standard input"
+		data, err = io.ReadAll(io.LimitReader(stdin, maxSaleFile+1))
+		if err == nil && len(data) > maxSaleFile {
+			err = fmt.Errorf("more than %d bytes", maxSaleFile)
+		}
+	} else {
+		data, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading sale file: %w", err)
 	}
