@@ -258,6 +258,9 @@ func (r *Relay) leave(sales []int64) {
 	}
 }
 
+// scan starts a worker on each listed shard this relay has a fair share of
+// and no worker for, stops the workers of shards no longer listed or beyond
+// its share, and recovers the stalled moves of the shards it works on.
 func (r *Relay) scan(ctx context.Context, moves map[string]map[string]bool) {
 	list := r.shards()
 	perSale := map[int64]int{}
@@ -271,7 +274,28 @@ func (r *Relay) scan(ctx context.Context, moves map[string]map[string]bool) {
 	r.sales = sales
 	live := r.live(ctx, sales)
 	mrand.Shuffle(len(list), func(i, j int) { list[i], list[j] = list[j], list[i] })
+	tags := r.assign(ctx, list, perSale, live)
+	if r.cfg.Recover == nil {
+		return
+	}
+	for _, tag := range tags {
+		seen, err := r.cfg.Recover(ctx, tag, moves[tag])
+		if err != nil {
+			r.obs.Failed("redis")
+			continue
+		}
+		moves[tag] = seen
+	}
+}
+
+// assign gives this relay its fair share of each sale's shards (perSale
+// shards shared by live relays): the first relay to start takes them all,
+// and gives the surplus up as others come (a released lease is taken by
+// another relay at its next scan). It returns the tags of the shards that
+// already had a worker.
+func (r *Relay) assign(ctx context.Context, list []Shard, perSale, live map[int64]int) []string {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	listed := make(map[Shard]bool, len(list))
 	for _, sh := range list {
 		listed[sh] = true
@@ -281,9 +305,6 @@ func (r *Relay) scan(ctx context.Context, moves map[string]map[string]bool) {
 			cancel() // a reshard replaced it: its journal was copied
 		}
 	}
-	// A fair share of each sale's shards: the first relay to start takes
-	// them all, and gives the surplus up as others come (a released lease is
-	// taken by another relay at its next scan).
 	fair := make(map[int64]int, len(perSale))
 	held, tried := map[int64]int{}, map[int64]int{}
 	for id, k := range perSale {
@@ -317,114 +338,151 @@ func (r *Relay) scan(ctx context.Context, moves map[string]map[string]bool) {
 		r.wg.Add(1)
 		go r.shard(sctx, sh)
 	}
-	r.mu.Unlock()
-	if r.cfg.Recover == nil {
-		return
-	}
-	for _, tag := range tags {
-		seen, err := r.cfg.Recover(ctx, tag, moves[tag])
-		if err != nil {
-			r.obs.Failed("redis")
-			continue
-		}
-		moves[tag] = seen
-	}
+	return tags
+}
+
+// shardWorker is the state of one shard's loop.
+type shardWorker struct {
+	r     *Relay
+	sh    Shard
+	keys  []string // relay.lua's keys
+	acked string   // the last entry id Kafka acknowledged, "" when none
+	owner bool     // this relay holds the shard's lease
+	q     quiet
 }
 
 // shard runs rounds on sh while this relay holds its lease.
 func (r *Relay) shard(ctx context.Context, sh Shard) {
 	defer r.wg.Done()
-	defer func() {
-		r.mu.Lock()
-		if c := r.owned[sh]; c != nil {
-			c()
-		}
-		delete(r.owned, sh)
-		delete(r.held, sh)
-		r.mu.Unlock()
-	}()
-	keys := []string{
+	defer r.drop(sh)
+	w := &shardWorker{r: r, sh: sh, q: quiet{span: r.cfg.Hold + r.cfg.Settle}, keys: []string{
 		string(sharding.AppendEventsKey(nil, sh.Tag)),
 		string(sharding.AppendRelayLeaseKey(nil, sh.Tag)),
 		string(sharding.AppendTakenKey(nil, sh.Tag)),
 		string(sharding.AppendRelayMarkKey(nil, sh.Tag)),
+	}}
+	for w.step(ctx) {
 	}
-	var acked string // the last entry id Kafka acknowledged, "" when none
-	owner := false
-	q := quiet{span: r.cfg.Hold + r.cfg.Settle}
-	for {
-		if ctx.Err() != nil {
-			if owner {
-				r.release(keys, acked)
-				r.obs.Released(sh)
-			}
-			return
-		}
-		cold := r.cfg.Cold != nil && r.cfg.Cold(sh)
-		lease := r.cfg.Lease
-		if cold {
-			lease = max(lease, 3*r.cfg.ColdPause)
-		}
-		hold := r.cfg.Hold
-		if q.holds(time.Now()) {
-			hold = quietHold
-		}
-		rd, err := r.round(ctx, keys, acked, lease, hold)
-		if err != nil {
-			q.broken = true
-			if ctx.Err() == nil {
-				r.obs.Failed("redis")
-				r.cfg.Log.Warn("journal relay round failed", "shard", sh.Tag, "err", err)
-			}
-			if !owner {
-				return
-			}
-			// The acked ids are kept for the next round: deleting them is
-			// idempotent, and a new owner would only produce them again.
-			backoff.Sleep(ctx, r.cfg.Idle*4)
-			continue
-		}
-		q.broken = false
-		if rd.Lost {
-			// Taken over from a lease that was lost, not released (see
-			// relay.lua): the round closed nothing, and the quiet starts.
-			q.start(time.Now())
-		}
-		acked = ""
-		if !rd.Owner {
-			if owner {
-				r.obs.Released(sh)
-			}
-			return
-		}
-		if !owner {
-			owner = true
-			r.mu.Lock()
-			r.held[sh] = true
-			r.mu.Unlock()
-		}
-		age := time.Duration(0)
-		if t, ok := IDTime(rd.Oldest); ok {
-			age = max(time.Since(t), 0)
-		}
-		if cold && rd.Backlog == 0 {
-			// Nothing to watch on a cold shard: no series for it (a
-			// gateway that has seen hundreds of sales exposes the live ones).
-			r.obs.Released(sh)
-		} else {
-			r.obs.Journal(sh, rd.Backlog, age)
-		}
-		if len(rd.Entries) > 0 {
-			acked = r.produce(ctx, sh, rd.Entries)
-		}
-		if len(rd.Entries) < r.cfg.Batch {
-			p := r.pause(rd, acked != "", cold)
-			if d := time.Until(q.until); d > 0 && rd.Backlog > 0 && acked == "" {
-				p = min(max(d, r.cfg.Idle), idleMax) // nothing to take before then
-			}
-			backoff.Sleep(ctx, p)
-		}
+}
+
+// drop forgets sh once its loop ended.
+func (r *Relay) drop(sh Shard) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c := r.owned[sh]; c != nil {
+		c()
 	}
+	delete(r.owned, sh)
+	delete(r.held, sh)
+}
+
+// step runs one round, produces what it took and pauses as the round
+// allows; it reports whether the loop goes on. At ctx's end the owner
+// releases the lease (and drops what Kafka acknowledged).
+func (w *shardWorker) step(ctx context.Context) bool {
+	r := w.r
+	if ctx.Err() != nil {
+		if w.owner {
+			r.release(w.keys, w.acked)
+			r.obs.Released(w.sh)
+		}
+		return false
+	}
+	cold := r.cfg.Cold != nil && r.cfg.Cold(w.sh)
+	rd, err := w.round(ctx, cold)
+	if err != nil {
+		return w.failed(ctx, err)
+	}
+	w.q.broken = false
+	if rd.Lost {
+		// Taken over from a lease that was lost, not released (see
+		// relay.lua): the round closed nothing, and the quiet starts.
+		w.q.start(time.Now())
+	}
+	w.acked = ""
+	if !rd.Owner {
+		if w.owner {
+			r.obs.Released(w.sh)
+		}
+		return false
+	}
+	w.own()
+	w.observe(rd, cold)
+	if len(rd.Entries) > 0 {
+		w.acked = r.produce(ctx, w.sh, rd.Entries)
+	}
+	if len(rd.Entries) < r.cfg.Batch {
+		backoff.Sleep(ctx, w.pause(rd, cold))
+	}
+	return true
+}
+
+// round runs one relay round: a cold shard's lease lasts its longer pause,
+// and a quiet shard's round takes nothing.
+func (w *shardWorker) round(ctx context.Context, cold bool) (Round, error) {
+	lease := w.r.cfg.Lease
+	if cold {
+		lease = max(lease, 3*w.r.cfg.ColdPause)
+	}
+	hold := w.r.cfg.Hold
+	if w.q.holds(time.Now()) {
+		hold = quietHold
+	}
+	return w.r.round(ctx, w.keys, w.acked, lease, hold)
+}
+
+// failed handles a round that failed: the quiet starts, and a relay that
+// did not own the shard lets it go; an owner tries again after a pause.
+func (w *shardWorker) failed(ctx context.Context, err error) bool {
+	w.q.broken = true
+	if ctx.Err() == nil {
+		w.r.obs.Failed("redis")
+		w.r.cfg.Log.Warn("journal relay round failed", "shard", w.sh.Tag, "err", err)
+	}
+	if !w.owner {
+		return false
+	}
+	// The acked ids are kept for the next round: deleting them is
+	// idempotent, and a new owner would only produce them again.
+	backoff.Sleep(ctx, w.r.cfg.Idle*4)
+	return true
+}
+
+// own records that this relay holds the shard's lease.
+func (w *shardWorker) own() {
+	if w.owner {
+		return
+	}
+	w.owner = true
+	w.r.mu.Lock()
+	w.r.held[w.sh] = true
+	w.r.mu.Unlock()
+}
+
+// observe reports the shard's backlog and oldest entry's age.
+func (w *shardWorker) observe(rd Round, cold bool) {
+	if cold && rd.Backlog == 0 {
+		// Nothing to watch on a cold shard: no series for it (a gateway
+		// that has seen hundreds of sales exposes the live ones).
+		w.r.obs.Released(w.sh)
+		return
+	}
+	age := time.Duration(0)
+	if t, ok := IDTime(rd.Oldest); ok {
+		age = max(time.Since(t), 0)
+	}
+	w.r.obs.Journal(w.sh, rd.Backlog, age)
+}
+
+// pause is the wait after a round that took less than a batch (see
+// Relay.pause); during a quiet with a backlog and nothing to acknowledge,
+// nothing can be taken before the quiet ends.
+func (w *shardWorker) pause(rd Round, cold bool) time.Duration {
+	p := w.r.pause(rd, w.acked != "", cold)
+	if d := time.Until(w.q.until); d > 0 && rd.Backlog > 0 && w.acked == "" {
+		p = min(max(d, w.r.cfg.Idle), idleMax)
+	}
+	return p
 }
 
 // quietHold is the hold a quiet shard's rounds pass: no entry is that old.

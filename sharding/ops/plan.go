@@ -94,46 +94,79 @@ func (t *Tool) Plan(ctx context.Context, in PlanInput) (*PlanReport, error) {
 	if in.Headroom == 0 {
 		in.Headroom = 0.5
 	}
-	switch {
-	case !(in.Rate > 0) || math.IsInf(in.Rate, 0):
-		return nil, usagef("plan: --rate must be a positive number of requests/s")
-	case !(in.RedisFraction > 0 && in.RedisFraction <= 1):
-		return nil, usagef("plan: --redis-fraction must be in (0, 1]")
-	case !(in.Headroom > 0 && in.Headroom <= 1):
-		return nil, usagef("plan: --headroom must be in (0, 1]")
-	case in.Capacity < 0 || math.IsInf(in.Capacity, 0) || math.IsNaN(in.Capacity):
-		return nil, usagef("plan: --master-capacity must be a positive number of scripts/s")
-	case in.Masters < 0:
-		return nil, usagef("plan: --masters must be positive")
+	if err := in.validate(); err != nil {
+		return nil, err
 	}
 	rep := &PlanReport{Rate: in.Rate, RedisFraction: in.RedisFraction, Headroom: in.Headroom, Capacity: in.Capacity, Masters: in.Masters}
-	var top *sharding.Topology
-	if in.Masters == 0 || in.Capacity == 0 || in.SaleID != 0 {
-		if t.Redis == nil {
-			return nil, errors.New("plan: needs Redis to read the cluster's masters (or give --masters and --master-capacity)")
-		}
-		var err error
-		if top, err = stock.Topology(ctx, t.Redis); err != nil {
-			return nil, err
-		}
-		if rep.Masters == 0 {
-			rep.Masters = len(top.Masters)
-		}
+	top, err := t.planCluster(ctx, in, rep)
+	if err != nil {
+		return nil, err
 	}
-	if in.Capacity == 0 {
-		m, err := t.Measure(ctx, top, in.MeasureFor)
-		if err != nil {
-			return nil, err
-		}
-		rep.Measured = m
-		rep.Capacity = math.Inf(1)
-		for _, x := range m {
-			rep.Capacity = math.Min(rep.Capacity, x.PerSec)
-		}
-		if !(rep.Capacity > 0) {
-			return nil, errors.New("plan: measuring gave no capacity (every call failed?)")
-		}
+	rep.arithmetic(in)
+	if in.SaleID == 0 || top == nil {
+		return rep, nil
 	}
+	if err := t.place(ctx, in.SaleID, rep, top); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// validate refuses a PlanInput out of range, naming the flag.
+func (in *PlanInput) validate() error {
+	switch {
+	case !(in.Rate > 0) || math.IsInf(in.Rate, 0):
+		return usagef("plan: --rate must be a positive number of requests/s")
+	case !(in.RedisFraction > 0 && in.RedisFraction <= 1):
+		return usagef("plan: --redis-fraction must be in (0, 1]")
+	case !(in.Headroom > 0 && in.Headroom <= 1):
+		return usagef("plan: --headroom must be in (0, 1]")
+	case in.Capacity < 0 || math.IsInf(in.Capacity, 0) || math.IsNaN(in.Capacity):
+		return usagef("plan: --master-capacity must be a positive number of scripts/s")
+	case in.Masters < 0:
+		return usagef("plan: --masters must be positive")
+	}
+	return nil
+}
+
+// planCluster fills in what in leaves to the cluster: the master count from
+// CLUSTER SLOTS, the capacity by measuring each master (the slowest counts).
+// It returns the topology it read, nil when it needed none.
+func (t *Tool) planCluster(ctx context.Context, in PlanInput, rep *PlanReport) (*sharding.Topology, error) {
+	if in.Masters != 0 && in.Capacity != 0 && in.SaleID == 0 {
+		return nil, nil
+	}
+	if t.Redis == nil {
+		return nil, errors.New("plan: needs Redis to read the cluster's masters (or give --masters and --master-capacity)")
+	}
+	top, err := stock.Topology(ctx, t.Redis)
+	if err != nil {
+		return nil, err
+	}
+	if rep.Masters == 0 {
+		rep.Masters = len(top.Masters)
+	}
+	if in.Capacity != 0 {
+		return top, nil
+	}
+	m, err := t.Measure(ctx, top, in.MeasureFor)
+	if err != nil {
+		return nil, err
+	}
+	rep.Measured = m
+	rep.Capacity = math.Inf(1)
+	for _, x := range m {
+		rep.Capacity = math.Min(rep.Capacity, x.PerSec)
+	}
+	if !(rep.Capacity > 0) {
+		return nil, errors.New("plan: measuring gave no capacity (every call failed?)")
+	}
+	return top, nil
+}
+
+// arithmetic computes the shard count from the report's inputs, writing
+// each step down.
+func (rep *PlanReport) arithmetic(in PlanInput) {
 	a := func(format string, args ...any) {
 		rep.Arithmetic = append(rep.Arithmetic, fmt.Sprintf(format, args...))
 	}
@@ -169,30 +202,33 @@ func (t *Tool) Plan(ctx context.Context, in PlanInput) (*PlanReport, error) {
 			"the cluster is too small: %s scripts/s needs %d masters with headroom %g, it has %d; add masters (the %d shards spread over up to %d masters without a reshard)",
 			num(rep.RedisRate), need, in.Headroom, m, s, s))
 	}
-	if in.SaleID != 0 {
-		if top == nil {
-			return rep, nil
-		}
-		tags, err := sharding.PlaceTags(in.SaleID, s, top)
-		if err != nil {
-			return nil, err
-		}
-		for i, tag := range tags {
-			rep.Placement = append(rep.Placement, Placement{Shard: i, Tag: tag, Slot: sharding.Slot([]byte("{" + tag + "}")), Master: top.MasterOfTag(tag)})
-		}
-		if sale, err := t.Store.LoadSale(ctx, in.SaleID); err == nil {
-			rep.UnitsPerShard = map[int64]int64{}
-			for _, it := range sale.Items {
-				per := it.Quantity / int64(s)
-				rep.UnitsPerShard[it.ID] = per
-				if per < 10 {
-					rep.Warnings = append(rep.Warnings, fmt.Sprintf(
-						"item %d: %d units over %d shards is %d a shard; home shards run dry early and purchases lean on borrowing", it.ID, it.Quantity, s, per))
-				}
-			}
+}
+
+// place shows where the plan's shards of sale id land, and the units each
+// would hold of the sale's items when the sale exists.
+func (t *Tool) place(ctx context.Context, id int64, rep *PlanReport, top *sharding.Topology) error {
+	s := rep.Shards
+	tags, err := sharding.PlaceTags(id, s, top)
+	if err != nil {
+		return err
+	}
+	for i, tag := range tags {
+		rep.Placement = append(rep.Placement, Placement{Shard: i, Tag: tag, Slot: sharding.Slot([]byte("{" + tag + "}")), Master: top.MasterOfTag(tag)})
+	}
+	sale, err := t.Store.LoadSale(ctx, id)
+	if err != nil {
+		return nil // not created yet: the placement alone
+	}
+	rep.UnitsPerShard = map[int64]int64{}
+	for _, it := range sale.Items {
+		per := it.Quantity / int64(s)
+		rep.UnitsPerShard[it.ID] = per
+		if per < 10 {
+			rep.Warnings = append(rep.Warnings, fmt.Sprintf(
+				"item %d: %d units over %d shards is %d a shard; home shards run dry early and purchases lean on borrowing", it.ID, it.Quantity, s, per))
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // Text renders the plan.

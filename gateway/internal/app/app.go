@@ -88,21 +88,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 			a.Close()
 		}
 	}()
+	if err := a.connectRedis(); err != nil {
+		return nil, err
+	}
 	var err error
-	ropt := cfg.Redis.ClientOption()
-	ropt.DisableCache, ropt.MaxFlushDelay, ropt.PipelineMultiplex = true, cfg.RedisFlushDelay, cfg.RedisMultiplex
-	if a.redis, err = rueidis.NewClient(ropt); err != nil {
-		return nil, fmt.Errorf("connecting to redis %v: %w", cfg.Redis.Addrs, err)
-	}
-	a.store = stock.New(a.redis)
-	if cfg.RedisBatchLanes > 0 {
-		a.batcher = stock.NewBatcher(a.redis, cfg.RedisBatchLanes, cfg.Budget)
-		a.batcher.SetAcks(cfg.ReplicaAcks, cfg.ReplicaTimeout)
-		a.store.SetBatcher(a.batcher)
-		a.Metrics.Batches(a.batcher.Stats)
-		a.Metrics.ReplicaShortfalls(a.batcher.Shortfalls)
-		a.Metrics.ReplicaUnconfirmed(a.batcher.Unconfirmed)
-	}
 	a.verifier, err = auth.New(ctx, auth.Config{
 		HS256Secret: []byte(cfg.JWTSecret), JWKS: cfg.JWKS, JWKSRefresh: cfg.JWKSRefresh,
 		Issuer: cfg.Issuer, Audience: cfg.Audience, Skew: skew(cfg.Skew),
@@ -114,23 +103,82 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	a.Catalog = catalog.New(newSalesSource(a.store, log), catalog.Config{
 		Refresh: cfg.RefreshEvery, Poll: cfg.PollInterval, SoldOutGauge: a.Metrics.SoldOut, StockGauge: a.Metrics.Stock, SaleGauge: a.Metrics.Sale, Forget: a.Metrics.ForgetSale, Linger: coldMargin, Log: log,
 	})
-	if cfg.Relay {
-		kopts := append(journal.ProducerOpts(cfg.Kafka.Brokers), cfg.Kafka.Opts()...)
-		kopts = append(kopts, kgo.ProducerLinger(cfg.Linger))
-		if a.kafka, err = kgo.NewClient(append(kopts, opt.KafkaOpts...)...); err != nil {
-			return nil, fmt.Errorf("creating the relay's kafka producer: %w", err)
-		}
-		a.Relay = journal.New(journal.Config{
-			Topic: cfg.Topic, Lease: cfg.RelayLease, Hold: cfg.RelayHold, Settle: cfg.RelaySettle, Log: log,
-			Acks: cfg.ReplicaAcks, AckTimeout: cfg.ReplicaTimeout,
-			Recover: a.store.RecoverStalled, Cold: a.coldShard,
-		}, a.redis, a.kafka, a.shards, a.Metrics.Relay())
+	if err := a.newRelay(opt); err != nil {
+		return nil, err
 	}
-	tickets, err := ticketKeys(cfg, log)
+	if a.Handler, err = a.newHandler(opt); err != nil {
+		return nil, err
+	}
+	if err := a.Catalog.Refresh(ctx, time.Now()); err != nil {
+		return nil, fmt.Errorf("loading sales from redis: %w", err)
+	}
+	if err := a.store.LoadScripts(ctx); err != nil {
+		return nil, err
+	}
+	a.server = httpapi.NewServer(a.Handler.Handle, httpapi.ServerConfig{
+		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
+		MaxConnsPerIP: cfg.MaxConnsPerIP, Concurrency: cfg.Concurrency,
+	})
+	a.admin = &http.Server{Handler: a.adminMux(), ReadHeaderTimeout: 5 * time.Second}
+	if err := a.listen(); err != nil {
+		return nil, err
+	}
+	ok = true
+	return a, nil
+}
+
+// connectRedis creates the Redis client, the stock store and, with batch
+// lanes, the batcher of the hot path (waiting for ReplicaAcks replicas).
+func (a *App) connectRedis() error {
+	cfg := a.cfg
+	ropt := cfg.Redis.ClientOption()
+	ropt.DisableCache, ropt.MaxFlushDelay, ropt.PipelineMultiplex = true, cfg.RedisFlushDelay, cfg.RedisMultiplex
+	var err error
+	if a.redis, err = rueidis.NewClient(ropt); err != nil {
+		return fmt.Errorf("connecting to redis %v: %w", cfg.Redis.Addrs, err)
+	}
+	a.store = stock.New(a.redis)
+	if cfg.RedisBatchLanes > 0 {
+		a.batcher = stock.NewBatcher(a.redis, cfg.RedisBatchLanes, cfg.Budget)
+		a.batcher.SetAcks(cfg.ReplicaAcks, cfg.ReplicaTimeout)
+		a.store.SetBatcher(a.batcher)
+		a.Metrics.Batches(a.batcher.Stats)
+		a.Metrics.ReplicaShortfalls(a.batcher.Shortfalls)
+		a.Metrics.ReplicaUnconfirmed(a.batcher.Unconfirmed)
+	}
+	return nil
+}
+
+// newRelay creates the journal relay and its Kafka producer, when the
+// gateway relays.
+func (a *App) newRelay(opt Options) error {
+	cfg := a.cfg
+	if !cfg.Relay {
+		return nil
+	}
+	kopts := append(journal.ProducerOpts(cfg.Kafka.Brokers), cfg.Kafka.Opts()...)
+	kopts = append(kopts, kgo.ProducerLinger(cfg.Linger))
+	var err error
+	if a.kafka, err = kgo.NewClient(append(kopts, opt.KafkaOpts...)...); err != nil {
+		return fmt.Errorf("creating the relay's kafka producer: %w", err)
+	}
+	a.Relay = journal.New(journal.Config{
+		Topic: cfg.Topic, Lease: cfg.RelayLease, Hold: cfg.RelayHold, Settle: cfg.RelaySettle, Log: a.log,
+		Acks: cfg.ReplicaAcks, AckTimeout: cfg.ReplicaTimeout,
+		Recover: a.store.RecoverStalled, Cold: a.coldShard,
+	}, a.redis, a.kafka, a.shards, a.Metrics.Relay())
+	return nil
+}
+
+// newHandler builds the public handler: the purchase path, the pages, the
+// ticket and the waiting room.
+func (a *App) newHandler(opt Options) (*httpapi.Handler, error) {
+	cfg := a.cfg
+	tickets, err := ticketKeys(cfg, a.log)
 	if err != nil {
 		return nil, err
 	}
-	if a.Room, a.proofs, err = frontDoor(cfg, a.redis, log); err != nil {
+	if a.Room, a.proofs, err = frontDoor(cfg, a.redis, a.log); err != nil {
 		return nil, err
 	}
 	site, err := page.New(page.Config{Token: cfg.PageToken, Dev: cfg.Dev, MaxAge: cfg.PageMaxAge})
@@ -141,7 +189,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	if opt.WrapStore != nil {
 		st = opt.WrapStore(st)
 	}
-	h := httpapi.New(httpapi.Config{
+	return httpapi.New(httpapi.Config{
 		Budget: cfg.Budget, ReleaseBudget: cfg.ReleaseBudget, OrderTTL: cfg.OrderTTL, TrustedProxies: cfg.TrustedProxies,
 		NoRepeatRead: !cfg.RepeatRead, JournalBound: cfg.JournalBound,
 		Dev: cfg.Dev, DevSecret: []byte(cfg.JWTSecret), DevIssuer: cfg.Issuer, DevAudience: cfg.Audience,
@@ -149,31 +197,22 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		Catalog: a.Catalog, Store: st, Verifier: a.verifier,
 		IPLimit:   limit.New(limit.Config{Rate: cfg.IPRate, Burst: cfg.IPBurst, MaxKeys: cfg.LimitKeys}),
 		UserLimit: limit.New(limit.Config{Rate: cfg.UserRate, Burst: cfg.UserBurst, MaxKeys: cfg.LimitKeys}),
-		Metrics:   a.Metrics, Borrower: a.store, Log: log, Tickets: tickets, Page: site,
+		Metrics:   a.Metrics, Borrower: a.store, Log: a.log, Tickets: tickets, Page: site,
 		Room: a.Room, Proofs: a.proofs, ProofLevel: &pow.Level{Operator: cfg.PowDifficulty, Auto: cfg.PowAutoRate},
-	})
-	a.Handler = h
-	if err := a.Catalog.Refresh(ctx, time.Now()); err != nil {
-		return nil, fmt.Errorf("loading sales from redis: %w", err)
-	}
-	if err := a.store.LoadScripts(ctx); err != nil {
-		return nil, err
-	}
-	a.server = httpapi.NewServer(h.Handle, httpapi.ServerConfig{
-		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
-		MaxConnsPerIP: cfg.MaxConnsPerIP, Concurrency: cfg.Concurrency,
-	})
-	a.admin = &http.Server{Handler: a.adminMux(), ReadHeaderTimeout: 5 * time.Second}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	}), nil
+}
+
+// listen opens the public and admin listeners.
+func (a *App) listen() error {
+	ln, err := net.Listen("tcp", a.cfg.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+		return fmt.Errorf("listening on %s: %w", a.cfg.Listen, err)
 	}
 	a.public = httpapi.NewDeadlineListener(ln, 0)
-	if a.adm, err = net.Listen("tcp", cfg.Admin); err != nil {
-		return nil, fmt.Errorf("listening on admin %s: %w", cfg.Admin, err)
+	if a.adm, err = net.Listen("tcp", a.cfg.Admin); err != nil {
+		return fmt.Errorf("listening on admin %s: %w", a.cfg.Admin, err)
 	}
-	ok = true
-	return a, nil
+	return nil
 }
 
 // Addr returns the public listener's address.

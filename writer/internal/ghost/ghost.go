@@ -113,6 +113,25 @@ func (s *Sweeper) Once(ctx context.Context, now time.Time) (int, error) {
 		}
 		all = append(all, cs...)
 	}
+	due := s.due(all, now)
+	if len(due) == 0 {
+		return 0, nil
+	}
+	lag, err := s.lag(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if lag > 0 {
+		s.m.GhostSweepsSkipped.Inc()
+		s.log.Info("ghost sweep: the orders consumer group has lag; judging nothing", "lag", lag, "candidates", len(due))
+		return 0, nil
+	}
+	return s.release(ctx, due)
+}
+
+// due remembers when each candidate was first seen, forgets the ones gone,
+// and returns those seen at least a grace before now.
+func (s *Sweeper) due(all []candidate, now time.Time) []candidate {
 	live := make(map[sharding.OrderID]bool, len(all))
 	var due []candidate
 	for _, c := range all {
@@ -131,19 +150,13 @@ func (s *Sweeper) Once(ctx context.Context, now time.Time) (int, error) {
 			delete(s.seen, id)
 		}
 	}
-	if len(due) == 0 {
-		return 0, nil
-	}
-	lag, err := s.lag(ctx)
-	if err != nil {
-		return 0, err
-	}
-	if lag > 0 {
-		s.m.GhostSweepsSkipped.Inc()
-		s.log.Info("ghost sweep: the orders consumer group has lag; judging nothing", "lag", lag, "candidates", len(due))
-		return 0, nil
-	}
-	// After a moment of no lag: an event produced before it is persisted.
+	return due
+}
+
+// release returns the units of the due candidates whose order is still not
+// in PostgreSQL, once the consumer group had no lag (an event produced
+// before that moment is persisted), and marks their records FAILED.
+func (s *Sweeper) release(ctx context.Context, due []candidate) (int, error) {
 	present, err := s.st.Existing(ctx, ids(due))
 	if err != nil {
 		return 0, err
@@ -237,25 +250,9 @@ func buyersOf(ctx context.Context, c rueidis.Client, key string) (map[string]str
 // absent returns the buyer records of sale whose order PostgreSQL lacks and
 // whose journal entry is gone (or was never written).
 func (s *Sweeper) absent(ctx context.Context, sale *sharding.Sale) ([]candidate, error) {
-	c := s.redis.Client()
-	var cands []candidate
-	for _, tag := range sale.Shards {
-		buyers, err := buyersOf(ctx, c, string(sharding.AppendBuyersKey(nil, tag)))
-		if err != nil {
-			return nil, fmt.Errorf("reading buyers of %s: %w", tag, err)
-		}
-		for u, o := range buyers {
-			user, err1 := strconv.ParseUint(u, 10, 64)
-			id, ok := sharding.ParseOrderID([]byte(o))
-			if err1 != nil || !ok || user == 0 {
-				s.log.Warn("ghost sweep: malformed buyer record", "shard", tag, "user", u, "order", o)
-				continue
-			}
-			cands = append(cands, candidate{tag: tag, sale: sale, user: user, id: id})
-		}
-	}
-	if len(cands) == 0 {
-		return nil, nil
+	cands, err := s.records(ctx, sale)
+	if err != nil || len(cands) == 0 {
+		return nil, err
 	}
 	present, err := s.st.Existing(ctx, ids(cands))
 	if err != nil {
@@ -270,8 +267,35 @@ func (s *Sweeper) absent(ctx context.Context, sale *sharding.Sale) ([]candidate,
 	if len(out) == 0 {
 		return nil, nil
 	}
-	// One pipelined round trip: each record's item and journal entry id,
-	// then whether the entry is still in the stream.
+	return s.unjournaled(ctx, out)
+}
+
+// records returns sale's buyer records, skipping (and logging) malformed ones.
+func (s *Sweeper) records(ctx context.Context, sale *sharding.Sale) ([]candidate, error) {
+	var cands []candidate
+	for _, tag := range sale.Shards {
+		buyers, err := buyersOf(ctx, s.redis.Client(), string(sharding.AppendBuyersKey(nil, tag)))
+		if err != nil {
+			return nil, fmt.Errorf("reading buyers of %s: %w", tag, err)
+		}
+		for u, o := range buyers {
+			user, err1 := strconv.ParseUint(u, 10, 64)
+			id, ok := sharding.ParseOrderID([]byte(o))
+			if err1 != nil || !ok || user == 0 {
+				s.log.Warn("ghost sweep: malformed buyer record", "shard", tag, "user", u, "order", o)
+				continue
+			}
+			cands = append(cands, candidate{tag: tag, sale: sale, user: user, id: id})
+		}
+	}
+	return cands, nil
+}
+
+// unjournaled reads each candidate's order record (its item and journal
+// entry id) and keeps those whose entry is no longer in the stream, in one
+// pipelined round trip each.
+func (s *Sweeper) unjournaled(ctx context.Context, out []candidate) ([]candidate, error) {
+	c := s.redis.Client()
 	reads := make(rueidis.Commands, len(out))
 	for i, cd := range out {
 		reads[i] = c.B().Hmget().Key(string(sharding.AppendOrderKey(nil, cd.tag, cd.id))).Field("item", "j").Build()
@@ -316,6 +340,7 @@ func (s *Sweeper) absent(ctx context.Context, sale *sharding.Sale) ([]candidate,
 	return final, nil
 }
 
+// ids returns the candidates' order ids.
 func ids(cs []candidate) []sharding.OrderID {
 	out := make([]sharding.OrderID, len(cs))
 	for i, c := range cs {

@@ -221,60 +221,17 @@ func applyActions(ctx context.Context, tx pgx.Tx, actions []action, res *Result)
 		}
 	}
 	done := make(map[[16]byte]bool, len(seen))
-	if len(pay) > 0 {
-		rows, err := tx.Query(ctx, `
-			WITH p AS (
-				UPDATE orders SET status = 'PAID', paid_at = now(), updated_at = now()
-				WHERE id = ANY($1::uuid[]) AND status = 'PENDING'
-				RETURNING id, sale_id, item_id, user_id, created_at, expires_at
-			), w AS (
-				INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
-				SELECT id, sale_id, item_id, user_id, 'PAID' FROM p
-				ON CONFLICT (order_id) DO NOTHING
-			)
-			SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM p`, pay)
-		if err != nil {
-			return fmt.Errorf("applying payments: %w", err)
-		}
-		effects, err := scanEffects(rows, StatusPaid)
-		if err != nil {
-			return fmt.Errorf("applying payments: %w", err)
-		}
-		for _, e := range effects {
-			done[e.OrderID] = true
-		}
-		res.Paid += len(effects)
-		res.Effects = append(res.Effects, effects...)
+	paid, err := applyStatus(ctx, tx, payOrders, pay, StatusPaid, done)
+	if err != nil {
+		return fmt.Errorf("applying payments: %w", err)
 	}
-	if len(cancel) > 0 {
-		rows, err := tx.Query(ctx, `
-			WITH c AS (
-				UPDATE orders SET status = 'CANCELLED', updated_at = now()
-				WHERE id = ANY($1::uuid[]) AND status = 'PENDING'
-				RETURNING id, sale_id, item_id, user_id, created_at, expires_at
-			), d AS (
-				UPDATE items SET sold = items.sold - x.n
-				FROM (SELECT item_id, count(*) AS n FROM c GROUP BY item_id) AS x
-				WHERE items.id = x.item_id
-			), w AS (
-				INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
-				SELECT id, sale_id, item_id, user_id, 'CANCELLED' FROM c
-				ON CONFLICT (order_id) DO NOTHING
-			)
-			SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM c`, cancel)
-		if err != nil {
-			return fmt.Errorf("applying cancellations: %w", err)
-		}
-		effects, err := scanEffects(rows, StatusCancelled)
-		if err != nil {
-			return fmt.Errorf("applying cancellations: %w", err)
-		}
-		for _, e := range effects {
-			done[e.OrderID] = true
-		}
-		res.Cancelled += len(effects)
-		res.Effects = append(res.Effects, effects...)
+	cancelled, err := applyStatus(ctx, tx, cancelOrders, cancel, StatusCancelled, done)
+	if err != nil {
+		return fmt.Errorf("applying cancellations: %w", err)
 	}
+	res.Paid += len(paid)
+	res.Cancelled += len(cancelled)
+	res.Effects = append(append(res.Effects, paid...), cancelled...)
 	if len(done) == len(seen) {
 		return nil
 	}
@@ -289,16 +246,75 @@ func applyActions(ctx context.Context, tx pgx.Tx, actions []action, res *Result)
 			seen[a.id] = false
 		}
 	}
+	return parkActions(ctx, tx, rest, restStatus, res)
+}
+
+// payOrders marks PENDING orders ($1) PAID and records the release of
+// their buyers' records.
+const payOrders = `
+	WITH p AS (
+		UPDATE orders SET status = 'PAID', paid_at = now(), updated_at = now()
+		WHERE id = ANY($1::uuid[]) AND status = 'PENDING'
+		RETURNING id, sale_id, item_id, user_id, created_at, expires_at
+	), w AS (
+		INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
+		SELECT id, sale_id, item_id, user_id, 'PAID' FROM p
+		ON CONFLICT (order_id) DO NOTHING
+	)
+	SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM p`
+
+// cancelOrders marks PENDING orders ($1) CANCELLED, takes them off their
+// items' sold counts and records the release of their units.
+const cancelOrders = `
+	WITH c AS (
+		UPDATE orders SET status = 'CANCELLED', updated_at = now()
+		WHERE id = ANY($1::uuid[]) AND status = 'PENDING'
+		RETURNING id, sale_id, item_id, user_id, created_at, expires_at
+	), d AS (
+		UPDATE items SET sold = items.sold - x.n
+		FROM (SELECT item_id, count(*) AS n FROM c GROUP BY item_id) AS x
+		WHERE items.id = x.item_id
+	), w AS (
+		INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
+		SELECT id, sale_id, item_id, user_id, 'CANCELLED' FROM c
+		ON CONFLICT (order_id) DO NOTHING
+	)
+	SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM c`
+
+// applyStatus runs query (payOrders or cancelOrders) on ids and returns the
+// effects of the orders it moved to status, marking them in done.
+func applyStatus(ctx context.Context, tx pgx.Tx, query string, ids [][16]byte, status string, done map[[16]byte]bool) ([]Effect, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := tx.Query(ctx, query, ids)
+	if err != nil {
+		return nil, err
+	}
+	effects, err := scanEffects(rows, status)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range effects {
+		done[e.OrderID] = true
+	}
+	return effects, nil
+}
+
+// parkActions keeps the actions (ids, statuses) on orders not stored yet
+// until their reservation lands; the others were late (their order had left
+// PENDING already).
+func parkActions(ctx context.Context, tx pgx.Tx, ids [][16]byte, statuses []string, res *Result) error {
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO pending_actions (order_id, action)
 		SELECT u.id, u.action FROM unnest($1::uuid[], $2::text[]) AS u(id, action)
 		WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = u.id)
-		ON CONFLICT (order_id) DO NOTHING`, rest, restStatus)
+		ON CONFLICT (order_id) DO NOTHING`, ids, statuses)
 	if err != nil {
 		return fmt.Errorf("parking early actions: %w", err)
 	}
 	res.Parked += int(tag.RowsAffected())
-	res.Late += len(rest) - int(tag.RowsAffected())
+	res.Late += len(ids) - int(tag.RowsAffected())
 	return nil
 }
 
