@@ -73,21 +73,7 @@ func (s *Store) ExpireDue(ctx context.Context, limit int, sales []int64,
 	for i, c := range claimed {
 		raw[i] = c
 	}
-	rows, err = tx.Query(ctx, `
-		WITH e AS (
-			UPDATE orders SET status = 'EXPIRED', updated_at = now()
-			WHERE id = ANY($1::uuid[]) AND status = 'PENDING'
-			RETURNING id, sale_id, item_id, user_id, created_at, expires_at
-		), d AS (
-			UPDATE items SET sold = items.sold - x.n
-			FROM (SELECT item_id, count(*) AS n FROM e GROUP BY item_id) AS x
-			WHERE items.id = x.item_id
-		), w AS (
-			INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
-			SELECT id, sale_id, item_id, user_id, 'EXPIRED' FROM e
-			ON CONFLICT (order_id) DO NOTHING
-		)
-		SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM e`, raw)
+	rows, err = tx.Query(ctx, expireOrders, raw)
 	if err != nil {
 		return nil, fmt.Errorf("expiring orders: %w", err)
 	}

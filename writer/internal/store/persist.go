@@ -265,9 +265,18 @@ const payOrders = `
 
 // cancelOrders marks PENDING orders ($1) CANCELLED, takes them off their
 // items' sold counts and records the release of their units.
-const cancelOrders = `
+var cancelOrders = releaseOrders(StatusCancelled)
+
+// expireOrders is the same for orders whose payment window closed (ExpireDue).
+var expireOrders = releaseOrders(StatusExpired)
+
+// releaseOrders is the query that ends PENDING orders ($1) in status
+// (CANCELLED or EXPIRED, a constant), takes them off their items' sold counts
+// and records the release of their units, returning the orders it ended.
+func releaseOrders(status string) string {
+	return `
 	WITH c AS (
-		UPDATE orders SET status = 'CANCELLED', updated_at = now()
+		UPDATE orders SET status = '` + status + `', updated_at = now()
 		WHERE id = ANY($1::uuid[]) AND status = 'PENDING'
 		RETURNING id, sale_id, item_id, user_id, created_at, expires_at
 	), d AS (
@@ -276,10 +285,11 @@ const cancelOrders = `
 		WHERE items.id = x.item_id
 	), w AS (
 		INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
-		SELECT id, sale_id, item_id, user_id, 'CANCELLED' FROM c
+		SELECT id, sale_id, item_id, user_id, '` + status + `' FROM c
 		ON CONFLICT (order_id) DO NOTHING
 	)
 	SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM c`
+}
 
 // applyStatus runs query (payOrders or cancelOrders) on ids and returns the
 // effects of the orders it moved to status, marking them in done.
