@@ -194,51 +194,52 @@ func (h *Handler) Close() { h.retries.close() }
 func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {
 	now := time.Now()
 	route, arg := Route(ctx.Path())
-	m := ctx.Method()
 	switch route {
 	case obs.RoutePurchase:
-		if string(m) != fasthttp.MethodPost {
-			h.answer(ctx, route, aMethodPost)
-			return
+		if h.method(ctx, route, fasthttp.MethodPost) {
+			h.purchase(ctx, now, arg)
 		}
-		h.purchase(ctx, now, arg)
 	case obs.RouteOrder:
-		if string(m) != fasthttp.MethodGet {
-			h.answer(ctx, route, aMethodGet)
-			return
+		if h.method(ctx, route, fasthttp.MethodGet) {
+			h.order(ctx, now, arg)
 		}
-		h.order(ctx, now, arg)
 	case obs.RoutePay, obs.RouteCancel:
-		if string(m) != fasthttp.MethodPost {
-			h.answer(ctx, route, aMethodPost)
-			return
+		if h.method(ctx, route, fasthttp.MethodPost) {
+			h.payOrCancel(ctx, now, route, arg)
 		}
-		h.payOrCancel(ctx, now, route, arg)
 	case obs.RouteSale:
-		if string(m) != fasthttp.MethodGet {
-			h.answer(ctx, route, aMethodGet)
-			return
+		if h.method(ctx, route, fasthttp.MethodGet) {
+			h.sale(ctx, now, arg)
 		}
-		h.sale(ctx, now, arg)
 	case obs.RouteTicket:
-		if string(m) != fasthttp.MethodPost {
-			h.answer(ctx, route, aMethodPost)
-			return
+		if h.method(ctx, route, fasthttp.MethodPost) {
+			h.ticket(ctx, now, arg)
 		}
-		h.ticket(ctx, now, arg)
 	case obs.RoutePage:
 		h.salePage(ctx, arg)
 	case obs.RouteDev:
 		h.devToken(ctx, now)
 	case obs.RouteTime:
-		if string(m) != fasthttp.MethodGet {
-			h.answer(ctx, route, aMethodGet)
-			return
+		if h.method(ctx, route, fasthttp.MethodGet) {
+			h.serverTime(ctx, now)
 		}
-		h.serverTime(ctx, now)
 	default:
 		h.answer(ctx, route, aNotFound)
 	}
+}
+
+// method reports whether the request's method is want (GET or POST); when
+// it is not, it has answered 405 naming want in Allow.
+func (h *Handler) method(ctx *fasthttp.RequestCtx, route obs.Route, want string) bool {
+	if string(ctx.Method()) == want {
+		return true
+	}
+	if want == fasthttp.MethodPost {
+		h.answer(ctx, route, aMethodPost)
+	} else {
+		h.answer(ctx, route, aMethodGet)
+	}
+	return false
 }
 
 // clientAllowed applies the per-IP bucket; on refusal it has answered 429.
