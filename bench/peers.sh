@@ -49,8 +49,8 @@ GO_PROCS=${GO_PROCS:-1}
 # The accepted rows' sales have flashctl's default shard count, one per
 # master (ACCEPT_SHARDS=N for another): a reservation batch then joins every
 # purchase a master gets into one script call. With 8 shards on 3 masters
-# the row measured 0.49-0.64 of the peer against 0.80-0.86 with 3
-# (2026-12-02, alternated, four runs each way).
+# the row measured 0.49-0.64 of the peer against 0.57-0.86 with 3
+# (2026-12-02, alternated, four runs each way; medians 0.58 and 0.82).
 ACCEPT_SHARDS=${ACCEPT_SHARDS:-}
 rm -rf "$RUN" && mkdir -p "$RUN"
 source .run/env
