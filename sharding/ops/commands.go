@@ -163,8 +163,7 @@ func reconcileFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error
 	fs.Var(&sale, "sale", "sale `id`")
 	fs.BoolVar(&opt.Repair, "repair", false, "repair what is found (compare-and-set)")
 	fs.DurationVar(&opt.Grace, "grace", 30*time.Second, "`age` after which a reservation missing from PostgreSQL counts as lost")
-	group := fs.String("writer-group", orderevent.DefaultGroup, "the writers' Kafka consumer `group`: an orphan is released only once it has no lag (env FLASHSALE_GROUP)")
-	topic := fs.String("orders-topic", orderevent.DefaultTopic, "the order events' Kafka `topic` (env FLASHSALE_TOPIC)")
+	group, topic := lagFlags(fs, "an orphan is released only once it has no lag")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		if err := needSale("reconcile", &sale); err != nil {
 			return 0, err
@@ -198,22 +197,29 @@ func reconcileFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error
 	}
 }
 
+// lagFlags defines --writer-group and --orders-topic, the writers' consumer
+// group and the topic whose lag a command reads (why: what it is read for).
+// In the ops pod they default from the writer's own variables (envDefaults).
+func lagFlags(fs *flag.FlagSet, why string) (group, topic *string) {
+	group = fs.String("writer-group", orderevent.DefaultGroup, "the writers' Kafka consumer `group`: "+why+" (env FLASHSALE_GROUP)")
+	topic = fs.String("orders-topic", orderevent.DefaultTopic, "the order events' Kafka `topic` (env FLASHSALE_TOPIC)")
+	return group, topic
+}
+
 func toolboxFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
-	o := reachOptions{timeout: 10 * time.Second}
 	var once bool
 	var every time.Duration
 	fs.BoolVar(&once, "once", false, "check once and exit 1 when a store does not answer (the readiness probe)")
 	fs.DurationVar(&every, "every", time.Minute, "`interval` between two checks")
-	fs.StringVar(&o.group, "writer-group", orderevent.DefaultGroup, "the writers' Kafka consumer `group` whose lag a check reads (env FLASHSALE_GROUP)")
-	fs.StringVar(&o.topic, "orders-topic", orderevent.DefaultTopic, "the order events' Kafka `topic` (env FLASHSALE_TOPIC)")
+	group, topic := lagFlags(fs, "a check reads its lag")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		switch {
 		case every < time.Second:
 			return 0, usagef("toolbox: --every must be at least 1s")
-		case o.group == "" || o.topic == "":
+		case *group == "" || *topic == "":
 			return 0, usagef("toolbox: --writer-group and --orders-topic must not be empty")
 		}
-		return runToolbox(ctx, e, o, once, every)
+		return runToolbox(ctx, e, reachOptions{group: *group, topic: *topic, timeout: 10 * time.Second}, once, every)
 	}
 }
 
