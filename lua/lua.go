@@ -46,6 +46,12 @@ var Void string
 //go:embed act.lua
 var Act string
 
+// VoidAct undoes a pay or cancel attempt whose answer never reached its
+// client. See void_act.lua.
+//
+//go:embed void_act.lua
+var VoidAct string
+
 // ExpireClaim claims an unpaid order for expiry. See expire_claim.lua.
 //
 //go:embed expire_claim.lua

@@ -48,6 +48,7 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_gateway_ratelimited_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_ambiguous_reservations_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_voids_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_gateway_act_voids_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_journal_full_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_replica_ack_shortfalls_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_replica_ack_unconfirmed_total", dto.MetricType_COUNTER, "gateway"},

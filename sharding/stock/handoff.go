@@ -88,6 +88,7 @@ const (
 	ActNotFound  = "NOTFOUND"
 	ActFull      = "FULL"
 	ActFrozen    = "FROZEN"
+	ActVoided    = "VOIDED"
 	ActPay       = "pay"
 	ActCancel    = "cancel"
 	actExpired   = StatusExpired
@@ -104,15 +105,15 @@ type ActRequest struct {
 	UserID  uint64
 	OrderID sharding.OrderID
 	At      time.Time
-	Bound   int // most entries the shard's journal may hold (0: DefaultJournalBound)
+	Bound   int    // most entries the shard's journal may hold (0: DefaultJournalBound)
+	Attempt uint64 // unique per request: VoidAct names the attempt it undoes
 }
 
 // Act journals a pay or cancel request after checking it against the order
 // record (see act.lua) and returns the script's verdict: ActOK or ActAgain
 // (accepted), ActNotFound, a status the order is already past (PAID,
-// CANCELLED, EXPIRED, FAILED), ActFull or ActFrozen (nothing written). An
-// error leaves the outcome unknown; the request is idempotent, so the client
-// retries.
+// CANCELLED, EXPIRED, FAILED), ActFull, ActFrozen or ActVoided (nothing
+// written). An error leaves the outcome unknown: VoidAct settles it.
 func (s *Store) Act(ctx context.Context, a ActRequest) (string, error) {
 	keys := []string{
 		string(sharding.AppendOrderKey(nil, a.Tag, a.OrderID)),
@@ -120,17 +121,44 @@ func (s *Store) Act(ctx context.Context, a ActRequest) (string, error) {
 		string(sharding.AppendEventsKey(nil, a.Tag)),
 	}
 	args := []string{a.Action, strconv.FormatUint(a.UserID, 10), a.OrderID.String(), strconv.FormatInt(a.SaleID, 10),
-		strconv.Itoa(bound(a.Bound)), strconv.FormatInt(a.At.UnixMilli(), 10)}
+		strconv.Itoa(bound(a.Bound)), strconv.FormatInt(a.At.UnixMilli(), 10), strconv.FormatUint(a.Attempt, 10)}
 	rr, _ := s.evalAck(ctx, actScript, keys, args, false)
 	v, err := rr.ToString()
 	if err != nil {
 		return "", fmt.Errorf("journaling %s: %w", a.Action, err)
 	}
 	switch v {
-	case ActOK, ActAgain, ActNotFound, ActFull, ActFrozen, actExpired, actPaid, actCancelled, actFailed:
+	case ActOK, ActAgain, ActNotFound, ActFull, ActFrozen, ActVoided, actExpired, actPaid, actCancelled, actFailed:
 		return v, nil
 	}
 	return "", fmt.Errorf("journaling %s: unknown reply %q", a.Action, v)
+}
+
+// VoidAct undoes pay or cancel attempt a.Attempt, or makes sure it never
+// takes effect (see void_act.lua): Voided (the request taken back),
+// VoidStands (a relay took it: the request stands), VoidFenced (the attempt
+// had not run) or VoidNothing (another attempt, which may have been told
+// 202, still holds the request; or no such order). It is idempotent; after
+// any outcome but VoidStands nothing comes of the attempt itself.
+func (s *Store) VoidAct(ctx context.Context, a ActRequest) (VoidOutcome, error) {
+	keys := []string{
+		string(sharding.AppendOrderKey(nil, a.Tag, a.OrderID)),
+		string(sharding.AppendFenceKey(nil, a.Tag)),
+		string(sharding.AppendEventsKey(nil, a.Tag)),
+		string(sharding.AppendTakenKey(nil, a.Tag)),
+	}
+	rr, _ := s.evalAck(ctx, voidActScript, keys, []string{strconv.FormatUint(a.Attempt, 10)}, false)
+	n, err := rr.AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("voiding %s attempt: %w", a.Action, err)
+	}
+	if n == -1 {
+		return 0, fmt.Errorf("voiding %s attempt: %w", a.Action, ErrFrozen)
+	}
+	if n < 0 || n > 3 {
+		return 0, fmt.Errorf("voiding %s attempt: unknown reply %d", a.Action, n)
+	}
+	return VoidOutcome(n), nil
 }
 
 // Claim verdicts of ExpireClaims (see expire_claim.lua).

@@ -243,7 +243,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 
 	reserve, release, status := rueidis.NewLuaScript(lua.Reserve), rueidis.NewLuaScript(lua.Release), rueidis.NewLuaScript(lua.Status)
 	void, act, claim, relay := rueidis.NewLuaScript(lua.Void), rueidis.NewLuaScript(lua.Act), rueidis.NewLuaScript(lua.ExpireClaim), rueidis.NewLuaScript(lua.Relay)
-	persisted := rueidis.NewLuaScript(lua.Persisted)
+	persisted, voidAct := rueidis.NewLuaScript(lua.Persisted), rueidis.NewLuaScript(lua.VoidAct)
 	dropBuyer := rueidis.NewLuaScript(lua.DropBuyer)
 	events := string(sharding.AppendEventsKey(nil, tag))
 	marker := string(sharding.AppendNoMoveKey(nil, tag))
@@ -282,9 +282,14 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"void: wrong arg count", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77"}, "want 6 keys and 4 args"},
 		{"void: empty attempt", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77", id.String(), "", "60"}, "bad arguments"},
 		{"void: ttl zero", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77", id.String(), "1", "0"}, "bad arguments"},
-		{"act: unknown action", act, []string{order, fence, events}, []string{"refund", "77", id.String(), "7", "10", "1"}, "bad arguments"},
-		{"act: wrong key count", act, []string{order, fence}, []string{"pay", "77", id.String(), "7", "10", "1"}, "want 3 keys and 6 args"},
-		{"act: bound zero", act, []string{order, fence, events}, []string{"pay", "77", id.String(), "7", "0", "1"}, "bad arguments"},
+		{"act: unknown action", act, []string{order, fence, events}, []string{"refund", "77", id.String(), "7", "10", "1", "5"}, "bad arguments"},
+		{"act: wrong key count", act, []string{order, fence}, []string{"pay", "77", id.String(), "7", "10", "1", "5"}, "want 3 keys and 7 args"},
+		{"act: no attempt", act, []string{order, fence, events}, []string{"pay", "77", id.String(), "7", "10", "1"}, "want 3 keys and 7 args"},
+		{"act: bound zero", act, []string{order, fence, events}, []string{"pay", "77", id.String(), "7", "0", "1", "5"}, "bad arguments"},
+		{"act: attempt not a number", act, []string{order, fence, events}, []string{"pay", "77", id.String(), "7", "10", "1", "5,6"}, "bad arguments"},
+		{"void_act: wrong key count", voidAct, []string{order, fence, events}, []string{"5"}, "want 4 keys and 1 arg"},
+		{"void_act: no attempt", voidAct, []string{order, fence, events, taken}, nil, "want 4 keys and 1 arg"},
+		{"void_act: attempt not a number", voidAct, []string{order, fence, events, taken}, []string{"x"}, "bad arguments"},
 		{"expire_claim: args given", claim, []string{order, fence}, []string{"x"}, "want 2 keys and 0 args"},
 		{"relay: too few keys", relay, []string{events, lease, taken}, []string{"tok", "1000", "0"}, "want 4 keys and 3 or 4 args"},
 		{"relay: too few args", relay, []string{events, lease, taken, mark}, []string{"tok", "1000"}, "want 4 keys and 3 or 4 args"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,10 +33,14 @@ import (
 
 var secret = []byte("integration-secret-0123456789")
 
-// countingStore counts every Redis call the handler makes.
+// countingStore counts every Redis call the handler makes. It also injects
+// faults over the real store: loseActs Act calls run and then report a lost
+// reply, and VoidAct fails before reaching Redis until voidsDown (unix ns).
 type countingStore struct {
 	httpapi.Store
-	calls atomic.Int64
+	calls     atomic.Int64
+	loseActs  atomic.Int32
+	voidsDown atomic.Int64
 }
 
 func (c *countingStore) Reserve(ctx context.Context, r stock.Reservation) (stock.Result, error) {
@@ -50,7 +55,21 @@ func (c *countingStore) Void(ctx context.Context, r stock.Reservation) (stock.Vo
 
 func (c *countingStore) Act(ctx context.Context, a stock.ActRequest) (string, error) {
 	c.calls.Add(1)
-	return c.Store.Act(ctx, a)
+	v, err := c.Store.Act(ctx, a)
+	for n := c.loseActs.Load(); err == nil && n > 0; n = c.loseActs.Load() {
+		if c.loseActs.CompareAndSwap(n, n-1) {
+			return "", errors.New("injected: the reply was lost")
+		}
+	}
+	return v, err
+}
+
+func (c *countingStore) VoidAct(ctx context.Context, a stock.ActRequest) (stock.VoidOutcome, error) {
+	c.calls.Add(1)
+	if time.Now().UnixNano() < c.voidsDown.Load() {
+		return 0, errors.New("injected: redis unreachable")
+	}
+	return c.Store.VoidAct(ctx, a)
 }
 
 func (c *countingStore) Holder(ctx context.Context, tag string, user uint64) (sharding.OrderID, bool, error) {

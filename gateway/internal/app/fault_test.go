@@ -2,14 +2,19 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
+	"flashsale/writer/orderevent"
 )
 
 // TestFaultRedisStallSettles: the master of the sale's only shard stops
@@ -102,6 +107,154 @@ func TestFaultRedisStallSettles(t *testing.T) {
 	if n := s.remaining(); n != 4 {
 		t.Fatalf("%d units after one sale, want 4", n)
 	}
+}
+
+// TestFaultRedisStallPaySettles: a pay whose outcome the gateway cannot learn
+// is answered 503 only once nothing can come of it, as a purchase's.
+//
+// First the master of the order's shard stops running writes (CLIENT PAUSE
+// WRITE) for longer than the request's budget and the release budget
+// together: the pay answers 503 UNAVAILABLE within the stall, and once it
+// ends the void queued in the background settles the attempt (rueidis gave
+// up the script's connection, so it never ran, or it ran and the void takes
+// it back). Then the pay's script runs but its reply is lost, and Redis
+// stays away from this gateway for a second (both injected at the gateway's
+// Store, over the real cluster; away for the relays too, as in an outage, or
+// for less than the hold): the answer is 503, the pay is in the
+// journal meanwhile, and the queued void takes it back before the relay's
+// hold lets any relay see it. Without the void that pay went through after
+// its 503 (the defect this test was written for). In both cases no pay event
+// reaches Kafka and the order is PENDING and unmarked; the next pay is
+// accepted and relayed once.
+func TestFaultRedisStallPaySettles(t *testing.T) {
+	s := start(t, 5, 1, nil, "")
+	ctx := context.Background()
+	rc := testenv.NewRedis(t)
+	top, err := stock.Topology(ctx, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := s.sale.Shards[0]
+	node, ok := rc.Nodes()[top.MasterOfTag(tag)]
+	if !ok {
+		t.Fatalf("no connection to %s", top.MasterOfTag(tag))
+	}
+	tok := token(t, 1)
+	code, body := s.do("POST", s.purchasePath(), tok)
+	if code != 202 {
+		t.Fatalf("purchase: %d %s", code, body)
+	}
+	var placed struct{ OrderID string }
+	if err := json.Unmarshal([]byte(body), &placed); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := sharding.ParseOrderID([]byte(placed.OrderID))
+	record := string(sharding.AppendOrderKey(nil, tag, id))
+	payPath := "/api/flash-sales/orders/" + placed.OrderID + "/pay"
+	journaledPays := func() int {
+		es, err := rc.Do(ctx, rc.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()).AsXRange()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range es {
+			if e.FieldValues["t"] == "pay" {
+				n++
+			}
+		}
+		return n
+	}
+	settled := func(phase string, since time.Time, after time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			q, err := rc.Do(ctx, rc.B().Hget().Key(record).Field("q").Build()).ToString()
+			if rueidis.IsRedisNil(err) && journaledPays() == 0 && s.app.Handler.RetriesPending() == 0 && time.Since(since) > after {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the order's request mark is %q (%v), %d pays journaled, %d voids queued; want none of them",
+					phase, q, err, journaledPays(), s.app.Handler.RetriesPending())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	const pause = 1500 * time.Millisecond
+	if err := node.Do(ctx, node.B().ClientPause().Timeout(pause.Milliseconds()).Write().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	t.Cleanup(func() { _ = node.Do(context.Background(), node.B().ClientUnpause().Build()).Error() })
+	if code, body := s.do("POST", payPath, tok); code != 503 || body != `{"error":"UNAVAILABLE"}` {
+		t.Fatalf("pay during the stall: %d %s", code, body)
+	}
+	if took := time.Since(paused); took > pause {
+		t.Fatalf("the 503 took %v, longer than the stall: the budget did not hold", took)
+	}
+	settled("after the stall", paused, pause)
+
+	// Redis away for the release budget and a little more: the void is
+	// queued, and lands well within the relay's hold (1s) of the entry.
+	s.counter.loseActs.Store(1)
+	s.counter.voidsDown.Store(time.Now().Add(550 * time.Millisecond).UnixNano())
+	if code, body := s.do("POST", payPath, tok); code != 503 || body != `{"error":"UNAVAILABLE"}` {
+		t.Fatalf("pay whose reply was lost: %d %s", code, body)
+	}
+	lost := time.Now()
+	if n := journaledPays(); n != 1 {
+		t.Fatalf("%d pays journaled right after the lost reply, want the script's one", n)
+	}
+	settled("after the lost reply", lost, 0)
+	for _, o := range []string{"stands", "gave_up"} {
+		if n := counter(t, s, "flashsale_gateway_act_voids_total", o); n != 0 {
+			t.Fatalf("act_voids_total{outcome=%q} = %v, want 0", o, n)
+		}
+	}
+	if n := counter(t, s, "flashsale_gateway_act_voids_total", "voided"); n != 1 {
+		t.Fatalf("act_voids_total{outcome=\"voided\"} = %v, want 1 (the lost reply's)", n)
+	}
+
+	// Past the relay's hold: the reservation was relayed, no pay was.
+	time.Sleep(1500 * time.Millisecond)
+	if got := typesOf(t, s.topic, placed.OrderID, 2*time.Second); got[orderevent.Reserved] != 1 || got[orderevent.Pay] != 0 {
+		t.Fatalf("events of the order on the topic: %v; want its reservation and no pay", got)
+	}
+	if code, body := s.do("POST", payPath, tok); code != 202 {
+		t.Fatalf("pay after the faults: %d %s", code, body)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := typesOf(t, s.topic, placed.OrderID, time.Second)
+		if got[orderevent.Pay] == 1 {
+			break
+		}
+		if got[orderevent.Pay] > 1 || time.Now().After(deadline) {
+			t.Fatalf("events of the order on the topic: %v; want one pay", got)
+		}
+	}
+}
+
+// typesOf reads topic from the start for wait and counts the events of
+// order id by type.
+func typesOf(t *testing.T, topic, id string, wait time.Duration) map[orderevent.Type]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.KafkaBrokers()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	out := map[orderevent.Type]int{}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	for ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			if ev, err := orderevent.Decode(r.Value); err == nil && ev.OrderID.String() == id {
+				out[ev.Type]++
+			}
+		})
+	}
+	return out
 }
 
 // counter reads a counter of the gateway's registry, the child whose one label

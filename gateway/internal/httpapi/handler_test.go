@@ -11,9 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/valyala/fasthttp"
+
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
+	"flashsale/writer/orderevent"
 )
 
 const purchasePath = "/api/flash-sales/items/7/purchase"
@@ -612,30 +615,103 @@ func TestEveryForwardedForLineIsRead(t *testing.T) {
 	}
 }
 
-// A pay whose reply is lost is asked again: the second call finds the first
-// one's mark and the answer is 202, journaled once; with Redis down the whole
-// release budget the answer is 503 and nothing was journaled.
-func TestPayReplyLostIsAskedAgain(t *testing.T) {
-	e := newEnv(t, envOpt{stockPerShard: 5})
-	c := e.serve("10.0.0.1")
-	tok := e.token(42)
-	r := do(t, c, "POST", purchasePath, tok)
-	want(t, r, 202, "")
-	id := orderIDOf(t, r.body)
-	e.st.set(func(f *fakeStore) { f.lostActs = 1 })
-	want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id.String()+"/pay", tok), 202, `{"orderId":"`+id.String()+`","status":"PENDING"}`)
-	if j := e.st.journal(); len(j) != 2 {
-		t.Fatalf("journal %+v: want the reservation and one pay", j)
+// A pay or cancel whose outcome is unknown is settled as a purchase is: its
+// attempt is voided before the answer, so that a 503 is true (nothing
+// journaled, nothing will be) and a 202 is too.
+func TestPayOutcomeUnknownIsSettled(t *testing.T) {
+	// bought returns a client, the buyer's token and the order id of a 202.
+	bought := func(t *testing.T, e *env) (*fasthttp.Client, string, string) {
+		c := e.serve("10.0.0.1")
+		tok := e.token(42)
+		r := do(t, c, "POST", purchasePath, tok)
+		want(t, r, 202, "")
+		return c, tok, orderIDOf(t, r.body).String()
 	}
-	tok2 := e.token(43)
-	r = do(t, c, "POST", purchasePath, tok2)
-	want(t, r, 202, "")
-	id2 := orderIDOf(t, r.body)
-	e.st.set(func(f *fakeStore) { f.actErr = errRedisDown })
-	want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id2.String()+"/pay", tok2), 503, `{"error":"UNAVAILABLE"}`)
-	if j := e.st.journal(); len(j) != 3 {
-		t.Fatalf("journal %+v: the pay refused with 503 was journaled", j)
+	pays := func(e *env) (n int) {
+		for _, ev := range e.st.journal() {
+			if ev.Type == orderevent.Pay {
+				n++
+			}
+		}
+		return n
 	}
+	drain := func(t *testing.T, e *env) {
+		deadline := time.Now().Add(5 * time.Second)
+		for e.h.retries.pending() > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := e.h.retries.pending(); n > 0 {
+			t.Fatalf("%d voids still queued", n)
+		}
+	}
+	t.Run("reply lost once: voided, asked again, 202", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 5})
+		c, tok, id := bought(t, e)
+		e.st.set(func(f *fakeStore) { f.lostActs = 1 })
+		want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id+"/pay", tok), 202, `{"orderId":"`+id+`","status":"PENDING"}`)
+		if n := pays(e); n != 1 {
+			t.Fatalf("%d pay entries journaled, want one (the lost attempt's taken back)", n)
+		}
+	})
+	t.Run("reply lost, then Redis away: 503, and the queued void takes it back", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 5})
+		c, tok, id := bought(t, e)
+		e.st.set(func(f *fakeStore) { f.lostActs, f.voidErr = 1, errRedisDown })
+		want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id+"/pay", tok), 503, `{"error":"UNAVAILABLE"}`)
+		if n := e.h.retries.pending(); n != 1 {
+			t.Fatalf("%d voids queued, want 1", n)
+		}
+		if n := pays(e); n != 1 {
+			t.Fatalf("%d pay entries before the void, want the lost attempt's", n)
+		}
+		e.st.set(func(f *fakeStore) { f.voidErr = nil })
+		drain(t, e)
+		if n := pays(e); n != 0 {
+			t.Fatalf("%d pay entries after a 503, want none", n)
+		}
+		// The order is PENDING again: a new pay is accepted.
+		want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id+"/pay", tok), 202, "")
+		if n := pays(e); n != 1 {
+			t.Fatalf("%d pay entries, want 1", n)
+		}
+	})
+	t.Run("Redis away before the script: 503, fenced", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 5})
+		c, tok, id := bought(t, e)
+		e.st.set(func(f *fakeStore) { f.actErr, f.voidErr = errRedisDown, errRedisDown })
+		want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id+"/cancel", tok), 503, `{"error":"UNAVAILABLE"}`)
+		e.st.set(func(f *fakeStore) { f.voidErr = nil })
+		drain(t, e)
+		if n := counterValue(t, e.h, "flashsale_gateway_act_voids_total", "fenced"); n != 1 {
+			t.Fatalf("act voids fenced: %v, want 1", n)
+		}
+		if j := e.st.journal(); len(j) != 1 {
+			t.Fatalf("journal %+v: a cancel answered 503 was journaled", j)
+		}
+	})
+	t.Run("reply lost, entry already relayed: 202", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 5})
+		c, tok, id := bought(t, e)
+		e.st.set(func(f *fakeStore) { f.lostActs, f.taken = 2, true })
+		want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id+"/pay", tok), 202, `{"orderId":"`+id+`","status":"PENDING"}`)
+		if n := pays(e); n != 1 {
+			t.Fatalf("%d pay entries, want 1", n)
+		}
+	})
+	t.Run("another request holds it: its 202 stays true", func(t *testing.T) {
+		e := newEnv(t, envOpt{stockPerShard: 5})
+		c, tok, id := bought(t, e)
+		want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id+"/pay", tok), 202, "")
+		// A second pay's AGAIN reply is lost and Redis goes: its void (queued)
+		// lets go of the request, which the first one still holds.
+		e.st.set(func(f *fakeStore) { f.lostActs, f.voidErr = 1, errRedisDown })
+		want(t, do(t, c, "POST", "/api/flash-sales/orders/"+id+"/pay", tok), 503, `{"error":"UNAVAILABLE"}`)
+		e.st.set(func(f *fakeStore) { f.voidErr = nil })
+		drain(t, e)
+		if n := pays(e); n != 1 {
+			t.Fatalf("%d pay entries, want the first request's", n)
+		}
+	})
 }
 
 func TestServerTime(t *testing.T) {

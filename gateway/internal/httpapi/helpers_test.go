@@ -70,7 +70,7 @@ type fakeStore struct {
 	// lostReply makes Reserve apply the script and then report an error, as
 	// when the reply is lost on the way back.
 	lostReply bool
-	voidErr   error // returned by Void when set
+	voidErr   error // returned by Void and VoidAct when set
 	// lostActs makes that many Act calls apply and then report an error;
 	// actErr fails every Act call before it applies.
 	lostActs int
@@ -95,6 +95,9 @@ type fakeRecord struct {
 	attempt uint64
 	event   int    // index in events, -1 when none
 	q       string // accepted request: pay, cancel, exp
+	qEvent  int    // index in events of the request's entry
+	holders map[uint64]bool
+	fenced  map[uint64]bool // voided pay and cancel attempts
 }
 
 type fakeEvent struct {
@@ -211,24 +214,24 @@ func (f *fakeStore) Act(_ context.Context, a stock.ActRequest) (string, error) {
 
 func (f *fakeStore) act(a stock.ActRequest) (string, error) {
 	rec, ok := f.records[a.OrderID]
+	if ok && rec.fenced[a.Attempt] {
+		return stock.ActVoided, nil
+	}
 	if !ok || rec.UserID != a.UserID || rec.Status == stock.StatusVoid {
 		return stock.ActNotFound, nil
 	}
 	if rec.Status != stock.StatusPending {
 		return rec.Status, nil
 	}
-	switch rec.q {
-	case "exp":
+	switch {
+	case rec.q == "exp":
 		return stock.StatusExpired, nil
-	case stock.ActPay:
-		if a.Action == stock.ActPay {
-			return stock.ActAgain, nil
-		}
+	case rec.q == a.Action:
+		rec.holders[a.Attempt] = true
+		return stock.ActAgain, nil
+	case rec.q == stock.ActPay:
 		return stock.StatusPaid, nil
-	case stock.ActCancel:
-		if a.Action == stock.ActCancel {
-			return stock.ActAgain, nil
-		}
+	case rec.q == stock.ActCancel:
 		return stock.StatusCancelled, nil
 	}
 	if !time.Now().Before(rec.Expires) {
@@ -242,9 +245,48 @@ func (f *fakeStore) act(a stock.ActRequest) (string, error) {
 		typ = orderevent.Cancel
 	}
 	f.events = append(f.events, fakeEvent{Event: orderevent.Event{Type: typ, OrderID: a.OrderID, SaleID: a.SaleID, ItemID: rec.ItemID,
-		UserID: a.UserID, Created: rec.Created, Expires: rec.Expires, At: a.At}})
-	rec.q = a.Action
+		UserID: a.UserID, Created: rec.Created, Expires: rec.Expires, At: a.At}, taken: f.taken})
+	rec.q, rec.qEvent, rec.holders = a.Action, len(f.events)-1, map[uint64]bool{a.Attempt: true}
 	return stock.ActOK, nil
+}
+
+// VoidAct is void_act.lua: fence the attempt; the last holder of the
+// request to let go takes it back unless a relay took it.
+func (f *fakeStore) VoidAct(_ context.Context, a stock.ActRequest) (stock.VoidOutcome, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	f.voids++
+	if f.voidErr != nil {
+		return 0, f.voidErr
+	}
+	rec, ok := f.records[a.OrderID]
+	if !ok {
+		return stock.VoidNothing, nil
+	}
+	if rec.fenced == nil {
+		rec.fenced = map[uint64]bool{}
+	}
+	rec.fenced[a.Attempt] = true
+	if !rec.holders[a.Attempt] {
+		if rec.q != "" {
+			return stock.VoidNothing, nil
+		}
+		return stock.VoidFenced, nil
+	}
+	if rec.Status != stock.StatusPending {
+		return stock.VoidStands, nil
+	}
+	delete(rec.holders, a.Attempt)
+	if len(rec.holders) > 0 {
+		return stock.VoidNothing, nil
+	}
+	if f.events[rec.qEvent].taken {
+		return stock.VoidStands, nil
+	}
+	f.events[rec.qEvent].deleted = true
+	rec.q = ""
+	return stock.Voided, nil
 }
 
 func (f *fakeStore) Order(_ context.Context, _ string, id sharding.OrderID) (stock.OrderRecord, bool, error) {
@@ -514,4 +556,26 @@ func (f *fakeStore) Holder(_ context.Context, tag string, userID uint64) (shardi
 	}
 	id, ok := f.buyers[tag][userID]
 	return id, ok, nil
+}
+
+// counterValue reads a counter of h's registry: the child whose one label
+// has value label.
+func counterValue(t *testing.T, h *Handler, name, label string) float64 {
+	t.Helper()
+	fams, err := h.Metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if len(m.GetLabel()) == 1 && m.GetLabel()[0].GetValue() == label {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	t.Fatalf("no %s{%s}", name, label)
+	return 0
 }

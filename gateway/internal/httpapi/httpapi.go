@@ -56,6 +56,8 @@ type Store interface {
 	Void(ctx context.Context, r stock.Reservation) (stock.VoidOutcome, error)
 	// Act journals a pay or cancel request.
 	Act(ctx context.Context, a stock.ActRequest) (string, error)
+	// VoidAct undoes a pay or cancel attempt whose answer was not given in time.
+	VoidAct(ctx context.Context, a stock.ActRequest) (stock.VoidOutcome, error)
 	// Order reads an order record.
 	Order(ctx context.Context, tag string, id sharding.OrderID) (stock.OrderRecord, bool, error)
 	// Holder reads the order a user holds in a sale from the user's home
@@ -189,6 +191,9 @@ const DefaultJournalBound = stock.DefaultJournalBound
 
 // Close stops the background retry queue; voids still queued are logged.
 func (h *Handler) Close() { h.retries.close() }
+
+// RetriesPending returns the voids waiting in the background queue.
+func (h *Handler) RetriesPending() int { return h.retries.pending() }
 
 // Handle is the fasthttp request handler.
 func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"context"
 	"strconv"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/obs"
 	"flashsale/sharding"
-	"flashsale/sharding/backoff"
 	"flashsale/sharding/stock"
 )
 
@@ -98,9 +96,8 @@ func (h *Handler) loadOrder(ctx *fasthttp.RequestCtx, now time.Time, route obs.R
 // (stock.Store.Act), which checks it against the order record in the same
 // step; see the README for the table of answers. A 202 means the same as a
 // purchase's: the request is journaled and reaches the writer after the
-// order's reservation. A failed call is asked again within the release budget
-// (the request is idempotent): a 503 is left only when Redis stays
-// unreachable, and then the outcome is not known; the client retries.
+// order's reservation. A 503 means the same too: this request changed
+// nothing and nothing will come of it (see settleAct).
 func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs.Route, arg []byte) {
 	rec, id, ok := h.loadOrder(ctx, now, route, arg)
 	if !ok {
@@ -108,7 +105,8 @@ func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs
 	}
 	pay := route == obs.RoutePay
 	sale := h.Catalog.Snapshot().Sale(id.SaleID())
-	a := stock.ActRequest{Action: stock.ActCancel, SaleID: id.SaleID(), UserID: rec.UserID, OrderID: id, At: now, Bound: h.cfg.JournalBound}
+	a := stock.ActRequest{Action: stock.ActCancel, SaleID: id.SaleID(), UserID: rec.UserID, OrderID: id, At: now,
+		Bound: h.cfg.JournalBound, Attempt: h.attempt()}
 	if pay {
 		a.Action = stock.ActPay
 	}
@@ -116,17 +114,17 @@ func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs
 	rctx, _ := h.deadlines.get(now)
 	v, err := h.Store.Act(rctx, a)
 	if err != nil {
-		// The request may have been journaled (a lost reply). It is
-		// idempotent: asking again within the release budget turns a lost
-		// reply into its verdict (AGAIN when the first one took), so that
-		// a 503 is left only when Redis stays unreachable.
 		h.Metrics.RedisError()
-		v, err = h.actAgain(a)
+		if v, ok = h.settleAct(a); !ok {
+			h.answer(ctx, route, aUnavailable)
+			return
+		}
 	}
-	if err != nil {
-		h.answer(ctx, route, aUnavailable)
-		return
-	}
+	h.answerAct(ctx, route, id, pay, v)
+}
+
+// answerAct answers the verdict v of a pay (pay true) or cancel request.
+func (h *Handler) answerAct(ctx *fasthttp.RequestCtx, route obs.Route, id sharding.OrderID, pay bool, v string) {
 	switch v {
 	case stock.ActOK, stock.ActAgain:
 		h.answerOrder(ctx, route, aAccepted, id, stock.StatusPending)
@@ -137,6 +135,8 @@ func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs
 		h.answer(ctx, route, aUnavailable)
 	case stock.ActFrozen:
 		h.Catalog.RefreshSoon()
+		h.answer(ctx, route, aUnavailable)
+	case stock.ActVoided: // cannot happen: only a settled attempt is voided
 		h.answer(ctx, route, aUnavailable)
 	case stock.StatusPaid:
 		if pay {
@@ -154,22 +154,6 @@ func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs
 		h.answer(ctx, route, aOrderExpired)
 	default:
 		h.answer(ctx, route, aOrderFailed)
-	}
-}
-
-// actAgain repeats a after a failed Act until it gets a verdict or the
-// release budget ends.
-func (h *Handler) actAgain(a stock.ActRequest) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.ReleaseBudget)
-	defer cancel()
-	for attempt := 0; ; attempt++ {
-		v, err := h.Store.Act(ctx, a)
-		if err == nil {
-			return v, nil
-		}
-		if !backoff.Sleep(ctx, inRequest.Wait(attempt)) {
-			return "", err
-		}
 	}
 }
 

@@ -46,10 +46,51 @@ func (p *purchase) settle() {
 // voidOnce voids r, trying again within ctx while Redis errs (each try is
 // idempotent), and counts the outcome.
 func (h *Handler) voidOnce(ctx context.Context, r stock.Reservation) (stock.VoidOutcome, error) {
-	for attempt := 0; ; attempt++ {
-		out, err := h.Store.Void(ctx, r)
+	return h.voidWithin(ctx, retryItem{r: r})
+}
+
+// settleAct settles a pay or cancel attempt whose outcome is unknown (its
+// reply was lost or came after the budget, or its WAIT failed) as settle
+// does a purchase's: the attempt is voided (stock.Store.VoidAct) before the
+// client hears anything. When the void found it standing (a relay took its
+// entry) the verdict is ActAgain, a 202. Otherwise Redis answers again, so
+// the request is made once more under a new attempt, within the release
+// budget, and that one's verdict is answered: a blip costs the client
+// nothing. It reports false for a 503, which is then true: the request
+// changed nothing. A void that could not reach Redis goes to the background
+// queue, which lands it before any relay may take the entry, as a
+// purchase's.
+func (h *Handler) settleAct(a stock.ActRequest) (string, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.ReleaseBudget)
+	defer cancel()
+	for again := false; ; again = true {
+		out, err := h.voidWithin(ctx, retryItem{act: &a})
+		switch {
+		case err != nil:
+			h.retries.push(retryItem{act: &a})
+			h.Metrics.ActVoided(obs.VoidQueued)
+			return "", false
+		case out == stock.VoidStands:
+			return stock.ActAgain, true
+		case again || ctx.Err() != nil:
+			return "", false
+		}
+		a.Attempt = h.attempt()
+		v, err := h.Store.Act(ctx, a)
 		if err == nil {
-			h.Metrics.Voided(int(out))
+			return v, true
+		}
+		h.Metrics.RedisError()
+	}
+}
+
+// voidWithin voids it (a purchase's attempt or a pay or cancel's), trying
+// again within ctx while Redis errs (each try is idempotent), and counts
+// the outcome.
+func (h *Handler) voidWithin(ctx context.Context, it retryItem) (stock.VoidOutcome, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := it.void(ctx, h)
+		if err == nil {
 			return out, nil
 		}
 		if errors.Is(err, stock.ErrFrozen) {
@@ -97,11 +138,38 @@ type retryQueue struct {
 	done  chan struct{}
 }
 
+// retryItem is one void: of a purchase attempt (r), or of a pay or cancel
+// attempt (act set).
 type retryItem struct {
 	r       stock.Reservation
+	act     *stock.ActRequest
 	due     time.Time
 	attempt int
 	until   time.Time
+}
+
+// void runs the void once and counts its outcome.
+func (it *retryItem) void(ctx context.Context, h *Handler) (stock.VoidOutcome, error) {
+	if it.act != nil {
+		out, err := h.Store.VoidAct(ctx, *it.act)
+		if err == nil {
+			h.Metrics.ActVoided(int(out))
+		}
+		return out, err
+	}
+	out, err := h.Store.Void(ctx, it.r)
+	if err == nil {
+		h.Metrics.Voided(int(out))
+	}
+	return out, err
+}
+
+// tag is the shard the void goes to.
+func (it *retryItem) tag() string {
+	if it.act != nil {
+		return it.act.Tag
+	}
+	return it.r.Tag
 }
 
 func newRetryQueue(h *Handler, n int) *retryQueue {
@@ -110,16 +178,20 @@ func newRetryQueue(h *Handler, n int) *retryQueue {
 	return q
 }
 
-func (q *retryQueue) add(r stock.Reservation) {
+func (q *retryQueue) add(r stock.Reservation) { q.push(retryItem{r: r}) }
+
+// push queues the void it.
+func (q *retryQueue) push(it retryItem) {
 	now := time.Now()
+	it.due, it.until = now.Add(inQueue.Wait(0)), now.Add(10*time.Minute)
 	q.mu.Lock()
 	full := len(q.items) >= q.cap
 	if !full {
-		q.items = append(q.items, retryItem{r: r, due: now.Add(inQueue.Wait(0)), until: now.Add(10 * time.Minute)})
+		q.items = append(q.items, it)
 	}
 	q.mu.Unlock()
 	if full {
-		q.gaveUp(r, errors.New("retry queue full"))
+		q.gaveUp(it, errors.New("retry queue full"))
 		return
 	}
 	select {
@@ -191,7 +263,7 @@ func (q *retryQueue) tryDue(now time.Time) {
 	byTag := map[string][]retryItem{}
 	for _, it := range due {
 		q.retag(&it)
-		byTag[it.r.Tag] = append(byTag[it.r.Tag], it)
+		byTag[it.tag()] = append(byTag[it.tag()], it)
 	}
 	probes := make([][]retryItem, 0, len(byTag))
 	for _, items := range byTag {
@@ -239,7 +311,7 @@ const tryWidth = 64
 // later puts it back for its next turn, or gives it up after ten minutes.
 func (q *retryQueue) later(it retryItem) {
 	if time.Now().After(it.until) {
-		q.gaveUp(it.r, errors.New("redis unreachable for ten minutes"))
+		q.gaveUp(it, errors.New("redis unreachable for ten minutes"))
 		return
 	}
 	it.attempt++
@@ -252,8 +324,19 @@ func (q *retryQueue) later(it retryItem) {
 // retag points it at its user's home shard in the sale's current layout (a
 // reshard since the attempt moved it).
 func (q *retryQueue) retag(it *retryItem) {
-	if sale := q.h.Catalog.Snapshot().Sale(it.r.SaleID); sale != nil && len(sale.Shards) > 0 {
-		it.r.Tag = sale.Shards[sharding.HomeShard(it.r.UserID, sale.ID, len(sale.Shards))]
+	saleID, userID := it.r.SaleID, it.r.UserID
+	if it.act != nil {
+		saleID, userID = it.act.SaleID, it.act.UserID
+	}
+	if sale := q.h.Catalog.Snapshot().Sale(saleID); sale != nil && len(sale.Shards) > 0 {
+		tag := sale.Shards[sharding.HomeShard(userID, sale.ID, len(sale.Shards))]
+		if it.act != nil {
+			a := *it.act // the request settleAct holds is not written to
+			a.Tag = tag
+			it.act = &a
+		} else {
+			it.r.Tag = tag
+		}
 	}
 }
 
@@ -262,22 +345,34 @@ func (q *retryQueue) try(it *retryItem) bool {
 	h := q.h
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.ReleaseBudget)
 	defer cancel()
-	out, err := h.Store.Void(ctx, it.r)
+	out, err := it.void(ctx, h)
 	if err != nil {
 		if errors.Is(err, stock.ErrFrozen) {
 			h.Catalog.RefreshSoon()
 		}
 		return false
 	}
-	h.Metrics.Voided(int(out))
-	if out == stock.VoidStands {
+	if out != stock.VoidStands {
+		return true
+	}
+	if a := it.act; a != nil {
+		h.Log.Error("a "+a.Action+" answered 503 went through: its void came after a relay took the request",
+			"order", a.OrderID.String(), "user", a.UserID, "sale", a.SaleID)
+	} else {
 		h.Log.Error("a purchase answered 503 became an order: its void came after a relay took the event",
 			"order", it.r.OrderID.String(), "user", it.r.UserID, "sale", it.r.SaleID)
 	}
 	return true
 }
 
-func (q *retryQueue) gaveUp(r stock.Reservation, why error) {
+func (q *retryQueue) gaveUp(it retryItem, why error) {
+	if a := it.act; a != nil {
+		q.h.Metrics.ActVoided(obs.VoidGaveUp)
+		q.h.Log.Error("could not void a "+a.Action+" attempt answered 503; the request stands if its script ran",
+			"order", a.OrderID.String(), "user", a.UserID, "sale", a.SaleID, "tag", a.Tag, "err", why)
+		return
+	}
+	r := it.r
 	q.h.Metrics.Voided(obs.VoidGaveUp)
 	q.h.Log.Error("could not void a purchase attempt answered 503; the writer's ghost sweep settles it if it reserved",
 		"order", r.OrderID.String(), "user", r.UserID, "sale", r.SaleID, "tag", r.Tag, "err", why)

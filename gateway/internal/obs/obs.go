@@ -62,6 +62,7 @@ type Metrics struct {
 	limitedUser prometheus.Counter
 	ambiguous   prometheus.Counter
 	voids       [numVoids]prometheus.Counter
+	actVoids    [numVoids]prometheus.Counter
 	journalFull prometheus.Counter
 	soldOut     *prometheus.GaugeVec
 	stock       *prometheus.GaugeVec
@@ -99,6 +100,10 @@ func New() *Metrics {
 	for i := range m.voids {
 		m.voids[i] = voids.WithLabelValues(voidNames[i])
 	}
+	actVoids := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "flashsale_gateway_act_voids_total", Help: "Voids of pay and cancel attempts whose answer could not be given in time, by outcome."}, []string{"outcome"})
+	for i := range m.actVoids {
+		m.actVoids[i] = actVoids.WithLabelValues(voidNames[i])
+	}
 	m.journalFull = prometheus.NewCounter(prometheus.CounterOpts{Name: "flashsale_gateway_journal_full_total", Help: "Purchases, pays and cancels refused (503) because the shard's hand-off journal was full."})
 	m.soldOut = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_soldout", Help: "1 when the item's local sold-out flag is set."}, []string{"item"})
 	m.stock = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_stock_units",
@@ -107,7 +112,7 @@ func New() *Metrics {
 		Help: "1 while the sale sells: its window is open and no operator paused or ended it."}, []string{"sale"})
 	m.paused = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_sale_paused",
 		Help: "1 while an operator has paused the sale (flashctl sale pause)."}, []string{"sale"})
-	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, m.journalFull, m.soldOut, m.stock, m.selling, m.paused)
+	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, actVoids, m.journalFull, m.soldOut, m.stock, m.selling, m.paused)
 	m.relay = newRelayMetrics(reg)
 	return m
 }
@@ -182,6 +187,9 @@ func (m *Metrics) Ambiguous() { m.ambiguous.Inc() }
 
 // Voided counts a void by outcome (Void* constants).
 func (m *Metrics) Voided(outcome int) { m.voids[outcome].Inc() }
+
+// ActVoided counts a void of a pay or cancel attempt by outcome (Void* constants).
+func (m *Metrics) ActVoided(outcome int) { m.actVoids[outcome].Inc() }
 
 // JournalFull counts a request refused because the journal was full.
 func (m *Metrics) JournalFull() { m.journalFull.Inc() }

@@ -1,0 +1,73 @@
+-- void_act.lua: undo one pay or cancel attempt whose answer never reached its
+-- client (act.lua's reply was lost, or came after the request's budget), so
+-- that the 503 the client gets is true: this request changed nothing, and
+-- nothing will come of it.
+--
+-- KEYS[1] order record, KEYS[2] fence of the shard, KEYS[3] journal stream,
+-- KEYS[4] the shard's relay watermark (the last entry a relay has taken)
+-- ARGV[1] attempt id
+--
+-- The attempt is fenced first ('v' .. attempt on the record), so that a late
+-- run of it changes nothing (act.lua answers VOIDED). Then, when the attempt
+-- holds the record's request (see act.lua: 'qa' lists the attempts told of
+-- it), it lets go; the last holder to let go takes the request back: its
+-- journal entry is deleted and the mark cleared, so the order is PENDING
+-- again (and expires at its deadline as if the request never came).
+--
+-- Reply:
+--   1  the attempt had journaled the request, no other holds it: entry
+--      deleted, mark cleared;
+--   2  a relay already took the entry (or the writer committed it): the
+--      request stands (the caller answers 202, which is then true);
+--   3  the attempt had not run: it is fenced;
+--   0  nothing to undo: no such record, the attempt voided before, or the
+--      request still held by another attempt (which may have been told
+--      202), or for good;
+--  -1  the shard is frozen by a reshard: retry on the new layout.
+if #KEYS ~= 4 or #ARGV ~= 1 then
+  return redis.error_reply('ERR void_act: want 4 keys and 1 arg, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+end
+local attempt = ARGV[1]
+if not string.match(attempt, '^%d+$') then
+  return redis.error_reply('ERR void_act: bad arguments (attempt)')
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return -1
+end
+local r = redis.call('HMGET', KEYS[1], 'status', 'q', 'qa', 'qj', 'v' .. attempt)
+if r[1] == false or r[5] then
+  return 0 -- no such order, or this attempt was voided before
+end
+redis.call('HSET', KEYS[1], 'v' .. attempt, '1')
+local qa = r[3]
+if not qa or qa == '*' then
+  return r[2] and 0 or 3
+end
+local rest, held = {}, false
+for a in string.gmatch(qa, '[^,]+') do
+  if a == attempt then held = true else rest[#rest + 1] = a end
+end
+if not held then
+  return r[2] and 0 or 3
+end
+if r[1] ~= 'PENDING' then
+  return 2
+end
+if #rest > 0 then
+  redis.call('HSET', KEYS[1], 'qa', table.concat(rest, ','))
+  return 0
+end
+local function id_le(a, b)
+  local am, as = string.match(a, '^(%d+)-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+  if not am or not bm then return false end
+  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
+  return am < bm or (am == bm and as <= bs)
+end
+local j = r[4]
+local taken = redis.call('GET', KEYS[4])
+if not j or (taken and id_le(j, taken)) or redis.call('XDEL', KEYS[3], j) == 0 then
+  return 2
+end
+redis.call('HDEL', KEYS[1], 'q', 'qa', 'qj')
+return 1

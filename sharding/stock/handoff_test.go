@@ -1,0 +1,144 @@
+package stock_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// TestVoidAct runs act.lua and void_act.lua on the real cluster: a pay or
+// cancel attempt whose answer was never given is taken back (its journal
+// entry gone, the order PENDING again) or fenced (a late run of it changes
+// nothing), unless a relay took its entry (it stands) or another attempt,
+// which may have been told 202, still holds the request.
+func TestVoidAct(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, _ := tagOffFirstMaster(t, c, sale)
+	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 1))).Value("10").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	events := string(sharding.AppendEventsKey(nil, tag))
+	user := uint64(0)
+	// order reserves a new order for a new user and returns its pay request.
+	order := func(t *testing.T) stock.ActRequest {
+		t.Helper()
+		user++
+		r := reservation(tag, 1, user, sharding.NewOrderID(sale, 1, uint32(user)))
+		if res, err := s.Reserve(ctx, r); err != nil || res.Outcome != stock.Reserved {
+			t.Fatalf("reserve: %+v, %v", res, err)
+		}
+		return stock.ActRequest{Tag: tag, Action: stock.ActPay, SaleID: sale, UserID: user, OrderID: r.OrderID, At: time.Now(), Attempt: rand.Uint64()}
+	}
+	act := func(t *testing.T, a stock.ActRequest, want string) {
+		t.Helper()
+		if v, err := s.Act(ctx, a); err != nil || v != want {
+			t.Fatalf("%s attempt %d: %q, %v; want %q", a.Action, a.Attempt, v, err, want)
+		}
+	}
+	void := func(t *testing.T, a stock.ActRequest, want stock.VoidOutcome) {
+		t.Helper()
+		if out, err := s.VoidAct(ctx, a); err != nil || out != want {
+			t.Fatalf("void of %s attempt %d: %v, %v; want %v", a.Action, a.Attempt, out, err, want)
+		}
+	}
+	// requests counts the journal's pay and cancel entries of a's order.
+	requests := func(t *testing.T, a stock.ActRequest) int {
+		t.Helper()
+		es, err := c.Do(ctx, c.B().Xrange().Key(events).Start("-").End("+").Build()).AsXRange()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range es {
+			if e.FieldValues["o"] == a.OrderID.String() && e.FieldValues["t"] != "reserved" {
+				n++
+			}
+		}
+		return n
+	}
+	another := func(a stock.ActRequest) stock.ActRequest { a.Attempt = rand.Uint64(); return a }
+
+	t.Run("journaled, then voided: taken back, the order takes a pay again", func(t *testing.T) {
+		a := order(t)
+		act(t, a, stock.ActOK)
+		void(t, a, stock.Voided)
+		if n := requests(t, a); n != 0 {
+			t.Fatalf("%d request entries after the void, want 0", n)
+		}
+		act(t, a, stock.ActVoided) // the same attempt, late: refused
+		void(t, a, stock.VoidNothing)
+		b := another(a)
+		act(t, b, stock.ActOK)
+		if n := requests(t, a); n != 1 {
+			t.Fatalf("%d request entries, want the new attempt's", n)
+		}
+	})
+	t.Run("voided before it ran: fenced, its late run changes nothing", func(t *testing.T) {
+		a := order(t)
+		void(t, a, stock.VoidFenced)
+		act(t, a, stock.ActVoided)
+		if n := requests(t, a); n != 0 {
+			t.Fatalf("%d request entries, want 0", n)
+		}
+		act(t, another(a), stock.ActOK)
+	})
+	t.Run("another attempt told AGAIN holds it: the entry stays until both let go", func(t *testing.T) {
+		a := order(t)
+		act(t, a, stock.ActOK)
+		b := another(a)
+		act(t, b, stock.ActAgain)
+		void(t, a, stock.VoidNothing) // b may have been told 202
+		if n := requests(t, a); n != 1 {
+			t.Fatalf("%d request entries, want 1", n)
+		}
+		void(t, b, stock.Voided)
+		if n := requests(t, a); n != 0 {
+			t.Fatalf("%d request entries after both let go, want 0", n)
+		}
+		// A cancel of the same order is now free to go.
+		cancel := another(a)
+		cancel.Action = stock.ActCancel
+		act(t, cancel, stock.ActOK)
+	})
+	t.Run("taken by a relay: it stands", func(t *testing.T) {
+		a := order(t)
+		act(t, a, stock.ActOK)
+		// A relay round raises the watermark past the entry (relay.lua).
+		if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendTakenKey(nil, tag))).Value("99999999999999-0").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Do(ctx, c.B().Del().Key(string(sharding.AppendTakenKey(nil, tag))).Build()) })
+		void(t, a, stock.VoidStands)
+		if n := requests(t, a); n != 1 {
+			t.Fatalf("%d request entries, want 1", n)
+		}
+		act(t, another(a), stock.ActAgain)
+	})
+	t.Run("a frozen shard refuses the void", func(t *testing.T) {
+		a := order(t)
+		act(t, a, stock.ActOK)
+		fence := string(sharding.AppendFenceKey(nil, tag))
+		if err := c.Do(ctx, c.B().Set().Key(fence).Value("1").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.VoidAct(ctx, a)
+		c.Do(ctx, c.B().Del().Key(fence).Build())
+		if !errors.Is(err, stock.ErrFrozen) {
+			t.Fatalf("void on a frozen shard: %v, want ErrFrozen", err)
+		}
+		void(t, a, stock.Voided)
+	})
+	t.Run("no such order", func(t *testing.T) {
+		a := order(t)
+		a.OrderID = sharding.NewOrderID(sale, 1, 999999)
+		void(t, a, stock.VoidNothing)
+		act(t, a, stock.ActNotFound)
+	})
+}
