@@ -84,8 +84,20 @@ func (e *env) dropSale(id int64) {
 	_, _ = e.pool.Exec(ctx, `DELETE FROM sales WHERE id = $1`, id)
 	s := strconv.FormatInt(id, 10)
 	keys := map[string]bool{}
-	for _, pattern := range []string{"{s" + s + ":*", "{s" + s + "v*"} {
-		for _, node := range e.c.Nodes() {
+	// One pattern for both kinds of tag ({s<id>:...} and {s<id>v...}), on
+	// the masters only: a SCAN walks a node's whole keyspace, which a well
+	// used dev stack makes long.
+	nodes := e.c.Nodes()
+	if top, err := stock.Topology(ctx, e.c); err == nil {
+		nodes = map[string]rueidis.Client{}
+		for _, m := range top.Masters {
+			if n, ok := e.c.Nodes()[m.Addr]; ok {
+				nodes[m.Addr] = n
+			}
+		}
+	}
+	for _, pattern := range []string{"{s" + s + "[:v]*"} {
+		for _, node := range nodes {
 			var cursor uint64
 			for {
 				sc, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(10000).Build()).AsScanEntry()
