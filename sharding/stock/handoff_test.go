@@ -107,6 +107,22 @@ func TestVoidAct(t *testing.T) {
 		cancel.Action = stock.ActCancel
 		act(t, cancel, stock.ActOK)
 	})
+	t.Run("past 16 holders the request is held for good", func(t *testing.T) {
+		a := order(t)
+		act(t, a, stock.ActOK)
+		holders := []stock.ActRequest{a}
+		for range 16 {
+			b := another(a)
+			act(t, b, stock.ActAgain)
+			holders = append(holders, b)
+		}
+		for _, h := range holders {
+			void(t, h, stock.VoidNothing)
+		}
+		if n := requests(t, a); n != 1 {
+			t.Fatalf("%d request entries after every holder let go, want 1 (held for good)", n)
+		}
+	})
 	t.Run("taken by a relay: it stands", func(t *testing.T) {
 		a := order(t)
 		act(t, a, stock.ActOK)
