@@ -30,16 +30,7 @@ import (
 func TestFaultRedisStallSettles(t *testing.T) {
 	s := start(t, 5, 1, nil, "")
 	ctx := context.Background()
-	rc := testenv.NewRedis(t)
-	top, err := stock.Topology(ctx, rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tag := s.sale.Shards[0]
-	node, ok := rc.Nodes()[top.MasterOfTag(tag)]
-	if !ok {
-		t.Fatalf("no connection to %s", top.MasterOfTag(tag))
-	}
+	rc, tag, node := onlyShard(t, s)
 	calls := func(cmd string) int64 { // calls of cmd on the shard's master so far
 		info, err := node.Do(ctx, node.B().Info().Section("commandstats").Build()).ToString()
 		if err != nil {
@@ -109,6 +100,23 @@ func TestFaultRedisStallSettles(t *testing.T) {
 	}
 }
 
+// onlyShard returns a cluster client, the tag of the sale's only shard and a
+// connection to that shard's master.
+func onlyShard(t *testing.T, s *stack) (rueidis.Client, string, rueidis.Client) {
+	t.Helper()
+	rc := testenv.NewRedis(t)
+	top, err := stock.Topology(context.Background(), rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag := s.sale.Shards[0]
+	node, ok := rc.Nodes()[top.MasterOfTag(tag)]
+	if !ok {
+		t.Fatalf("no connection to %s", top.MasterOfTag(tag))
+	}
+	return rc, tag, node
+}
+
 // TestFaultRedisStallPaySettles: a pay whose outcome the gateway cannot learn
 // is answered 503 only once nothing can come of it, as a purchase's.
 //
@@ -129,16 +137,7 @@ func TestFaultRedisStallSettles(t *testing.T) {
 func TestFaultRedisStallPaySettles(t *testing.T) {
 	s := start(t, 5, 1, nil, "")
 	ctx := context.Background()
-	rc := testenv.NewRedis(t)
-	top, err := stock.Topology(ctx, rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tag := s.sale.Shards[0]
-	node, ok := rc.Nodes()[top.MasterOfTag(tag)]
-	if !ok {
-		t.Fatalf("no connection to %s", top.MasterOfTag(tag))
-	}
+	rc, tag, node := onlyShard(t, s)
 	tok := token(t, 1)
 	code, body := s.do("POST", s.purchasePath(), tok)
 	if code != 202 {
