@@ -320,6 +320,7 @@ func checkPaid(t *testing.T, pays []payment, within time.Duration) {
 // probe is one sample of probeReady: /readyz's status, then a purchase's.
 type probe struct {
 	at            time.Time
+	took          time.Duration // the purchase's
 	ready, bought int
 	buyer         buyer
 	answer        answer
@@ -337,8 +338,9 @@ func probeReady(g *gateway, s *sale, buyers []buyer, within time.Duration) []pro
 		if err != nil {
 			code = 0
 		}
+		sent := time.Now()
 		ans := purchase(g.addr, s, buyers[i])
-		out = append(out, probe{at: at, ready: code, bought: ans.status, buyer: buyers[i], answer: ans})
+		out = append(out, probe{at: at, took: time.Since(sent), ready: code, bought: ans.status, buyer: buyers[i], answer: ans})
 		red = red || code != 200
 		if red && code == 200 {
 			return out
@@ -358,8 +360,8 @@ func checkReadiness(t *testing.T, ps []probe, killed time.Time) {
 	var red, green time.Time
 	for _, p := range ps {
 		if failed && p.ready == 200 && p.bought == 503 {
-			t.Errorf("/readyz was green %v after the kill and the purchase after it got 503",
-				p.at.Sub(killed).Round(time.Millisecond))
+			t.Errorf("/readyz was green %v after the kill and the purchase after it got 503 %s in %v",
+				p.at.Sub(killed).Round(time.Millisecond), p.answer.body, p.took.Round(time.Millisecond))
 		}
 		if p.ready != 200 && red.IsZero() {
 			red = p.at
@@ -375,8 +377,9 @@ func checkReadiness(t *testing.T, ps []probe, killed time.Time) {
 	case green.IsZero():
 		t.Errorf("/readyz did not turn green again (%d samples)", len(ps))
 	default:
-		t.Logf("/readyz red %v after the kill, green again after %v", red.Sub(killed).Round(time.Millisecond),
-			green.Sub(killed).Round(time.Millisecond))
+		last := ps[len(ps)-1]
+		t.Logf("/readyz red %v after the kill, green again after %v; the purchase after it: %d in %v", red.Sub(killed).Round(time.Millisecond),
+			green.Sub(killed).Round(time.Millisecond), last.bought, last.took.Round(time.Millisecond))
 	}
 }
 

@@ -283,6 +283,7 @@ func crowd(t *testing.T, n int) []buyer {
 type answer struct {
 	status int
 	order  string
+	body   string // kept for an answer of 500 and over, for the failure message
 }
 
 var client = &fasthttp.Client{MaxConnsPerHost: 512, MaxConnWaitTimeout: 30 * time.Second,
@@ -300,6 +301,9 @@ func purchase(addr string, s *sale, b buyer) answer {
 		return answer{}
 	}
 	a := answer{status: resp.StatusCode()}
+	if a.status >= 500 {
+		a.body = string(resp.Body())
+	}
 	var v struct{ OrderID string }
 	if json.Unmarshal(resp.Body(), &v) == nil {
 		a.order = v.OrderID
