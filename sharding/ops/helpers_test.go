@@ -96,20 +96,19 @@ func (e *env) dropSale(id int64) {
 			}
 		}
 	}
-	for _, pattern := range []string{"{s" + s + "[:v]*"} {
-		for _, node := range nodes {
-			var cursor uint64
-			for {
-				sc, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(10000).Build()).AsScanEntry()
-				if err != nil {
-					break
-				}
-				for _, k := range sc.Elements {
-					keys[k] = true
-				}
-				if cursor = sc.Cursor; cursor == 0 {
-					break
-				}
+	pattern := "{s" + s + "[:v]*"
+	for _, node := range nodes {
+		var cursor uint64
+		for {
+			sc, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(pattern).Count(10000).Build()).AsScanEntry()
+			if err != nil {
+				break
+			}
+			for _, k := range sc.Elements {
+				keys[k] = true
+			}
+			if cursor = sc.Cursor; cursor == 0 {
+				break
 			}
 		}
 	}
