@@ -220,6 +220,60 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	checkPaid(t, pays, 30*time.Second)
 }
 
+// TestFaultRedisRestart: two gateways and a writer serve a crowd, and the
+// whole Redis Cluster is restarted under it (every node shut down, then
+// started again: an operator's restart; stack.sh redis-restart). The
+// gateways lose every connection, and the restarted nodes come back with
+// their data but without the scripts, loading their AOF, then waiting out
+// the cluster's own start-up before they serve keys. /readyz must be red
+// while a purchase would fail and green only when one would succeed (the
+// first purchase after green is answered by Redis, not 503); the crowd buys
+// again after it; and, with no repair, every 202 is in PostgreSQL, no 503
+// became an order and Q = S + P.
+func TestFaultRedisRestart(t *testing.T) {
+	need(t)
+	const units, users = 12000, 20000
+	s := createSale(t, units, 6, -time.Second)
+	topic := "e2e-restart-" + randHex()
+	startWriter(t, topic, s.ID)
+	a := startGateway(t, topic, s)
+	b := startGateway(t, topic, s)
+	a.waitReady(t, 30*time.Second)
+	b.waitReady(t, 30*time.Second)
+	buyers := crowd(t, users)
+	w := sendWaves(s, buyers, a, b)
+	probed := make(chan []probe, 1)
+	go func() { probed <- probeReady(a, s, crowd(t, 4000), 60*time.Second) }()
+	time.Sleep(1200 * time.Millisecond)
+	restarted := time.Now()
+	stack(t, "redis-restart")
+	t.Logf("every node answers cluster_state:ok %v after the restart began", time.Since(restarted).Round(10*time.Millisecond))
+	probes := <-probed
+	checkReadiness(t, probes, restarted)
+	<-w.done
+	answers := w.answers
+	before, after := map[int]int{}, map[int]int{}
+	for i, ans := range answers {
+		if w.sent[i].Before(restarted) {
+			before[ans.status]++
+		} else {
+			after[ans.status]++
+		}
+	}
+	t.Logf("answers before the restart %v, after it began %v (0: no answer)", before, after)
+	if before[202] == 0 || after[202] == 0 {
+		t.Fatalf("the crowd should have bought before and after the restart: %v / %v", before, after)
+	}
+	if n := before[0] + after[0]; n > 0 {
+		t.Errorf("%d purchases got no answer: the gateway must answer within its budget", n)
+	}
+	for _, p := range probes {
+		buyers, answers = append(buyers, p.buyer), append(answers, p.answer)
+	}
+	au := settled(t, s, 60*time.Second)
+	checkInvariants(t, s, units, au, buyers, answers)
+}
+
 // firstShardNodes returns the ports of the master of s's first shard and of
 // its replica.
 func firstShardNodes(t *testing.T, s *sale) (master, replica string) {
@@ -351,7 +405,7 @@ func probeReady(g *gateway, s *sale, buyers []buyer, within time.Duration) []pro
 }
 
 // checkReadiness asserts that /readyz meant "a purchase would succeed now"
-// around a master's crash: it turned red once a purchase had failed, and
+// around a fault (a master's crash, the cluster's restart): it turned red once a purchase had failed, and
 // once green again, the purchase that followed was answered by Redis (202 or
 // 410, not 503).
 func checkReadiness(t *testing.T, ps []probe, killed time.Time) {
@@ -360,7 +414,7 @@ func checkReadiness(t *testing.T, ps []probe, killed time.Time) {
 	var red, green time.Time
 	for _, p := range ps {
 		if failed && p.ready == 200 && p.bought == 503 {
-			t.Errorf("/readyz was green %v after the kill and the purchase after it got 503 %s in %v",
+			t.Errorf("/readyz was green %v after the fault and the purchase after it got 503 %s in %v",
 				p.at.Sub(killed).Round(time.Millisecond), p.answer.body, p.took.Round(time.Millisecond))
 		}
 		if p.ready != 200 && red.IsZero() {
@@ -373,12 +427,12 @@ func checkReadiness(t *testing.T, ps []probe, killed time.Time) {
 	}
 	switch {
 	case red.IsZero():
-		t.Errorf("/readyz never turned red after the master was killed (%d samples)", len(ps))
+		t.Errorf("/readyz never turned red after the fault (%d samples)", len(ps))
 	case green.IsZero():
 		t.Errorf("/readyz did not turn green again (%d samples)", len(ps))
 	default:
 		last := ps[len(ps)-1]
-		t.Logf("/readyz red %v after the kill, green again after %v; the purchase after it: %d in %v", red.Sub(killed).Round(time.Millisecond),
+		t.Logf("/readyz red %v after the fault, green again after %v; the purchase after it: %d in %v", red.Sub(killed).Round(time.Millisecond),
 			green.Sub(killed).Round(time.Millisecond), last.bought, last.took.Round(time.Millisecond))
 	}
 }

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # faults.sh: fault injection for the TestFault* tests and for rehearsals: crash and
-# revive one Redis node, restart PostgreSQL, stop and start the broker.
+# revive one Redis node, restart the whole Redis Cluster, restart PostgreSQL, stop and start the broker.
 
 cmd_redis_kill() {
 	local port=${1:?usage: redis-kill PORT} pidfile
@@ -19,6 +19,20 @@ cmd_redis_start() {
 	redis_start_node "$port"
 	redis_wait_ok "$port"
 	log "redis $port: back in the cluster as $(redis_cli -p "$port" role | head -n1) in $(since "$t0")"
+}
+
+# cmd_redis_restart: every node shut down (SHUTDOWN flushes its AOF), then
+# every node started again; the cluster re-forms from nodes.conf with the same
+# roles (all nodes stop within a second, less than the node timeout, so no
+# replica is promoted). What an operator's restart of the cluster looks like.
+cmd_redis_restart() {
+	local t0 p ports
+	t0=$(now)
+	mapfile -t ports < <(redis_ports)
+	redis_down
+	for p in "${ports[@]}"; do redis_start_node "$p"; done
+	redis_wait_ok "${ports[@]}"
+	log "redis: every node restarted in $(since "$t0")"
 }
 
 cmd_pg_restart() {

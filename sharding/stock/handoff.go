@@ -274,6 +274,29 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 	return nil
 }
 
+// ServesShards reads one key of each shard tag (its fence), routed as a
+// purchase is, and reports the first shard whose master does not serve it:
+// unreachable, still loading its data after a restart (LOADING), or not yet
+// serving its slots (CLUSTERDOWN: a node refuses every key for its first
+// seconds after a start, and while it cannot see most masters). A master can
+// answer SCRIPT LOAD and CLUSTER SLOTS in each of those states, so
+// LoadScripts alone does not show that a purchase would succeed.
+func (s *Store) ServesShards(ctx context.Context, tags []string) error {
+	if len(tags) == 0 {
+		return nil
+	}
+	cmds := make(rueidis.Commands, len(tags))
+	for i, tag := range tags {
+		cmds[i] = s.c.B().Exists().Key(string(sharding.AppendFenceKey(nil, tag))).Build()
+	}
+	for i, r := range s.c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			return fmt.Errorf("shard %s: %w", tags[i], err)
+		}
+	}
+	return nil
+}
+
 // InJournal reports whether the hand-off journal of the shard with tag still
 // holds entry id: its event has not been acknowledged by Kafka yet, so its
 // order is in flight, not lost.

@@ -322,7 +322,9 @@ func (a *App) adminMux() *http.ServeMux {
 
 // ready checks what a purchase needs: the purchase scripts loaded on every
 // master (LoadScripts loads them again on a restarted or new master), which
-// also proves that every master answers. It checks at most once a second and
+// also proves that every master answers, and a key of every shard of the
+// live sales read (a master answers SCRIPT LOAD while it still refuses keys:
+// loading its data, or in its first seconds after a restart). It checks at most once a second and
 // answers the last result in between, unless a Redis call of the request
 // path failed since: then it checks again at once, so that a master that just
 // died turns /readyz red with the first purchase it failed, not up to a
@@ -340,6 +342,8 @@ func (a *App) ready(ctx context.Context) error {
 	var err error
 	if e := a.store.LoadScripts(ctx); e != nil {
 		err = fmt.Errorf("redis: %w", e)
+	} else if e := a.store.ServesShards(ctx, a.liveTags()); e != nil {
+		err = fmt.Errorf("redis: %w", e)
 	} else if a.batcher != nil {
 		if e := a.batcher.Sync(ctx); e != nil {
 			err = fmt.Errorf("redis: %w", e)
@@ -347,6 +351,21 @@ func (a *App) ready(ctx context.Context) error {
 	}
 	a.readyAt, a.readyErr, a.readyErrs = time.Now(), err, errs
 	return err
+}
+
+// liveTags lists the shards of the sales that can take purchases now or
+// within coldMargin (not cold, see coldShard): the shards /readyz checks are
+// served.
+func (a *App) liveTags() []string {
+	var out []string
+	for _, s := range a.Catalog.Snapshot().Sales() {
+		for _, tag := range s.Shards {
+			if !a.coldShard(journal.Shard{SaleID: s.ID, Tag: tag}) {
+				out = append(out, tag)
+			}
+		}
+	}
+	return out
 }
 
 // shards lists every shard of every loaded sale (of -relay-sales when set),
