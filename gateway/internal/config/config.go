@@ -353,6 +353,17 @@ func (c *Config) Validate() error {
 	if c.Topic == "" {
 		bad("-topic is empty")
 	}
+	c.validateAuth(bad)
+	c.validateFrontDoor(bad)
+	c.validateLimits(bad)
+	c.validateRedis(bad)
+	c.validateTimes(bad)
+	c.validateHandoff(bad)
+	return errors.Join(errs...)
+}
+
+// validateAuth checks the token and ticket secrets and the accepted clock skew.
+func (c *Config) validateAuth(bad func(string, ...any)) {
 	if c.JWTSecret == "" && c.JWKS == "" {
 		bad("no token verification configured: set -jwt-secret-file, FLASHSALE_JWT_SECRET or -jwks (or -dev for the dev secret)")
 	}
@@ -373,6 +384,13 @@ func (c *Config) Validate() error {
 	if c.TicketTTL < time.Second || c.TicketTTL > 10*time.Minute {
 		bad("-ticket-ttl %v: want 1s..10m", c.TicketTTL)
 	}
+	if c.Skew < 0 || c.Skew > 30*time.Second {
+		bad("-jwt-skew %v: want 0..30s", c.Skew)
+	}
+}
+
+// validateFrontDoor checks the proof of work and the sale page.
+func (c *Config) validateFrontDoor(bad func(string, ...any)) {
 	if c.PowDifficulty < 0 || c.PowDifficulty > sharding.MaxPowDifficulty {
 		bad("-pow-difficulty %d: want 0 (off) to %d leading zero bits", c.PowDifficulty, sharding.MaxPowDifficulty)
 	}
@@ -388,15 +406,26 @@ func (c *Config) Validate() error {
 	if err := ValidPageToken(c.PageToken); err != nil {
 		bad("-page-token %q: %v", c.PageToken, err)
 	}
-	if c.Skew < 0 || c.Skew > 30*time.Second {
-		bad("-jwt-skew %v: want 0..30s", c.Skew)
-	}
+}
+
+// validateLimits checks the token cache, the buckets and the connection limits.
+func (c *Config) validateLimits(bad func(string, ...any)) {
 	if c.TokenCache < 1 || c.MaxTokenLen < 64 {
 		bad("-token-cache must be >= 1 and -max-token-len >= 64")
 	}
 	if c.IPRate <= 0 || c.IPBurst < 1 || c.UserRate <= 0 || c.UserBurst < 1 {
 		bad("rates must be > 0 and bursts >= 1 (ip %v/%d, user %v/%d)", c.IPRate, c.IPBurst, c.UserRate, c.UserBurst)
 	}
+	if c.LimitKeys < 1024 {
+		bad("-limit-keys %d: want at least 1024", c.LimitKeys)
+	}
+	if c.MaxConnsPerIP < 0 || c.Concurrency < 1 {
+		bad("-max-conns-per-ip must be >= 0 and -concurrency >= 1")
+	}
+}
+
+// validateRedis checks the Redis client's batching.
+func (c *Config) validateRedis(bad func(string, ...any)) {
 	if c.RedisFlushDelay < 0 || c.RedisFlushDelay > time.Millisecond {
 		bad("-redis-flush-delay %v: want 0..1ms", c.RedisFlushDelay)
 	}
@@ -406,9 +435,10 @@ func (c *Config) Validate() error {
 	if c.RedisBatchLanes < 0 || c.RedisBatchLanes > 256 {
 		bad("-redis-batch-lanes %d: want 0..256", c.RedisBatchLanes)
 	}
-	if c.LimitKeys < 1024 {
-		bad("-limit-keys %d: want at least 1024", c.LimitKeys)
-	}
+}
+
+// validateTimes checks the budgets, timeouts and poll intervals.
+func (c *Config) validateTimes(bad func(string, ...any)) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -419,9 +449,14 @@ func (c *Config) Validate() error {
 			bad("-%s %v: want a positive duration", d.name, d.v)
 		}
 	}
-	if c.Linger < 0 || c.Linger > 100*time.Millisecond {
-		bad("-linger %v: want 0..100ms", c.Linger)
+	if c.PollInterval > time.Second {
+		bad("-poll-interval %v: returned stock must show within 1s, want <= 1s", c.PollInterval)
 	}
+}
+
+// validateHandoff checks the replica acknowledgement, the journal and the relay
+// (its producer's linger).
+func (c *Config) validateHandoff(bad func(string, ...any)) {
 	if c.ReplicaAcks < 0 || c.ReplicaAcks > 16 {
 		bad("-replica-acks %d: want 0..16", c.ReplicaAcks)
 	}
@@ -440,13 +475,9 @@ func (c *Config) Validate() error {
 	if c.Relay && c.RelayLease < 100*time.Millisecond {
 		bad("-relay-lease %v: want at least 100ms", c.RelayLease)
 	}
-	if c.PollInterval > time.Second {
-		bad("-poll-interval %v: returned stock must show within 1s, want <= 1s", c.PollInterval)
+	if c.Linger < 0 || c.Linger > 100*time.Millisecond {
+		bad("-linger %v: want 0..100ms", c.Linger)
 	}
-	if c.MaxConnsPerIP < 0 || c.Concurrency < 1 {
-		bad("-max-conns-per-ip must be >= 0 and -concurrency >= 1")
-	}
-	return errors.Join(errs...)
 }
 
 // ValidPageToken checks a -page-token value: "localStorage:<key>" or
