@@ -3,7 +3,9 @@ package stock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,4 +159,56 @@ func TestVoidAct(t *testing.T) {
 		void(t, a, stock.VoidNothing)
 		act(t, a, stock.ActNotFound)
 	})
+}
+
+// TestFaultServesShardsNamesAStalledShard: ServesShards (what /readyz reads
+// besides loading the scripts) answers nil while every shard's master
+// serves keys, and names the shard whose master does not: here a master
+// that holds every client's commands (CLIENT PAUSE ALL), as it answers
+// nothing while it loads its data. A fault test: the pause stalls that
+// master for every other test too.
+func TestFaultServesShardsNamesAStalledShard(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := randomSaleID()
+	stalled, master := tagOffFirstMaster(t, c, sale)
+	other := ""
+	top, err := stock.Topology(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for salt := 100; other == ""; salt++ {
+		if tag := fmt.Sprintf("s%d:1:%d", sale, salt); top.MasterOfTag(tag) != master {
+			other = tag
+		}
+	}
+	if err := s.ServesShards(ctx, nil); err != nil {
+		t.Fatalf("no shards: %v", err)
+	}
+	if err := s.ServesShards(ctx, []string{other, stalled}); err != nil {
+		t.Fatalf("every master serving: %v", err)
+	}
+	node, ok := c.Nodes()[master]
+	if !ok {
+		t.Fatalf("no connection to %s", master)
+	}
+	const pause = 1500 * time.Millisecond
+	if err := node.Do(ctx, node.B().ClientPause().Timeout(pause.Milliseconds()).All().Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	paused := time.Now()
+	t.Cleanup(func() { _ = node.Do(context.Background(), node.B().ClientUnpause().Build()).Error() })
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	err = s.ServesShards(short, []string{other, stalled})
+	cancel()
+	if err == nil || !strings.Contains(err.Error(), "shard "+stalled+":") {
+		t.Fatalf("master %s paused: got %v, want an error naming shard %s", master, err, stalled)
+	}
+	if err := s.ServesShards(ctx, []string{other}); err != nil {
+		t.Fatalf("the other shard's master serves: %v", err)
+	}
+	time.Sleep(time.Until(paused.Add(pause + 100*time.Millisecond)))
+	if err := s.ServesShards(ctx, []string{other, stalled}); err != nil {
+		t.Fatalf("after the pause: %v", err)
+	}
 }
