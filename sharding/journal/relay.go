@@ -18,6 +18,7 @@ import (
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/backoff"
+	"flashsale/sharding/repeatlog"
 	"flashsale/writer/orderevent"
 )
 
@@ -154,6 +155,7 @@ type Relay struct {
 	mu    sync.Mutex
 	owned map[Shard]context.CancelFunc // shards with a worker: held or being tried
 	held  map[Shard]bool               // shards whose lease this relay holds
+	fails map[Shard]*repeatlog.Failure // the log of each listed shard's failing rounds
 	sales []int64                      // the sales of the last scan (Run's goroutine only)
 	wg    sync.WaitGroup
 }
@@ -166,7 +168,7 @@ func New(cfg Config, redis rueidis.Client, kafka *kgo.Client, shards func() []Sh
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return &Relay{cfg: cfg, redis: redis, kafka: kafka, shards: shards, obs: obs,
-		token: hex.EncodeToString(b[:]), owned: map[Shard]context.CancelFunc{}, held: map[Shard]bool{}}
+		token: hex.EncodeToString(b[:]), owned: map[Shard]context.CancelFunc{}, held: map[Shard]bool{}, fails: map[Shard]*repeatlog.Failure{}}
 }
 
 // ProducerOpts are the franz-go options of the relay's producer: acks from
@@ -305,6 +307,11 @@ func (r *Relay) assign(ctx context.Context, list []Shard, perSale, live map[int6
 			cancel() // a reshard replaced it: its journal was copied
 		}
 	}
+	for sh := range r.fails {
+		if !listed[sh] {
+			delete(r.fails, sh)
+		}
+	}
 	fair := make(map[int64]int, len(perSale))
 	held, tried := map[int64]int{}, map[int64]int{}
 	for id, k := range perSale {
@@ -349,6 +356,7 @@ type shardWorker struct {
 	acked string   // the last entry id Kafka acknowledged, "" when none
 	owner bool     // this relay holds the shard's lease
 	q     quiet
+	fail  *repeatlog.Failure // outlives the worker: a non-owner's ends with its first failed round
 }
 
 // shard runs rounds on sh while this relay holds its lease.
@@ -360,9 +368,21 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 		string(sharding.AppendRelayLeaseKey(nil, sh.Tag)),
 		string(sharding.AppendTakenKey(nil, sh.Tag)),
 		string(sharding.AppendRelayMarkKey(nil, sh.Tag)),
-	}}
+	}, fail: r.failure(sh)}
 	for w.step(ctx) {
 	}
+}
+
+// failure returns the log of sh's failing rounds.
+func (r *Relay) failure(sh Shard) *repeatlog.Failure {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.fails[sh]
+	if f == nil {
+		f = &repeatlog.Failure{}
+		r.fails[sh] = f
+	}
+	return f
 }
 
 // drop forgets sh once its loop ended.
@@ -394,6 +414,7 @@ func (w *shardWorker) step(ctx context.Context) bool {
 		return w.failed(ctx, err)
 	}
 	w.q.broken = false
+	w.fail.Recovered(r.cfg.Log, time.Now(), "journal relay rounds recovered", "shard", w.sh.Tag)
 	if rd.Lost {
 		// Taken over from a lease that was lost, not released (see
 		// relay.lua): the round closed nothing, and the quiet starts.
@@ -437,7 +458,7 @@ func (w *shardWorker) failed(ctx context.Context, err error) bool {
 	w.q.broken = true
 	if ctx.Err() == nil {
 		w.r.obs.Failed("redis")
-		w.r.cfg.Log.Warn("journal relay round failed", "shard", w.sh.Tag, "err", err)
+		w.fail.Failed(w.r.cfg.Log, time.Now(), "journal relay round failed", "shard", w.sh.Tag, "err", err)
 	}
 	if !w.owner {
 		return false

@@ -25,6 +25,7 @@ import (
 	"flashsale/gateway/internal/soldout"
 	"flashsale/sharding"
 	"flashsale/sharding/api"
+	"flashsale/sharding/repeatlog"
 )
 
 // Source is where sales and stock readings come from (in the gateway, the
@@ -331,33 +332,41 @@ func (c *Catalog) Run(ctx context.Context) {
 		defer close(done)
 		poll := time.NewTicker(c.cfg.Poll)
 		defer poll.Stop()
+		var fails repeatlog.Failure
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-poll.C:
-				if err := c.Poll(ctx); err != nil && ctx.Err() == nil {
-					c.cfg.Log.Warn("sold-out poll failed", "err", err)
-				}
+				c.logged(ctx, &fails, c.Poll(ctx), "sold-out poll")
 			}
 		}
 	}()
 	defer func() { <-done }()
 	refresh := time.NewTicker(c.cfg.Refresh)
 	defer refresh.Stop()
+	var fails repeatlog.Failure
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-refresh.C:
-			if err := c.Refresh(ctx, now); err != nil && ctx.Err() == nil {
-				c.cfg.Log.Warn("catalog refresh failed", "err", err)
-			}
+			c.logged(ctx, &fails, c.Refresh(ctx, now), "catalog refresh")
 		case <-c.kick:
-			if err := c.Refresh(ctx, time.Now()); err != nil && ctx.Err() == nil {
-				c.cfg.Log.Warn("catalog refresh failed", "err", err)
-			}
+			c.logged(ctx, &fails, c.Refresh(ctx, time.Now()), "catalog refresh")
 		}
+	}
+}
+
+// logged logs a background round's outcome through its run of failures: the
+// first failure at once, then one line every repeatlog.Every while they go
+// on, and one when a round succeeds again.
+func (c *Catalog) logged(ctx context.Context, fails *repeatlog.Failure, err error, what string) {
+	switch {
+	case err == nil:
+		fails.Recovered(c.cfg.Log, time.Now(), what+" recovered")
+	case ctx.Err() == nil:
+		fails.Failed(c.cfg.Log, time.Now(), what+" failed", "err", err)
 	}
 }
 

@@ -57,6 +57,7 @@ import (
 	"flashsale/gateway/internal/mac"
 	"flashsale/lua"
 	"flashsale/sharding"
+	"flashsale/sharding/repeatlog"
 )
 
 // Grace is the time between the close of the draw and the first admission:
@@ -177,9 +178,13 @@ type Source interface {
 func (r *Room) Run(ctx context.Context, src Source) {
 	t := time.NewTicker(r.cfg.Interval)
 	defer t.Stop()
+	var fails repeatlog.Failure
 	for {
-		if err := r.Tick(ctx, time.Now(), src); err != nil && ctx.Err() == nil {
-			r.cfg.Log.Warn("waiting room tick", "err", err)
+		switch err := r.Tick(ctx, time.Now(), src); {
+		case err == nil:
+			fails.Recovered(r.cfg.Log, time.Now(), "waiting room ticks recovered")
+		case ctx.Err() == nil:
+			fails.Failed(r.cfg.Log, time.Now(), "waiting room tick failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():

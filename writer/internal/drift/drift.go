@@ -37,6 +37,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"flashsale/sharding"
+	"flashsale/sharding/repeatlog"
 	"flashsale/sharding/stock"
 )
 
@@ -74,13 +75,17 @@ func New(cfg Config, db *pgxpool.Pool, redis *stock.Store, reg prometheus.Regist
 func (w *Watcher) Run(ctx context.Context) {
 	t := time.NewTicker(w.cfg.Interval)
 	defer t.Stop()
+	var fails repeatlog.Failure
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := w.Once(ctx, time.Now()); err != nil && ctx.Err() == nil {
-				w.log.Warn("drift reading failed", "err", err)
+			switch err := w.Once(ctx, time.Now()); {
+			case err == nil:
+				fails.Recovered(w.log, time.Now(), "drift readings recovered")
+			case ctx.Err() == nil:
+				fails.Failed(w.log, time.Now(), "drift reading failed", "err", err)
 			}
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/repeatlog"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/outbox"
@@ -59,19 +60,24 @@ func New(cfg Config, st *store.Store, redis *stock.Store, applier *outbox.Applie
 func (j *Job) Run(ctx context.Context) {
 	t := time.NewTicker(j.cfg.Interval)
 	defer t.Stop()
+	var fails repeatlog.Failure
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if _, err := j.Once(ctx); err != nil && ctx.Err() == nil {
+		_, err := j.Once(ctx)
+		switch {
+		case err == nil:
+			fails.Recovered(j.log, time.Now(), "expiry passes recovered")
+		case ctx.Err() == nil:
 			kind := "other"
 			if store.IsTransient(err) {
 				kind = "transient"
 			}
 			j.m.Retries.WithLabelValues(kind).Inc()
-			j.log.Warn("expiry pass failed; retrying next pass", "err", err)
+			fails.Failed(j.log, time.Now(), "expiry pass failed; retrying next pass", "err", err)
 		}
 	}
 }

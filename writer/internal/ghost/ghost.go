@@ -34,6 +34,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"flashsale/sharding"
+	"flashsale/sharding/repeatlog"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/store"
@@ -78,14 +79,18 @@ func New(cfg Config, st *store.Store, redis *stock.Store, lag func(context.Conte
 func (s *Sweeper) Run(ctx context.Context) {
 	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
+	var fails repeatlog.Failure
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if _, err := s.Once(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			s.log.Warn("ghost sweep failed; retrying next sweep", "err", err)
+		switch _, err := s.Once(ctx, time.Now()); {
+		case err == nil:
+			fails.Recovered(s.log, time.Now(), "ghost sweeps recovered")
+		case ctx.Err() == nil:
+			fails.Failed(s.log, time.Now(), "ghost sweep failed; retrying next sweep", "err", err)
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/repeatlog"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/store"
@@ -69,6 +70,9 @@ type Applier struct {
 
 	mu    sync.Mutex
 	sales map[int64]cachedSale
+
+	replayFails repeatlog.Failure // the log of failing replays
+	markFails   repeatlog.Failure // the log of failing persisted marks
 }
 
 type cachedSale struct {
@@ -259,10 +263,11 @@ func (a *Applier) replayAll(ctx context.Context) {
 		n, err := a.ReplayOnce(ctx, a.cfg.ReplayGrace)
 		if err != nil {
 			if ctx.Err() == nil {
-				a.log.Warn("replaying outbox", "err", err)
+				a.replayFails.Failed(a.log, time.Now(), "replaying outbox failed", "err", err)
 			}
 			return
 		}
+		a.replayFails.Recovered(a.log, time.Now(), "replaying outbox recovered")
 		if n < a.cfg.ReplayBatch {
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"flashsale/sharding"
 	"flashsale/writer/orderevent"
@@ -102,9 +103,11 @@ func (a *Applier) markAll(ctx context.Context, s []Stored) {
 	}
 	wg.Wait()
 	if len(failed) > 0 {
-		a.log.Warn("marking orders persisted in redis failed; tried again later", "orders", len(failed))
+		a.markFails.Failed(a.log, time.Now(), "marking orders persisted in redis failed; tried again later", "orders", len(failed))
 		a.keepUnmarked(failed)
+		return
 	}
+	a.markFails.Recovered(a.log, time.Now(), "marking orders persisted in redis recovered")
 }
 
 // groupMarks sorts s by shard, in groups of at most markBatch. An order whose
