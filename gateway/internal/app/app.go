@@ -324,12 +324,12 @@ func (a *App) adminMux() *http.ServeMux {
 // master (LoadScripts loads them again on a restarted or new master), which
 // also proves that every master answers, and a key of every shard of the
 // live sales read (a master answers SCRIPT LOAD while it still refuses keys:
-// loading its data, or in its first seconds after a restart). It checks at most once a second and
-// answers the last result in between, unless a Redis call of the request
-// path failed since: then it checks again at once, so that a master that just
-// died turns /readyz red with the first purchase it failed, not up to a
-// second later. Kafka is not checked: purchases do not wait for it (the
-// journal holds the events while it is away).
+// loading its data, or in its first seconds after a restart). It checks at
+// most once a second and answers the last result in between, unless a Redis
+// call of the request path failed since: then it checks again at once, so
+// that a master that just died turns /readyz red with the first purchase it
+// failed, not up to a second later. Kafka is not checked: purchases do not
+// wait for it (the journal holds the events while it is away).
 func (a *App) ready(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
