@@ -193,21 +193,7 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 		t.Fatal("could not restart the node")
 	}
 	answers := w.answers
-	before, after := map[int]int{}, map[int]int{}
-	for i, ans := range answers {
-		if w.sent[i].Before(killed) {
-			before[ans.status]++
-		} else {
-			after[ans.status]++
-		}
-	}
-	t.Logf("answers before the kill %v, after it %v (0: no answer)", before, after)
-	if before[202] == 0 || after[202] == 0 {
-		t.Fatalf("the crowd should have bought before and after the kill: %v / %v", before, after)
-	}
-	if n := before[0] + after[0]; n > 0 {
-		t.Errorf("%d purchases got no answer: the gateway must answer within its budget", n)
-	}
+	after := checkAround(t, w, killed, "the kill")
 	if n := after[503]; replicaOnly && n > 50 {
 		t.Errorf("%d purchases answered 503 after a replica died: its master's purchases should go on", n)
 	}
@@ -252,26 +238,36 @@ func TestFaultRedisRestart(t *testing.T) {
 	checkReadiness(t, probes, restarted)
 	<-w.done
 	answers := w.answers
-	before, after := map[int]int{}, map[int]int{}
-	for i, ans := range answers {
-		if w.sent[i].Before(restarted) {
-			before[ans.status]++
-		} else {
-			after[ans.status]++
-		}
-	}
-	t.Logf("answers before the restart %v, after it began %v (0: no answer)", before, after)
-	if before[202] == 0 || after[202] == 0 {
-		t.Fatalf("the crowd should have bought before and after the restart: %v / %v", before, after)
-	}
-	if n := before[0] + after[0]; n > 0 {
-		t.Errorf("%d purchases got no answer: the gateway must answer within its budget", n)
-	}
+	checkAround(t, w, restarted, "the restart")
 	for _, p := range probes {
 		buyers, answers = append(buyers, p.buyer), append(answers, p.answer)
 	}
 	au := settled(t, s, 60*time.Second)
 	checkInvariants(t, s, units, au, buyers, answers)
+}
+
+// checkAround tallies the crowd's answers sent before and after the fault
+// at (what names it), fails the test unless the crowd bought on both sides
+// and every purchase was answered, and returns the tally after it.
+func checkAround(t *testing.T, w *waves, at time.Time, what string) (after map[int]int) {
+	t.Helper()
+	before := map[int]int{}
+	after = map[int]int{}
+	for i, ans := range w.answers {
+		if w.sent[i].Before(at) {
+			before[ans.status]++
+		} else {
+			after[ans.status]++
+		}
+	}
+	t.Logf("answers before %s %v, after it began %v (0: no answer)", what, before, after)
+	if before[202] == 0 || after[202] == 0 {
+		t.Fatalf("the crowd should have bought before and after %s: %v / %v", what, before, after)
+	}
+	if n := before[0] + after[0]; n > 0 {
+		t.Errorf("%d purchases got no answer: the gateway must answer within its budget", n)
+	}
+	return after
 }
 
 // firstShardNodes returns the ports of the master of s's first shard and of
