@@ -98,13 +98,7 @@ func TestFaultBrokerStop(t *testing.T) {
 func TestFaultGatewayKill(t *testing.T) {
 	need(t)
 	const units, users = 2000, 5000
-	s := createSale(t, units, 4, -time.Second)
-	topic := "e2e-kill-" + randHex()
-	startWriter(t, topic, s.ID)
-	a := startGateway(t, topic, s)
-	b := startGateway(t, topic, s)
-	a.waitReady(t, 30*time.Second)
-	b.waitReady(t, 30*time.Second)
+	s, a, b := twoGateways(t, units, 4, "e2e-kill-")
 	buyers := crowd(t, users)
 	w := sendWaves(s, buyers, a, b) // every other buyer to the gateway that dies
 	for k := 0; k < 3; k++ {
@@ -219,13 +213,7 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 func TestFaultRedisRestart(t *testing.T) {
 	need(t)
 	const units, users = 12000, 20000
-	s := createSale(t, units, 6, -time.Second)
-	topic := "e2e-restart-" + randHex()
-	startWriter(t, topic, s.ID)
-	a := startGateway(t, topic, s)
-	b := startGateway(t, topic, s)
-	a.waitReady(t, 30*time.Second)
-	b.waitReady(t, 30*time.Second)
+	s, a, b := twoGateways(t, units, 6, "e2e-restart-")
 	buyers := crowd(t, users)
 	w := sendWaves(s, buyers, a, b)
 	probed := make(chan []probe, 1)
@@ -244,6 +232,20 @@ func TestFaultRedisRestart(t *testing.T) {
 	}
 	au := settled(t, s, 60*time.Second)
 	checkInvariants(t, s, units, au, buyers, answers)
+}
+
+// twoGateways creates an open sale of units over shards, and starts a writer
+// and two gateways on a topic of their own (named from prefix), ready.
+func twoGateways(t *testing.T, units int64, shards int, prefix string) (*sale, *gateway, *gateway) {
+	t.Helper()
+	s := createSale(t, units, shards, -time.Second)
+	topic := prefix + randHex()
+	startWriter(t, topic, s.ID)
+	a := startGateway(t, topic, s)
+	b := startGateway(t, topic, s)
+	a.waitReady(t, 30*time.Second)
+	b.waitReady(t, 30*time.Second)
+	return s, a, b
 }
 
 // checkAround tallies the crowd's answers sent before and after the fault
