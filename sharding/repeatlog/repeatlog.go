@@ -11,6 +11,7 @@
 package repeatlog
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -68,4 +69,17 @@ func (f *Failure) Recovered(log *slog.Logger, now time.Time, msg string, args ..
 	f.failing, f.left = false, 0
 	f.mu.Unlock()
 	log.Info(msg, append(args, "failures", count, "after", now.Sub(since).Round(time.Millisecond))...)
+}
+
+// Round logs one round's outcome: a nil err ends the run of failures
+// (Recovered, what+" recovered"), an error while ctx is live is a failure
+// (Failed, what+" failed" with "err" and args). An error after ctx ended (a
+// shutdown) logs nothing.
+func (f *Failure) Round(ctx context.Context, log *slog.Logger, err error, what string, args ...any) {
+	switch {
+	case err == nil:
+		f.Recovered(log, time.Now(), what+" recovered", args...)
+	case ctx.Err() == nil:
+		f.Failed(log, time.Now(), what+" failed", append(args, "err", err)...)
+	}
 }

@@ -3,6 +3,7 @@ package repeatlog
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -86,4 +87,20 @@ func (h lockedHandler) Handle(ctx context.Context, r slog.Record) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.Handler.Handle(ctx, r)
+}
+
+func TestRoundLogsFailureRecoveryAndNothingAfterShutdown(t *testing.T) {
+	log, buf := lines()
+	var f Failure
+	ctx, cancel := context.WithCancel(context.Background())
+	f.Round(ctx, log, nil, "tick", "shard", "s1:0:0") // no run: nothing
+	f.Round(ctx, log, errors.New("down"), "tick", "shard", "s1:0:0")
+	f.Round(ctx, log, nil, "tick", "shard", "s1:0:0")
+	cancel()
+	f.Round(ctx, log, context.Canceled, "tick", "shard", "s1:0:0") // a shutdown: nothing
+	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(got) != 2 || !strings.HasPrefix(got[0], `level=WARN msg="tick failed" shard=s1:0:0 err=down`) ||
+		!strings.HasPrefix(got[1], `level=INFO msg="tick recovered" shard=s1:0:0 failures=1 after=`) {
+		t.Fatalf("log:\n%s", buf.String())
+	}
 }

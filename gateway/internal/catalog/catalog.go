@@ -338,7 +338,7 @@ func (c *Catalog) Run(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-poll.C:
-				c.logged(ctx, &fails, c.Poll(ctx), "sold-out poll")
+				fails.Round(ctx, c.cfg.Log, c.Poll(ctx), "sold-out poll")
 			}
 		}
 	}()
@@ -351,22 +351,10 @@ func (c *Catalog) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-refresh.C:
-			c.logged(ctx, &fails, c.Refresh(ctx, now), "catalog refresh")
+			fails.Round(ctx, c.cfg.Log, c.Refresh(ctx, now), "catalog refresh")
 		case <-c.kick:
-			c.logged(ctx, &fails, c.Refresh(ctx, time.Now()), "catalog refresh")
+			fails.Round(ctx, c.cfg.Log, c.Refresh(ctx, time.Now()), "catalog refresh")
 		}
-	}
-}
-
-// logged logs a background round's outcome through its run of failures: the
-// first failure at once, then one line every repeatlog.Every while they go
-// on, and one when a round succeeds again.
-func (c *Catalog) logged(ctx context.Context, fails *repeatlog.Failure, err error, what string) {
-	switch {
-	case err == nil:
-		fails.Recovered(c.cfg.Log, time.Now(), what+" recovered")
-	case ctx.Err() == nil:
-		fails.Failed(c.cfg.Log, time.Now(), what+" failed", "err", err)
 	}
 }
 

@@ -180,12 +180,7 @@ func (r *Room) Run(ctx context.Context, src Source) {
 	defer t.Stop()
 	var fails repeatlog.Failure
 	for {
-		switch err := r.Tick(ctx, time.Now(), src); {
-		case err == nil:
-			fails.Recovered(r.cfg.Log, time.Now(), "waiting room ticks recovered")
-		case ctx.Err() == nil:
-			fails.Failed(r.cfg.Log, time.Now(), "waiting room tick failed", "err", err)
-		}
+		fails.Round(ctx, r.cfg.Log, r.Tick(ctx, time.Now(), src), "waiting room tick")
 		select {
 		case <-ctx.Done():
 			return

@@ -81,12 +81,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			switch err := w.Once(ctx, time.Now()); {
-			case err == nil:
-				fails.Recovered(w.log, time.Now(), "drift readings recovered")
-			case ctx.Err() == nil:
-				fails.Failed(w.log, time.Now(), "drift reading failed", "err", err)
-			}
+			fails.Round(ctx, w.log, w.Once(ctx, time.Now()), "drift reading")
 		}
 	}
 }

@@ -68,17 +68,14 @@ func (j *Job) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		_, err := j.Once(ctx)
-		switch {
-		case err == nil:
-			fails.Recovered(j.log, time.Now(), "expiry passes recovered")
-		case ctx.Err() == nil:
+		if err != nil && ctx.Err() == nil {
 			kind := "other"
 			if store.IsTransient(err) {
 				kind = "transient"
 			}
 			j.m.Retries.WithLabelValues(kind).Inc()
-			fails.Failed(j.log, time.Now(), "expiry pass failed; retrying next pass", "err", err)
 		}
+		fails.Round(ctx, j.log, err, "expiry pass")
 	}
 }
 

@@ -86,12 +86,8 @@ func (s *Sweeper) Run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		switch _, err := s.Once(ctx, time.Now()); {
-		case err == nil:
-			fails.Recovered(s.log, time.Now(), "ghost sweeps recovered")
-		case ctx.Err() == nil:
-			fails.Failed(s.log, time.Now(), "ghost sweep failed; retrying next sweep", "err", err)
-		}
+		_, err := s.Once(ctx, time.Now())
+		fails.Round(ctx, s.log, err, "ghost sweep")
 	}
 }
 

@@ -261,13 +261,10 @@ func (a *Applier) sale(ctx context.Context, id int64) (*sharding.Sale, error) {
 func (a *Applier) replayAll(ctx context.Context) {
 	for ctx.Err() == nil {
 		n, err := a.ReplayOnce(ctx, a.cfg.ReplayGrace)
+		a.replayFails.Round(ctx, a.log, err, "outbox replay")
 		if err != nil {
-			if ctx.Err() == nil {
-				a.replayFails.Failed(a.log, time.Now(), "replaying outbox failed", "err", err)
-			}
 			return
 		}
-		a.replayFails.Recovered(a.log, time.Now(), "replaying outbox recovered")
 		if n < a.cfg.ReplayBatch {
 			return
 		}
