@@ -39,6 +39,10 @@ type Common struct {
 	Admin         string
 	Log           Log
 	ShutdownGrace time.Duration // drain time after SIGINT or SIGTERM
+	// StartWait bounds how long a starting process waits for its servers
+	// (sharding/startup); 0 waits until it is stopped. Registered with
+	// UseShutdown: the long-running binaries.
+	StartWait time.Duration
 
 	parts Parts
 }
@@ -131,6 +135,8 @@ func (c *Common) Register(s *Set, parts Parts) {
 	if parts&UseShutdown != 0 {
 		s.Add(Setting{Name: "shutdown-grace", Usage: "drain time after SIGINT or SIGTERM", Value: Duration(&c.ShutdownGrace),
 			Deprecated: []string{"shutdown-timeout"}})
+		s.Add(Setting{Name: "start-wait", Usage: "how long to wait at start for a server that is away or starting (/readyz red meanwhile; 0: until stopped)",
+			Value: Duration(&c.StartWait)})
 	}
 	s.Add(Setting{Name: "log-level", Usage: "log level: debug, info, warn or error", Value: Level(&c.Log.Level)})
 	s.Add(Setting{Name: "log-format", Usage: "log format: text or json", Value: OneOf(&c.Log.Format, "text", "json")})
@@ -184,6 +190,9 @@ func (c *Common) Resolve() error {
 	}
 	if c.parts&UseShutdown != 0 && c.ShutdownGrace <= 0 {
 		bad("-shutdown-grace %v: want a positive duration", c.ShutdownGrace)
+	}
+	if c.parts&UseShutdown != 0 && c.StartWait < 0 {
+		bad("-start-wait %v: want 0 (until stopped) or a positive duration", c.StartWait)
 	}
 	return errors.Join(errs...)
 }

@@ -127,6 +127,7 @@ func TestBadValues(t *testing.T) {
 		{[]string{"-log-level=loud"}, nil, `want debug, info, warn or error, not "loud"`},
 		{nil, map[string]string{"FLASHSALE_LOG_FORMAT": "xml"}, `environment FLASHSALE_LOG_FORMAT="xml": want one of text, json`},
 		{[]string{"-shutdown-grace=0s"}, nil, "-shutdown-grace 0s: want a positive duration"},
+		{[]string{"-start-wait=-1s"}, nil, "-start-wait -1s: want 0 (until stopped) or a positive duration"},
 		{nil, map[string]string{"FLASHSALE_OWN_WAIT": "5"}, `FLASHSALE_OWN_WAIT="5": want a duration`},
 		{[]string{"-database-url=mysql://x"}, nil, "want a postgres:// URL"},
 		{[]string{"-database-url="}, nil, "-database-url is empty"},
