@@ -34,6 +34,10 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	a, err := app.New(ctx, cfg, app.Options{Log: log})
+	if err != nil && ctx.Err() != nil {
+		log.Info("gateway stopped before it was ready", "err", err)
+		return
+	}
 	if err == nil {
 		err = a.Serve(ctx)
 	}

@@ -35,6 +35,7 @@ import (
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/room"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/startup"
 	"flashsale/sharding/stock"
 )
 
@@ -57,6 +58,9 @@ type App struct {
 	server   *fasthttp.Server
 	admin    *http.Server
 
+	start    startup.State // why /readyz is red while New waits
+	adminErr chan error    // the admin server's failure
+
 	mu          sync.Mutex
 	readyAt     time.Time
 	readyErr    error
@@ -74,8 +78,13 @@ type Options struct {
 	WrapStore func(httpapi.Store) httpapi.Store
 }
 
-// New connects to Redis and Kafka, loads the sales and the purchase scripts,
-// and binds both listeners.
+// New binds the admin listener and serves it at once (/healthz green,
+// /readyz red with the reason while the start lasts), connects to Redis,
+// loads the sales and the purchase scripts, and binds the public listener.
+// While Redis is away or starting, New waits for it (sharding/startup) for
+// at most -start-wait (0: until ctx ends); the public listener is bound only
+// once a purchase can be served, so that a client meanwhile is refused at
+// once rather than left waiting.
 func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	log := opt.Log
 	if log == nil {
@@ -88,7 +97,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 			a.Close()
 		}
 	}()
-	if err := a.connectRedis(); err != nil {
+	if err := a.serveAdmin(); err != nil {
 		return nil, err
 	}
 	var err error
@@ -100,6 +109,10 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up token verification: %w", err)
 	}
+	wait := startup.Wait{What: "redis", Max: cfg.StartWait, Log: log, State: &a.start}
+	if err := wait.Until(ctx, func(context.Context) error { return a.connectRedis() }); err != nil {
+		return nil, err
+	}
 	a.Catalog = catalog.New(newSalesSource(a.store, log), catalog.Config{
 		Refresh: cfg.RefreshEvery, Poll: cfg.PollInterval, SoldOutGauge: a.Metrics.SoldOut, StockGauge: a.Metrics.Stock, SaleGauge: a.Metrics.Sale, Forget: a.Metrics.ForgetSale, Linger: coldMargin, Log: log,
 	})
@@ -109,22 +122,29 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	if a.Handler, err = a.newHandler(opt); err != nil {
 		return nil, err
 	}
-	if err := a.Catalog.Refresh(ctx, time.Now()); err != nil {
-		return nil, fmt.Errorf("loading sales from redis: %w", err)
-	}
-	if err := a.store.LoadScripts(ctx); err != nil {
+	if err := wait.Until(ctx, a.loadRedis); err != nil {
 		return nil, err
 	}
 	a.server = httpapi.NewServer(a.Handler.Handle, httpapi.ServerConfig{
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
 		MaxConnsPerIP: cfg.MaxConnsPerIP, Concurrency: cfg.Concurrency,
 	})
-	a.admin = &http.Server{Handler: a.adminMux(), ReadHeaderTimeout: 5 * time.Second}
 	if err := a.listen(); err != nil {
 		return nil, err
 	}
+	a.start.Done()
 	ok = true
 	return a, nil
+}
+
+// loadRedis loads the sales and the purchase scripts: what a purchase reads
+// first. A master that accepts connections while it loads its data or while
+// its cluster forms refuses both, and New waits.
+func (a *App) loadRedis(ctx context.Context) error {
+	if err := a.Catalog.Refresh(ctx, time.Now()); err != nil {
+		return fmt.Errorf("loading sales from redis: %w", err)
+	}
+	return a.store.LoadScripts(ctx)
 }
 
 // connectRedis creates the Redis client, the stock store and, with batch
@@ -202,16 +222,30 @@ func (a *App) newHandler(opt Options) (*httpapi.Handler, error) {
 	}), nil
 }
 
-// listen opens the public and admin listeners.
+// listen opens the public listener.
 func (a *App) listen() error {
 	ln, err := net.Listen("tcp", a.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", a.cfg.Listen, err)
 	}
 	a.public = httpapi.NewDeadlineListener(ln, 0)
+	return nil
+}
+
+// serveAdmin opens the admin listener and serves it until Serve shuts it
+// down (or Close closes it); its failure reaches Serve through adminErr.
+func (a *App) serveAdmin() error {
+	var err error
 	if a.adm, err = net.Listen("tcp", a.cfg.Admin); err != nil {
 		return fmt.Errorf("listening on admin %s: %w", a.cfg.Admin, err)
 	}
+	a.admin = &http.Server{Handler: a.adminMux(), ReadHeaderTimeout: 5 * time.Second}
+	a.adminErr = make(chan error, 1)
+	go func(srv *http.Server, ln net.Listener) {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			a.adminErr <- err
+		}
+	}(a.admin, a.adm)
 	return nil
 }
 
@@ -227,13 +261,8 @@ func (a *App) AdminAddr() string { return a.adm.Addr().String() }
 func (a *App) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errc := make(chan error, 2)
+	errc := make(chan error, 1)
 	go func() { errc <- a.server.Serve(a.public) }()
-	go func() {
-		if err := a.admin.Serve(a.adm); !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-		}
-	}()
 	go a.Catalog.Run(ctx)
 	go a.Room.Run(ctx, roomSource{a.Catalog})
 	relayCtx, stopRelay := context.WithCancel(context.Background())
@@ -250,6 +279,8 @@ func (a *App) Serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case serveErr = <-errc:
 		a.log.Error("listener failed", "err", serveErr)
+	case serveErr = <-a.adminErr:
+		a.log.Error("admin listener failed", "err", serveErr)
 	}
 	cancel()
 	sctx, scancel := context.WithTimeout(context.Background(), a.cfg.ShutdownGrace)
@@ -289,8 +320,8 @@ func (a *App) Close() {
 	if a.public != nil {
 		_ = a.public.Close()
 	}
-	if a.adm != nil {
-		_ = a.adm.Close()
+	if a.admin != nil {
+		_ = a.admin.Close() // and its listener
 	}
 }
 
@@ -331,6 +362,9 @@ func (a *App) adminMux() *http.ServeMux {
 // failed, not up to a second later. Kafka is not checked: purchases do not
 // wait for it (the journal holds the events while it is away).
 func (a *App) ready(ctx context.Context) error {
+	if err := a.start.Err(); err != nil {
+		return err
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	errs := a.Metrics.RedisErrors()

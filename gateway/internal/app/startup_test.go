@@ -1,0 +1,171 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"flashsale/deploy/testenv"
+	"flashsale/gateway/internal/app"
+	"flashsale/gateway/internal/config"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	c := http.Client{Timeout: 3 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// startConfig is a gateway config over s's sale with fixed listen addresses
+// (New does not return while it waits, so the test must know them first)
+// and Redis reached through seed only.
+func startConfig(t *testing.T, s *stack, seed string) config.Config {
+	cfg := config.Default()
+	cfg.Listen, cfg.Admin = testenv.FreeAddr(t), testenv.FreeAddr(t)
+	cfg.Redis.Addrs, cfg.Kafka.Brokers, cfg.Topic = []string{seed}, testenv.KafkaBrokers(), s.topic
+	cfg.JWTSecret = string(secret)
+	cfg.RelaySales = []int64{s.sale.ID}
+	cfg.IPRate, cfg.IPBurst, cfg.MaxConnsPerIP = 1e6, 1e6, 0
+	return cfg
+}
+
+// TestStartWaitsForRedis starts a gateway while its Redis seed refuses
+// connections: it stays up with /healthz green and /readyz red naming the
+// wait, refuses public connections (nothing could be served), and once Redis
+// answers it starts by itself, turns ready and sells.
+func TestStartWaitsForRedis(t *testing.T) {
+	s := start(t, 100, 2, nil, "") // the sale, and a gateway proving the stack works
+	// The cluster client only reads the topology through its seed and then
+	// dials the nodes the topology names: the purchases do not go through
+	// the proxy.
+	proxy := testenv.NewProxy(t, testenv.RedisAddrs()[0])
+	cfg := startConfig(t, s, proxy.Addr)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type started struct {
+		a   *app.App
+		err error
+	}
+	newDone := make(chan started, 1)
+	go func() {
+		a, err := app.New(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		newDone <- started{a, err}
+	}()
+	admin := "http://" + cfg.Admin
+	var code int
+	var body string
+	for wait := time.Now(); time.Since(wait) < 5*time.Second; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", cfg.Admin); err == nil {
+			_ = c.Close()
+			break
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // several attempts
+	if code, body = get(t, admin+"/healthz"); code != 200 {
+		t.Errorf("/healthz while waiting for redis: %d %q, want 200: the process is alive", code, body)
+	}
+	code, body = get(t, admin+"/readyz")
+	if want := "not ready: starting: waiting for redis: connecting to redis [" + proxy.Addr + "]: dial tcp " + proxy.Addr + ": connect: connection refused"; code != 503 || strings.TrimSpace(body) != want {
+		t.Errorf("/readyz while waiting for redis: %d %q, want 503 %q", code, body, want)
+	}
+	if c, err := net.DialTimeout("tcp", cfg.Listen, time.Second); err == nil {
+		_ = c.Close()
+		t.Errorf("the public listener accepts connections before a purchase can be served")
+	}
+	select {
+	case r := <-newDone:
+		t.Fatalf("New returned while Redis was away: %v", r.err)
+	default:
+	}
+
+	proxy.Start(t)
+	back := time.Now()
+	var r started
+	select {
+	case r = <-newDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("New still waits 10 s after Redis answered")
+	}
+	if r.err != nil {
+		t.Fatalf("New after Redis answered: %v", r.err)
+	}
+	t.Logf("started %v after Redis answered", time.Since(back).Round(time.Millisecond))
+	served := make(chan error, 1)
+	go func() { served <- r.a.Serve(ctx) }()
+	for wait := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		if code, body = get(t, admin+"/readyz"); code == 200 {
+			break
+		}
+		if time.Since(wait) > 10*time.Second {
+			t.Fatalf("/readyz 10 s after the start: %d %q", code, body)
+		}
+	}
+	g := &stack{t: t, app: r.a, sale: s.sale, item: s.item, client: &fasthttp.Client{}}
+	if code, body := g.do("POST", g.purchasePath(), token(t, 7)); code != 202 {
+		t.Errorf("first purchase on the gateway that waited: %d %s, want 202", code, body)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+}
+
+// TestStopWhileWaitingForRedis: SIGTERM (ctx's end) while the gateway waits
+// for Redis ends New at once with the reason, and frees the admin port.
+func TestStopWhileWaitingForRedis(t *testing.T) {
+	s := start(t, 10, 1, nil, "")
+	cfg := startConfig(t, s, testenv.FreeAddr(t))
+	cfg.StartWait = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := app.New(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		errc <- err
+	}()
+	time.Sleep(700 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-errc:
+		if err == nil || !strings.Contains(err.Error(), "stopped while waiting for redis: context canceled") {
+			t.Errorf("New after its ctx ended: %v", err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("New still waits 3 s after its ctx ended")
+	}
+	ln, err := net.Listen("tcp", cfg.Admin)
+	if err != nil {
+		t.Fatalf("the admin port is still taken after New gave up: %v", err)
+	}
+	_ = ln.Close()
+}
+
+// TestStartWaitBound: with -start-wait, a Redis that never answers ends the
+// start with the last error.
+func TestStartWaitBound(t *testing.T) {
+	s := start(t, 10, 1, nil, "")
+	seed := testenv.FreeAddr(t)
+	cfg := startConfig(t, s, seed)
+	cfg.StartWait = 600 * time.Millisecond
+	began := time.Now()
+	_, err := app.New(context.Background(), cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if want := fmt.Sprintf("redis did not answer within 600ms: connecting to redis [%s]", seed); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("New = %v, want %q", err, want)
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("gave up after %v", d)
+	}
+}
