@@ -18,6 +18,7 @@ import (
 	"github.com/redis/rueidis"
 
 	shared "flashsale/sharding/config"
+	"flashsale/sharding/startup"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/config"
 	"flashsale/writer/internal/consume"
@@ -45,10 +46,15 @@ type App struct {
 	Ghost    *ghost.Sweeper // nil when -ghost-interval is 0
 	Drift    *drift.Watcher // nil when -drift-interval is 0
 	batcher  *stock.Batcher
+	admin    *obs.Server   // nil without -admin
+	start    startup.State // why /readyz is red while New waits
 }
 
-// New connects everything cfg names and, when cfg.Migrate is set, applies
-// pending migrations. Nothing is consumed before Run.
+// New serves the admin endpoints (when an address is configured: /readyz
+// stays red until New is done), connects everything cfg names and, when
+// cfg.Migrate is set, applies pending migrations. While PostgreSQL or Redis
+// is away or starting, New waits for it (sharding/startup) for at most
+// -start-wait (0: until ctx ends). Nothing is consumed before Run.
 func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err error) {
 	a := &App{Cfg: cfg, Log: log, Metrics: obs.NewMetrics()}
 	defer func() {
@@ -56,7 +62,17 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 			a.Close()
 		}
 	}()
-	if a.Pool, err = openPool(ctx, cfg); err != nil {
+	if cfg.Admin != "" {
+		if a.admin, err = obs.Listen(cfg.Admin, a.Metrics, a.checks(), log); err != nil {
+			return nil, fmt.Errorf("admin server on %s: %w", cfg.Admin, err)
+		}
+		log.Info("admin server listening", "addr", a.admin.Addr())
+	}
+	err = startup.Wait{What: "postgresql", Max: cfg.StartWait, Log: log, State: &a.start}.Until(ctx, func(ctx context.Context) (err error) {
+		a.Pool, err = openPool(ctx, cfg)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	a.Store = store.New(a.Pool)
@@ -65,7 +81,11 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 			return nil, err
 		}
 	}
-	if a.Redis, err = NewRedis(cfg.Redis); err != nil {
+	err = startup.Wait{What: "redis", Max: cfg.StartWait, Log: log, State: &a.start}.Until(ctx, func(context.Context) (err error) {
+		a.Redis, err = NewRedis(cfg.Redis)
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	a.Stock = stock.New(a.Redis)
@@ -113,7 +133,27 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		a.Ghost = ghost.New(ghost.Config{Interval: cfg.GhostInterval, Grace: cfg.GhostGrace, Sales: cfg.Sales},
 			a.Store, a.Stock, a.Consumer.GroupLag, a.Metrics, log)
 	}
+	a.start.Done()
 	return a, nil
+}
+
+// checks are the admin server's readiness checks: the start over, then
+// PostgreSQL and Kafka answering. While New still waits, only "start" is red
+// (with what it waits for): the others have nothing to check yet.
+func (a *App) checks() map[string]obs.Check {
+	started := func(c func() obs.Check) obs.Check {
+		return func(ctx context.Context) error {
+			if a.start.Err() != nil {
+				return nil // "start" says why
+			}
+			return c()(ctx)
+		}
+	}
+	return map[string]obs.Check{
+		"start":      func(context.Context) error { return a.start.Err() },
+		"postgresql": started(func() obs.Check { return a.Store.Ping }),
+		"kafka":      started(func() obs.Check { return a.Consumer.Ping }),
+	}
 }
 
 // Fixed tunables of the outbox, not worth a flag each.
@@ -142,21 +182,10 @@ func openPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	return store.OpenConfig(ctx, pc)
 }
 
-// Run serves the admin endpoints (when an address is configured), replays the
-// outbox, runs the expiry job and consumes until ctx ends, then finishes the
-// batch in flight and stops. It returns the first error that stopped it.
+// Run replays the outbox, runs the expiry job and consumes until ctx ends,
+// then finishes the batch in flight and stops. It returns the first error
+// that stopped it.
 func (a *App) Run(ctx context.Context) error {
-	if a.Cfg.Admin != "" {
-		srv, err := obs.Listen(a.Cfg.Admin, a.Metrics, map[string]obs.Check{
-			"postgresql": a.Store.Ping,
-			"kafka":      a.Consumer.Ping,
-		}, a.Log)
-		if err != nil {
-			return fmt.Errorf("admin server on %s: %w", a.Cfg.Admin, err)
-		}
-		defer func() { _ = srv.Close(context.WithoutCancel(ctx)) }()
-		a.Log.Info("admin server listening", "addr", srv.Addr())
-	}
 	var wg sync.WaitGroup
 	wg.Go(func() { a.Applier.Run(ctx) })
 	wg.Go(func() { a.Expiry.Run(ctx) })
@@ -178,6 +207,12 @@ func (a *App) Run(ctx context.Context) error {
 
 // Close releases every connection New made. It is safe on a partly built App.
 func (a *App) Close() {
+	if a.admin != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = a.admin.Close(ctx)
+		cancel()
+		a.admin = nil
+	}
 	if a.Consumer != nil {
 		a.Consumer.Close()
 	}

@@ -90,6 +90,10 @@ func dispatch(ctx context.Context, cmd string, cfg config.Config, log *slog.Logg
 
 func run(ctx context.Context, cfg config.Config, log *slog.Logger) error {
 	a, err := New(ctx, cfg, log)
+	if err != nil && ctx.Err() != nil {
+		log.Info("writer stopped before it was ready", "err", err)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -9,8 +9,10 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -191,6 +193,7 @@ func Listen(addr string, m *Metrics, checks map[string]Check, log *slog.Logger) 
 	if err != nil {
 		return nil, err
 	}
+	names := slices.Sorted(maps.Keys(checks)) // a stable /readyz
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
@@ -199,8 +202,8 @@ func Listen(addr string, m *Metrics, checks map[string]Check, log *slog.Logger) 
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
 		var failed []byte
-		for name, c := range checks {
-			if err := c(ctx); err != nil {
+		for _, name := range names {
+			if err := checks[name](ctx); err != nil {
 				failed = append(failed, name+": "+err.Error()+"\n"...)
 			}
 		}
