@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -232,6 +233,87 @@ func TestFaultRedisRestart(t *testing.T) {
 	}
 	au := settled(t, s, 60*time.Second)
 	checkInvariants(t, s, units, au, buyers, answers)
+}
+
+// TestFaultStartDuringRedisOutage: every Redis node is down when a gateway
+// starts (a cluster being restored, a rack rebooting). The gateway waits
+// instead of exiting: /healthz green, /readyz red saying what it waits for,
+// its public port refusing connections. Once the cluster is back it goes on
+// by itself, with no restart of its process, is ready within seconds, and
+// the first crowd buys the whole sale: no 503, every 202 in PostgreSQL,
+// Q = S + P, no repair. A writer already running rides out the outage.
+func TestFaultStartDuringRedisOutage(t *testing.T) {
+	need(t)
+	const units, users = 200, 1000
+	s := createSale(t, units, 4, -time.Second)
+	topic := "e2e-outage-" + randHex()
+	startWriter(t, topic, s.ID)
+	stack(t, "redis-stop")
+	down := true
+	t.Cleanup(func() {
+		if down {
+			stack(t, "redis-start")
+		}
+	})
+	g := startGateway(t, topic, s)
+	waitAnswers(t, g, 10*time.Second)
+	time.Sleep(3 * time.Second) // several attempts to reach Redis
+	checkWaiting(t, g)
+	stack(t, "redis-start")
+	down = false
+	back := time.Now()
+	g.waitReady(t, 30*time.Second)
+	t.Logf("gateway ready %v after every node answered cluster_state:ok", time.Since(back).Round(10*time.Millisecond))
+	buyers := crowd(t, users)
+	answers := buyAll(s, buyers, 200, func(int) string { return g.addr })
+	got := tally(answers)
+	t.Logf("answers of the first crowd: %v", got)
+	if got[202] != units || got[503] != 0 || got[410] != users-units {
+		t.Fatalf("answers %v: want %d x 202, %d x 410, no 503", got, units, users-units)
+	}
+	au := settled(t, s, 60*time.Second)
+	checkInvariants(t, s, units, au, buyers, answers)
+}
+
+// waitAnswers waits until g's admin listener answers /healthz.
+func waitAnswers(t *testing.T, g *gateway, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(50 * time.Millisecond) {
+		if code, _, err := fasthttp.GetTimeout(nil, "http://"+g.admin+"/healthz", time.Second); err == nil && code == 200 {
+			return
+		}
+		select {
+		case <-g.done:
+			t.Fatalf("gateway exited while Redis was down:\n%s", g.tail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway's /healthz did not answer within %v:\n%s", within, g.tail())
+		}
+	}
+}
+
+// checkWaiting checks a gateway waiting for Redis: alive, /healthz green,
+// /readyz red with the reason, public port closed.
+func checkWaiting(t *testing.T, g *gateway) {
+	t.Helper()
+	select {
+	case <-g.done:
+		t.Fatalf("gateway exited while Redis was down:\n%s", g.tail())
+	default:
+	}
+	if code, body, err := fasthttp.GetTimeout(nil, "http://"+g.admin+"/healthz", time.Second); err != nil || code != 200 {
+		t.Errorf("/healthz while waiting: %d %q %v, want 200", code, body, err)
+	}
+	code, body, err := fasthttp.GetTimeout(nil, "http://"+g.admin+"/readyz", time.Second)
+	if err != nil || code != 503 || !strings.HasPrefix(string(body), "not ready: starting: waiting for redis: connecting to redis") {
+		t.Errorf("/readyz while waiting: %d %q %v, want 503 naming the wait for redis", code, body, err)
+	}
+	t.Logf("/readyz while waiting: %d %s", code, strings.TrimSpace(string(body)))
+	if c, err := net.DialTimeout("tcp", g.addr, time.Second); err == nil {
+		_ = c.Close()
+		t.Errorf("the public port accepts connections while no purchase can be served")
+	}
 }
 
 // twoGateways creates an open sale of units over shards, and starts a writer

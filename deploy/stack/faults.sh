@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # faults.sh: fault injection for the TestFault* tests and for rehearsals: crash and
-# revive one Redis node, restart the whole Redis Cluster, restart PostgreSQL, stop and start the broker.
+# revive one Redis node, stop, start or restart the whole Redis Cluster, restart
+# PostgreSQL, stop and start the broker.
 
 cmd_redis_kill() {
 	local port=${1:?usage: redis-kill PORT} pidfile
@@ -12,8 +13,18 @@ cmd_redis_kill() {
 	log "redis $port: killed (SIGKILL)"
 }
 
+# cmd_redis_start PORT brings one node back; with no port, every node (after
+# redis-stop) and waits for cluster_state:ok on all of them.
 cmd_redis_start() {
-	local port=${1:?usage: redis-start PORT} t0
+	local port=${1:-} t0 p ports
+	if [[ -z $port ]]; then
+		t0=$(now)
+		mapfile -t ports < <(redis_ports)
+		for p in "${ports[@]}"; do redis_start_node "$p"; done
+		redis_wait_ok "${ports[@]}"
+		log "redis: every node started in $(since "$t0")"
+		return
+	fi
 	[[ -f "$RUN/redis/$port/redis.conf" ]] || die "redis node $port was never set up (run: up)"
 	t0=$(now)
 	redis_start_node "$port"
@@ -33,6 +44,15 @@ cmd_redis_restart() {
 	for p in "${ports[@]}"; do redis_start_node "$p"; done
 	redis_wait_ok "${ports[@]}"
 	log "redis: every node restarted in $(since "$t0")"
+}
+
+# cmd_redis_stop: every node shut down (SHUTDOWN flushes its AOF), the whole
+# cluster away until redis-start.
+cmd_redis_stop() {
+	local t0
+	t0=$(now)
+	redis_down
+	log "redis: every node stopped in $(since "$t0")"
 }
 
 cmd_pg_restart() {
