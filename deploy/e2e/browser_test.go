@@ -10,9 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 	"github.com/valyala/fasthttp"
 
@@ -166,6 +168,48 @@ func (tb *tab) shot(state string) {
 		tb.t.Fatal(err)
 	}
 	tb.shots = append(tb.shots, file)
+}
+
+// answerBusy answers the tab's first n ticket requests itself with the
+// gateway's 503 {"error":"UNAVAILABLE"} (Redis stalled: nothing happened)
+// and lets every other request through to the gateway. It returns how many
+// it answered so far.
+func (tb *tab) answerBusy(n int32) *atomic.Int32 {
+	tb.t.Helper()
+	paused := make(chan *fetch.EventRequestPaused, 256)
+	if err := chromedp.Listen(tb.ctx, func(ev any) {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
+			paused <- e
+		}
+	}); err != nil {
+		tb.t.Fatal(err)
+	}
+	if _, err := chromedp.Call(tb.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*/ticket"}}}); err != nil {
+		tb.t.Fatal(err)
+	}
+	var answered atomic.Int32
+	go func() {
+		for {
+			var e *fetch.EventRequestPaused
+			select {
+			case e = <-paused:
+			case <-tb.ctx.Done():
+				return
+			}
+			var err error
+			if e.Request.Method == "POST" && answered.Load() < n {
+				answered.Add(1)
+				_, err = chromedp.Call(tb.ctx, fetch.FulfillRequest, fetch.FulfillRequestParams{RequestID: e.RequestID, ResponseCode: 503,
+					ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "application/json"}}, Body: []byte(`{"error":"UNAVAILABLE"}`)})
+			} else {
+				_, err = chromedp.Call(tb.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: e.RequestID})
+			}
+			if err != nil && tb.ctx.Err() == nil {
+				tb.t.Errorf("%s: answering a paused request: %v", tb.name, err)
+			}
+		}
+	}()
+	return &answered
 }
 
 // signIn uses the page's development sign-in for user.
@@ -361,18 +405,34 @@ func flashctl(t *testing.T, args ...string) {
 // (solving the proof in the Web Worker), show "in the queue", are admitted
 // after the start (places drawn at random, admission at the pace of the
 // stock) and buy: one on a desktop screen to "reserved", one on a phone.
+// The phone's first two joins are answered 503 (as a gateway whose Redis
+// stalls answers): its page shows "very busy" and asks again by itself.
 func TestBrowserQueuedAdmitted(t *testing.T) {
 	need(t)
 	b := browser(t)
 	desk := newTab(t, b, "desktop", 1280, 900, false)
 	phone := newTab(t, b, "phone", 390, 844, true)
-	s, g := startFrontDoor(t, 2, 6*time.Second, map[string]any{"ticketRequired": true, "name": "Queued drop",
+	busy := phone.answerBusy(2)
+	s, g := startFrontDoor(t, 2, 10*time.Second, map[string]any{"ticketRequired": true, "name": "Queued drop",
 		"waitingRoom": map[string]any{"preQueue": "1m"}, "powDifficulty": 12})
 	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
 	for i, tb := range []*tab{desk, phone} {
 		tb.do(chromedp.Navigate(url))
 		tb.waitState(10*time.Second, nil, "signin")
 		tb.signIn(fmt.Sprint(2001 + i))
+	}
+	sawBusy := false
+	phone.waitState(15*time.Second, func(st string) {
+		if st == "busy" && !sawBusy {
+			sawBusy = true
+			if txt := phone.text("status"); !strings.Contains(txt, "very busy") || !strings.Contains(txt, "asks again by itself") {
+				t.Errorf("busy status %q", txt)
+			}
+			phone.shot("busy")
+		}
+	}, "queued")
+	if !sawBusy || busy.Load() != 2 {
+		t.Errorf("the phone's page went to the queue having shown busy: %v, after %d answers of 503, want 2", sawBusy, busy.Load())
 	}
 	for _, tb := range []*tab{desk, phone} {
 		tb.waitState(10*time.Second, nil, "queued")

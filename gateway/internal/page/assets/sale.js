@@ -34,6 +34,8 @@
   let held = null;            // {ticket, expires}: handed out after a wait in the pre-queue, not used yet
   let joinAt = 0;             // server ms from which the page joins the pre-queue (0: joined, or none)
   let retries = 0;            // fresh challenges or passes asked for in this attempt
+  let busyTries = 0;          // 503s of the queue waited out in this attempt
+  let inQueue = false;        // this attempt has been answered QUEUED
   let timers = [];
   const orderKey = () => 'flashsale.order.' + saleId;
 
@@ -168,10 +170,10 @@
     const o = opts || {};
     state = s;
     main.dataset.state = s;
-    main.setAttribute('aria-busy', String(['loading', 'ticket', 'buying', 'processing', 'paying', 'cancelling', 'proof'].includes(s)));
+    main.setAttribute('aria-busy', String(['loading', 'ticket', 'busy', 'buying', 'processing', 'paying', 'cancelling', 'proof'].includes(s)));
     el.status.textContent = status || '';
     el.alert.textContent = o.alert || '';
-    el.progress.hidden = !['ticket', 'buying', 'processing', 'paying', 'cancelling', 'proof', 'queued'].includes(s);
+    el.progress.hidden = !['ticket', 'busy', 'buying', 'processing', 'paying', 'cancelling', 'proof', 'queued'].includes(s);
     el.retry.hidden = !o.retry;
     const inOrder = ['processing', 'reserved', 'paying', 'paid', 'cancelling', 'cancelled', 'expired', 'failed'].includes(s) && orderId;
     el.order.hidden = !inOrder;
@@ -236,6 +238,8 @@
   function newAttempt() {
     ticketRetried = false;
     retries = 0;
+    busyTries = 0;
+    inQueue = false;
     idemKey = (crypto.randomUUID ? crypto.randomUUID() : String(Math.random()).slice(2) + Date.now());
   }
   // The idle phases follow the clock and the sale; the order flow owns the
@@ -271,6 +275,7 @@
     }
     if (r.status === 202 && r.body.status === 'QUEUED') {
       const pos = r.body.position, wait = r.body.estimatedWaitSeconds;
+      inQueue = true;
       const before = now() < sale.start;
       set('queued', 'You are in the queue' + (pos > 0 ? ', number ' + pos : '') +
         (before ? '. Places are drawn at random when the sale starts' : '') +
@@ -287,8 +292,19 @@
       joinAt = now() + 2000; // the pre-queue is not open yet by the gateway's clock
       return set('countdown', phaseStatus.countdown);
     }
+    if (r.status === 503 && code !== 'SALE_PAUSED' && (auto || inQueue) && busyTries < maxBusyTries) {
+      // The page joined (or waits in) the queue by itself: a 503 means
+      // nothing happened, so it asks again after a jittered back-off
+      // rather than dropping the buyer out of the queue to an error.
+      busyTries++;
+      const ms = Math.min(8, 2 ** (busyTries - 1)) * (500 + Math.random() * 1000);
+      set('busy', 'The shop is very busy. Nothing is lost: this page asks again by itself in ' + Math.ceil(ms / 1000) + ' s…');
+      await sleep(ms);
+      return getTicket(headers, auto);
+    }
     return refused(r, () => getTicket(headers, auto));
   }
+  const maxBusyTries = 6; // about half a minute, then the error and its retry button
 
   function proof(challenge, difficulty, auto) {
     set('proof', 'Checking your browser before the purchase (this takes a moment)…');
