@@ -158,23 +158,45 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	if v := getenv("FLASHSALE_REDIS"); v != "" {
 		c.Redis = splitList(v)
 	}
-	var items, rate, clicks, redis, shard, startAt, sources string
-	redis = strings.Join(c.Redis, ",")
+	raw := rawFlags{redis: strings.Join(c.Redis, ",")}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(usage)
+	c.register(fs, &raw)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+	}
+	c.Args = append([]string(nil), args...)
+	if err := c.parseRaw(raw); err != nil {
+		return c, err
+	}
+	return c, c.resolve()
+}
+
+// rawFlags are the flags parsed after the flag set: lists, ranges, times.
+type rawFlags struct {
+	items, rate, clicks, redis, shard, startAt, sources string
+}
+
+// register defines every flag on fs, into c or raw, with c's values as the
+// defaults.
+func (c *Config) register(fs *flag.FlagSet, raw *rawFlags) {
+	items, rate, clicks, redis, shard, startAt, sources := &raw.items, &raw.rate, &raw.clicks, &raw.redis, &raw.shard, &raw.startAt, &raw.sources
 	fs.StringVar(&c.URL, "url", c.URL, "gateway base URL, http:// or https://")
 	fs.BoolVar(&c.Insecure, "insecure", false, "https: do not check the server's certificate (a self-signed test target)")
 	fs.StringVar(&c.Engine, "engine", "auto", "load engine: epoll (Linux, http), portable (fasthttp's client: https, any OS), auto")
-	fs.StringVar(&sources, "source-addrs", "", "bind connections to these local addresses, comma separated, round robin; \"auto\": every non-loopback address of this host in the target's family")
+	fs.StringVar(sources, "source-addrs", "", "bind connections to these local addresses, comma separated, round robin; \"auto\": every non-loopback address of this host in the target's family")
 	fs.StringVar(&c.Scenario, "scenario", c.Scenario, "scenario: "+strings.Join(Scenarios, ", "))
 	fs.IntVar(&c.Conns, "c", c.Conns, "connections")
 	fs.IntVar(&c.Workers, "workers", 0, "event loops (0: GOMAXPROCS)")
 	fs.DurationVar(&c.Duration, "duration", c.Duration, "steady, bots: how long to send")
 	fs.Int64Var(&c.Count, "n", 0, "steady closed loop: stop after this many requests instead of -duration")
-	fs.StringVar(&rate, "rate", "", "steady, bots: open-loop rate in req/s, or stages RATE:DURATION,... (empty: closed loop)")
+	fs.StringVar(rate, "rate", "", "steady, bots: open-loop rate in req/s, or stages RATE:DURATION,... (empty: closed loop)")
 	fs.IntVar(&c.Users, "users", 0, "distinct users (default: flash-crowd 500000, retry-storm 100000, steady 10000, bots 4)")
 	fs.Uint64Var(&c.UserBase, "user-base", c.UserBase, "the first user id")
-	fs.StringVar(&clicks, "clicks", "1-3", "flash-crowd, retry-storm: clicks per user, N or MIN-MAX")
+	fs.StringVar(clicks, "clicks", "1-3", "flash-crowd, retry-storm: clicks per user, N or MIN-MAX")
 	fs.DurationVar(&c.Ramp, "ramp", c.Ramp, "flash-crowd, retry-storm: about 95% of users arrive within this")
 	fs.Float64Var(&c.RetryFraction, "retry-fraction", c.RetryFraction, "flash-crowd: share of users retrying on 429/503")
 	fs.IntVar(&c.Retries, "retries", c.Retries, "retries per click (retry-storm: immediate, on every refusal)")
@@ -185,7 +207,7 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	fs.IntVar(&c.SourceIPs, "source-ips", 0, "bind connections to 127.0.0.1..127.0.0.N (loopback targets; bots default: -users)")
 	fs.BoolVar(&c.XFF, "xff", false, "send a distinct X-Forwarded-For per user (only matters if the gateway trusts this client)")
 	fs.BoolVar(&c.IdemKeys, "idempotency-keys", c.IdemKeys, "send an Idempotency-Key per click")
-	fs.StringVar(&items, "items", "", "item ids, comma separated (default: the sale's items, from -sale)")
+	fs.StringVar(items, "items", "", "item ids, comma separated (default: the sale's items, from -sale)")
 	fs.Int64Var(&c.SaleID, "sale", 0, "sale id (items come from GET /api/flash-sales/sales/{id}; the audit checks it)")
 	fs.StringVar(&c.JWTSecret, "jwt-secret", c.JWTSecret, "HS256 secret (env FLASHSALE_JWT_SECRET)")
 	fs.StringVar(&c.JWTKeyFile, "jwt-key", "", "PEM private key file: ES256 (EC) or RS256 (RSA) tokens instead of HS256")
@@ -202,45 +224,79 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	fs.StringVar(&c.TokensOut, "tokens-out", "", "write the users' tokens to this file, one a line, and exit (for wrk scripts)")
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: from the clock)")
 	fs.StringVar(&c.MetricsURL, "metrics-url", "", "the gateway's metrics URL (http://host:admin/metrics): its stock gauge is sampled during the run for the sell-out curve")
-	fs.StringVar(&shard, "shard", "", "i/N: run slice i (0-based) of N bench instances, the users u with u%N == i (needs -seed; merge with bench merge)")
-	fs.StringVar(&startAt, "start-at", "", "start the schedule at this wall-clock time (RFC 3339, or Unix seconds), the same on every shard")
+	fs.StringVar(shard, "shard", "", "i/N: run slice i (0-based) of N bench instances, the users u with u%N == i (needs -seed; merge with bench merge)")
+	fs.StringVar(startAt, "start-at", "", "start the schedule at this wall-clock time (RFC 3339, or Unix seconds), the same on every shard")
 	fs.BoolVar(&c.Audit, "audit", false, "after the run, check the sale's invariants in PostgreSQL and Redis (needs -sale)")
 	fs.StringVar(&c.DatabaseURL, "database-url", c.DatabaseURL, "PostgreSQL URL for the audit (env DATABASE_URL)")
-	fs.StringVar(&redis, "redis", redis, "Redis Cluster seeds for the audit, comma separated (env FLASHSALE_REDIS)")
+	fs.StringVar(redis, "redis", *redis, "Redis Cluster seeds for the audit, comma separated (env FLASHSALE_REDIS)")
 	fs.DurationVar(&c.Settle, "settle", c.Settle, "audit: how long the orders and stock must stay unchanged before checking")
 	fs.DurationVar(&c.SettleMax, "settle-max", c.SettleMax, "audit: stop waiting for the system to settle after this long")
-	if err := fs.Parse(args); err != nil {
-		return c, err
+}
+
+// parseRaw reads the flags kept as text.
+func (c *Config) parseRaw(raw rawFlags) (err error) {
+	c.Redis = splitList(raw.redis)
+	if c.Shard, c.Shards, err = parseShard(raw.shard); err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+	if c.StartAt, err = parseStartAt(raw.startAt); err != nil {
+		return err
 	}
-	c.Redis = splitList(redis)
-	c.Args = append([]string(nil), args...)
-	var err error
-	if c.Shard, c.Shards, err = parseShard(shard); err != nil {
-		return c, err
+	if c.SourceAddrs, err = parseSources(raw.sources); err != nil {
+		return err
 	}
-	if c.StartAt, err = parseStartAt(startAt); err != nil {
-		return c, err
+	if c.Items, err = parseItems(raw.items); err != nil {
+		return err
 	}
-	if c.SourceAddrs, err = parseSources(sources); err != nil {
-		return c, err
+	if c.Rate, err = ParseRate(raw.rate); err != nil {
+		return err
 	}
-	if c.Items, err = parseItems(items); err != nil {
-		return c, err
-	}
-	if c.Rate, err = ParseRate(rate); err != nil {
-		return c, err
-	}
-	if c.ClicksMin, c.ClicksMax, err = parseRange(clicks); err != nil {
-		return c, err
-	}
-	return c, c.resolve()
+	c.ClicksMin, c.ClicksMax, err = parseRange(raw.clicks)
+	return err
 }
 
 // resolve fills scenario defaults and checks the whole.
 func (c *Config) resolve() error {
+	if err := c.resolveTarget(); err != nil {
+		return err
+	}
+	known := false
+	for _, s := range Scenarios {
+		known = known || s == c.Scenario
+	}
+	if !known {
+		return fmt.Errorf("-scenario %q: want one of %s", c.Scenario, strings.Join(Scenarios, ", "))
+	}
+	if c.Users == 0 {
+		c.Users = scenarioUsers[c.Scenario]
+	}
+	if c.Scenario == Bots && c.SourceIPs == 0 {
+		c.SourceIPs = c.Users
+	}
+	if c.Workers == 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if err := c.checkRanges(); err != nil {
+		return err
+	}
+	if c.SourceIPs > 0 {
+		h, _, _ := strings.Cut(c.Addr, ":")
+		if a, err := netip.ParseAddr(h); err != nil || !a.IsLoopback() || !a.Is4() {
+			return fmt.Errorf("-source-ips: only for an IPv4 loopback target, not %s", c.Addr)
+		}
+	}
+	if c.JWTKeyFile == "" && c.JWTSecret == "" {
+		if !c.Dev {
+			return errors.New("no token signer: set -jwt-secret or FLASHSALE_JWT_SECRET, or -jwt-key FILE, or -dev for the development secret")
+		}
+		c.JWTSecret = DevSecret
+	}
+	return nil
+}
+
+// resolveTarget reads -url into Addr and TLS and checks the engine and
+// source flags against it.
+func (c *Config) resolveTarget() error {
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("-url %q: want http://host:port or https://host:port", c.URL)
@@ -260,22 +316,11 @@ func (c *Config) resolve() error {
 	case c.SourceIPs > 0 && len(c.SourceAddrs) > 0:
 		return errors.New("-source-ips and -source-addrs: give one")
 	}
-	known := false
-	for _, s := range Scenarios {
-		known = known || s == c.Scenario
-	}
-	if !known {
-		return fmt.Errorf("-scenario %q: want one of %s", c.Scenario, strings.Join(Scenarios, ", "))
-	}
-	if c.Users == 0 {
-		c.Users = scenarioUsers[c.Scenario]
-	}
-	if c.Scenario == Bots && c.SourceIPs == 0 {
-		c.SourceIPs = c.Users
-	}
-	if c.Workers == 0 {
-		c.Workers = runtime.GOMAXPROCS(0)
-	}
+	return nil
+}
+
+// checkRanges checks every number, and the flags that need one another.
+func (c *Config) checkRanges() error {
 	switch {
 	case c.Conns < 1:
 		return fmt.Errorf("-c %d: want at least 1 connection", c.Conns)
@@ -315,18 +360,6 @@ func (c *Config) resolve() error {
 		return errors.New("-audit needs -database-url or DATABASE_URL")
 	case c.Audit && len(c.Redis) == 0:
 		return errors.New("-audit needs -redis or FLASHSALE_REDIS")
-	}
-	if c.SourceIPs > 0 {
-		h, _, _ := strings.Cut(c.Addr, ":")
-		if a, err := netip.ParseAddr(h); err != nil || !a.IsLoopback() || !a.Is4() {
-			return fmt.Errorf("-source-ips: only for an IPv4 loopback target, not %s", c.Addr)
-		}
-	}
-	if c.JWTKeyFile == "" && c.JWTSecret == "" {
-		if !c.Dev {
-			return errors.New("no token signer: set -jwt-secret or FLASHSALE_JWT_SECRET, or -jwt-key FILE, or -dev for the development secret")
-		}
-		c.JWTSecret = DevSecret
 	}
 	return nil
 }

@@ -68,17 +68,31 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		}
 		log.Info("admin server listening", "addr", a.admin.Addr())
 	}
+	if err = a.connect(ctx); err != nil {
+		return nil, err
+	}
+	if err = a.build(); err != nil {
+		return nil, err
+	}
+	a.start.Done()
+	return a, nil
+}
+
+// connect opens the PostgreSQL pool (migrating when -migrate is set) and
+// the Redis client, each waited for while its server is away or starting.
+func (a *App) connect(ctx context.Context) (err error) {
+	cfg, log := a.Cfg, a.Log
 	err = startup.Wait{What: "postgresql", Max: cfg.StartWait, Log: log, State: &a.start}.Until(ctx, func(ctx context.Context) (err error) {
 		a.Pool, err = openPool(ctx, cfg)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.Store = store.New(a.Pool)
 	if cfg.Migrate {
 		if err = store.Migrate(ctx, a.Pool, log); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	err = startup.Wait{What: "redis", Max: cfg.StartWait, Log: log, State: &a.start}.Until(ctx, func(context.Context) (err error) {
@@ -86,8 +100,16 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
+	return nil
+}
+
+// build makes the parts that use the connections: the stock store and its
+// acknowledged batcher, the outbox, the expiry job, the consumer and the
+// drift and ghost watchers.
+func (a *App) build() (err error) {
+	cfg, log := a.Cfg, a.Log
 	a.Stock = stock.New(a.Redis)
 	// Every Redis write of the writer is acknowledged by the replicas: a
 	// release, status or expiry claim that a failover lost after the master
@@ -124,7 +146,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		DrainTimeout:    cfg.ShutdownGrace,
 	}, a.Store, a.Applier, a.Metrics, log)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if cfg.DriftInterval > 0 {
 		a.Drift = drift.New(drift.Config{Interval: cfg.DriftInterval, Sales: cfg.Sales}, a.Store.Pool(), a.Stock, a.Metrics.Registry, log)
@@ -133,8 +155,7 @@ func New(ctx context.Context, cfg config.Config, log *slog.Logger) (_ *App, err 
 		a.Ghost = ghost.New(ghost.Config{Interval: cfg.GhostInterval, Grace: cfg.GhostGrace, Sales: cfg.Sales},
 			a.Store, a.Stock, a.Consumer.GroupLag, a.Metrics, log)
 	}
-	a.start.Done()
-	return a, nil
+	return nil
 }
 
 // checks are the admin server's readiness checks: the start over, then
