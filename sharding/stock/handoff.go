@@ -274,20 +274,24 @@ func (s *Store) LoadScripts(ctx context.Context) error {
 	return nil
 }
 
-// ServesShards reads one key of each shard tag (its fence), routed as a
-// purchase is, and reports the first shard whose master does not serve it:
-// unreachable, still loading its data after a restart (LOADING), or not yet
-// serving its slots (CLUSTERDOWN: a node refuses every key for its first
-// seconds after a start, and while it cannot see most masters). A master can
-// answer SCRIPT LOAD and CLUSTER SLOTS in each of those states, so
-// LoadScripts alone does not show that a purchase would succeed.
+// ServesShards runs a script reading one key of each shard tag (its fence),
+// routed as a purchase is, and reports the first shard whose master does not
+// serve it: unreachable, still loading its data after a restart (LOADING),
+// not yet serving its slots (CLUSTERDOWN: a node refuses every key for its
+// first seconds after a start, and while it cannot see most masters), or
+// holding back writes (SHUTDOWN pauses every write, scripts included, while
+// its replicas catch up, and so does CLIENT PAUSE WRITE). A master can
+// answer SCRIPT LOAD and CLUSTER SLOTS in each of those states, and a plain
+// read in the last, so neither shows that a purchase would succeed: the
+// probe is a script without the no-writes flag, held back exactly as the
+// purchase's is.
 func (s *Store) ServesShards(ctx context.Context, tags []string) error {
 	if len(tags) == 0 {
 		return nil
 	}
 	cmds := make(rueidis.Commands, len(tags))
 	for i, tag := range tags {
-		cmds[i] = s.c.B().Exists().Key(string(sharding.AppendFenceKey(nil, tag))).Build()
+		cmds[i] = s.c.B().Eval().Script(servesScript).Numkeys(1).Key(string(sharding.AppendFenceKey(nil, tag))).Build()
 	}
 	for i, r := range s.c.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
@@ -296,6 +300,9 @@ func (s *Store) ServesShards(ctx context.Context, tags []string) error {
 	}
 	return nil
 }
+
+// servesScript is ServesShards' probe: a read, in a script that may write.
+const servesScript = "return redis.call('EXISTS', KEYS[1])"
 
 // InJournal reports whether the hand-off journal of the shard with tag still
 // holds entry id: its event has not been acknowledged by Kafka yet, so its
