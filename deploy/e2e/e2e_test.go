@@ -26,13 +26,7 @@ func TestColdStart(t *testing.T) {
 	startWriter(t, topic, s.ID)
 	g := startGateway(t, topic, s)
 	g.waitReady(t, 30*time.Second)
-	buyers := crowd(t, users)
-	answers := buyAll(s, buyers, 200, func(int) string { return g.addr })
-	got := tally(answers)
-	t.Logf("answers right after /readyz: %v", got)
-	if got[202] != units || got[503] != 0 || got[410] != users-units {
-		t.Fatalf("answers %v: want %d x 202, %d x 410, no 503", got, units, users-units)
-	}
+	buyers, answers := sellOut(t, s, g, units, users, "right after /readyz")
 	a := settled(t, s, 30*time.Second)
 	checkInvariants(t, s, units, a, buyers, answers)
 	if len(a.all) != units {
@@ -264,15 +258,23 @@ func TestFaultStartDuringRedisOutage(t *testing.T) {
 	back := time.Now()
 	g.waitReady(t, 30*time.Second)
 	t.Logf("gateway ready %v after every node answered cluster_state:ok", time.Since(back).Round(10*time.Millisecond))
+	buyers, answers := sellOut(t, s, g, units, users, "of the first crowd")
+	au := settled(t, s, 60*time.Second)
+	checkInvariants(t, s, units, au, buyers, answers)
+}
+
+// sellOut sends users new buyers to g, 200 at a time, and checks that
+// exactly units of them were answered 202, the rest 410, and none 503.
+func sellOut(t *testing.T, s *sale, g *gateway, units, users int, what string) ([]buyer, []answer) {
+	t.Helper()
 	buyers := crowd(t, users)
 	answers := buyAll(s, buyers, 200, func(int) string { return g.addr })
 	got := tally(answers)
-	t.Logf("answers of the first crowd: %v", got)
+	t.Logf("answers %s: %v", what, got)
 	if got[202] != units || got[503] != 0 || got[410] != users-units {
 		t.Fatalf("answers %v: want %d x 202, %d x 410, no 503", got, units, users-units)
 	}
-	au := settled(t, s, 60*time.Second)
-	checkInvariants(t, s, units, au, buyers, answers)
+	return buyers, answers
 }
 
 // waitAnswers waits until g's admin listener answers /healthz.

@@ -23,13 +23,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // refused is a real dial error: nothing listens on the port.
 func refused(t *testing.T) error {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	_, err = net.DialTimeout("tcp", addr, time.Second)
+	_, err := net.DialTimeout("tcp", testenv.FreeAddr(t), time.Second)
 	if err == nil {
 		t.Fatal("dial of a closed port succeeded")
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +16,6 @@ import (
 	"flashsale/gateway/internal/app"
 	"flashsale/gateway/internal/config"
 )
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	c := http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // startConfig is a gateway config over s's sale with fixed listen addresses
 // (New does not return while it waits, so the test must know them first)
@@ -68,17 +55,12 @@ func TestStartWaitsForRedis(t *testing.T) {
 	admin := "http://" + cfg.Admin
 	var code int
 	var body string
-	for wait := time.Now(); time.Since(wait) < 5*time.Second; time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", cfg.Admin); err == nil {
-			_ = c.Close()
-			break
-		}
-	}
+	testenv.WaitListening(t, cfg.Admin, 5*time.Second)
 	time.Sleep(1500 * time.Millisecond) // several attempts
-	if code, body = get(t, admin+"/healthz"); code != 200 {
+	if code, body = testenv.Get(t, admin+"/healthz"); code != 200 {
 		t.Errorf("/healthz while waiting for redis: %d %q, want 200: the process is alive", code, body)
 	}
-	code, body = get(t, admin+"/readyz")
+	code, body = testenv.Get(t, admin+"/readyz")
 	if want := "not ready: starting: waiting for redis: connecting to redis [" + proxy.Addr + "]: dial tcp " + proxy.Addr + ": connect: connection refused"; code != 503 || strings.TrimSpace(body) != want {
 		t.Errorf("/readyz while waiting for redis: %d %q, want 503 %q", code, body, want)
 	}
@@ -107,7 +89,7 @@ func TestStartWaitsForRedis(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- r.a.Serve(ctx) }()
 	for wait := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if code, body = get(t, admin+"/readyz"); code == 200 {
+		if code, body = testenv.Get(t, admin+"/readyz"); code == 200 {
 			break
 		}
 		if time.Since(wait) > 10*time.Second {
@@ -138,19 +120,7 @@ func TestStopWhileWaitingForRedis(t *testing.T) {
 	}()
 	time.Sleep(700 * time.Millisecond)
 	cancel()
-	select {
-	case err := <-errc:
-		if err == nil || !strings.Contains(err.Error(), "stopped while waiting for redis: context canceled") {
-			t.Errorf("New after its ctx ended: %v", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("New still waits 3 s after its ctx ended")
-	}
-	ln, err := net.Listen("tcp", cfg.Admin)
-	if err != nil {
-		t.Fatalf("the admin port is still taken after New gave up: %v", err)
-	}
-	_ = ln.Close()
+	testenv.CheckGaveUp(t, errc, "stopped while waiting for redis: context canceled", cfg.Admin)
 }
 
 // TestStartWaitBound: with -start-wait, a Redis that never answers ends the

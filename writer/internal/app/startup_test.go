@@ -2,9 +2,6 @@ package app_test
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/http"
 	"net/url"
 	"strings"
 	"testing"
@@ -14,18 +11,6 @@ import (
 	"flashsale/writer/internal/app"
 	"flashsale/writer/internal/obs"
 )
-
-func get(t *testing.T, url string) (int, string) {
-	t.Helper()
-	c := http.Client{Timeout: 3 * time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
 
 // TestStartWaitsForPostgres starts a writer while PostgreSQL refuses
 // connections: it stays up with /healthz green and /readyz red naming the
@@ -57,17 +42,12 @@ func TestStartWaitsForPostgres(t *testing.T) {
 		newDone <- started{a, err}
 	}()
 	admin := "http://" + cfg.Admin
-	for wait := time.Now(); time.Since(wait) < 5*time.Second; time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", cfg.Admin); err == nil {
-			_ = c.Close()
-			break
-		}
-	}
+	testenv.WaitListening(t, cfg.Admin, 5*time.Second)
 	time.Sleep(1500 * time.Millisecond) // several attempts
-	if code, body := get(t, admin+"/healthz"); code != 200 {
+	if code, body := testenv.Get(t, admin+"/healthz"); code != 200 {
 		t.Errorf("/healthz while waiting for postgresql: %d %q, want 200: the process is alive", code, body)
 	}
-	code, body := get(t, admin+"/readyz")
+	code, body := testenv.Get(t, admin+"/readyz")
 	if want := "start: starting: waiting for postgresql: connecting to postgresql: failed to connect to "; code != 503 || !strings.HasPrefix(body, want) ||
 		!strings.Contains(body, "connection refused") || strings.Contains(body, "\npostgresql:") || strings.Contains(body, "\nkafka:") {
 		t.Errorf("/readyz while waiting for postgresql: %d %q, want 503 %q... connection refused, and no other check", code, body, want)
@@ -94,7 +74,7 @@ func TestStartWaitsForPostgres(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() { ran <- r.a.Run(ctx) }()
 	for wait := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if code, body = get(t, admin+"/readyz"); code == 200 {
+		if code, body = testenv.Get(t, admin+"/readyz"); code == 200 {
 			break
 		}
 		if time.Since(wait) > 10*time.Second {
@@ -126,17 +106,5 @@ func TestStopWhileWaitingForPostgres(t *testing.T) {
 	}()
 	time.Sleep(700 * time.Millisecond)
 	cancel()
-	select {
-	case err := <-errc:
-		if err == nil || !strings.Contains(err.Error(), "stopped while waiting for postgresql: context canceled") {
-			t.Errorf("New after its ctx ended: %v", err)
-		}
-	case <-time.After(3 * time.Second):
-		t.Fatal("New still waits 3 s after its ctx ended")
-	}
-	ln, err := net.Listen("tcp", cfg.Admin)
-	if err != nil {
-		t.Fatalf("the admin port is still taken after New gave up: %v", err)
-	}
-	_ = ln.Close()
+	testenv.CheckGaveUp(t, errc, "stopped while waiting for postgresql: context canceled", cfg.Admin)
 }
