@@ -52,3 +52,67 @@ func CheckGaveUp(t testing.TB, errc <-chan error, want, admin string) {
 	}
 	_ = ln.Close()
 }
+
+// Start is a process's start (New) run in the background, as a test of a
+// start that waits for its servers needs it.
+type Start[T any] struct {
+	done chan started[T]
+}
+
+type started[T any] struct {
+	v   T
+	err error
+}
+
+// StartAsync runs start in a goroutine.
+func StartAsync[T any](start func() (T, error)) *Start[T] {
+	s := &Start[T]{done: make(chan started[T], 1)}
+	go func() {
+		v, err := start()
+		s.done <- started[T]{v, err}
+	}()
+	return s
+}
+
+// StillWaiting fails the test if the start has returned while what was away.
+func (s *Start[T]) StillWaiting(t testing.TB, what string) {
+	t.Helper()
+	select {
+	case r := <-s.done:
+		t.Fatalf("New returned while %s was away: %v", what, r.err)
+	default:
+	}
+}
+
+// Await waits up to 10 s for the start to return once what answers again,
+// fails the test on its error, and logs how long it took.
+func (s *Start[T]) Await(t testing.TB, what string) T {
+	t.Helper()
+	back := time.Now()
+	var r started[T]
+	select {
+	case r = <-s.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("New still waits 10 s after %s answered", what)
+	}
+	if r.err != nil {
+		t.Fatalf("New after %s answered: %v", what, r.err)
+	}
+	t.Logf("started %v after %s answered", time.Since(back).Round(time.Millisecond), what)
+	return r.v
+}
+
+// WaitReady waits up to 10 s for the admin listener at admin to answer
+// /readyz 200.
+func WaitReady(t testing.TB, admin string) {
+	t.Helper()
+	for wait := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		code, body := Get(t, "http://"+admin+"/readyz")
+		if code == 200 {
+			return
+		}
+		if time.Since(wait) > 10*time.Second {
+			t.Fatalf("/readyz 10 s after the start: %d %q", code, body)
+		}
+	}
+}

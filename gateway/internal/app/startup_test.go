@@ -43,15 +43,9 @@ func TestStartWaitsForRedis(t *testing.T) {
 	cfg := startConfig(t, s, proxy.Addr)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	type started struct {
-		a   *app.App
-		err error
-	}
-	newDone := make(chan started, 1)
-	go func() {
-		a, err := app.New(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		newDone <- started{a, err}
-	}()
+	start := testenv.StartAsync(func() (*app.App, error) {
+		return app.New(ctx, cfg, app.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	})
 	admin := "http://" + cfg.Admin
 	var code int
 	var body string
@@ -68,35 +62,14 @@ func TestStartWaitsForRedis(t *testing.T) {
 		_ = c.Close()
 		t.Errorf("the public listener accepts connections before a purchase can be served")
 	}
-	select {
-	case r := <-newDone:
-		t.Fatalf("New returned while Redis was away: %v", r.err)
-	default:
-	}
+	start.StillWaiting(t, "Redis")
 
 	proxy.Start(t)
-	back := time.Now()
-	var r started
-	select {
-	case r = <-newDone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("New still waits 10 s after Redis answered")
-	}
-	if r.err != nil {
-		t.Fatalf("New after Redis answered: %v", r.err)
-	}
-	t.Logf("started %v after Redis answered", time.Since(back).Round(time.Millisecond))
+	a := start.Await(t, "Redis")
 	served := make(chan error, 1)
-	go func() { served <- r.a.Serve(ctx) }()
-	for wait := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if code, body = testenv.Get(t, admin+"/readyz"); code == 200 {
-			break
-		}
-		if time.Since(wait) > 10*time.Second {
-			t.Fatalf("/readyz 10 s after the start: %d %q", code, body)
-		}
-	}
-	g := &stack{t: t, app: r.a, sale: s.sale, item: s.item, client: &fasthttp.Client{}}
+	go func() { served <- a.Serve(ctx) }()
+	testenv.WaitReady(t, cfg.Admin)
+	g := &stack{t: t, app: a, sale: s.sale, item: s.item, client: &fasthttp.Client{}}
 	if code, body := g.do("POST", g.purchasePath(), token(t, 7)); code != 202 {
 		t.Errorf("first purchase on the gateway that waited: %d %s, want 202", code, body)
 	}

@@ -32,15 +32,7 @@ func TestStartWaitsForPostgres(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	type started struct {
-		a   *app.App
-		err error
-	}
-	newDone := make(chan started, 1)
-	go func() {
-		a, err := app.New(ctx, cfg, testLog(t))
-		newDone <- started{a, err}
-	}()
+	start := testenv.StartAsync(func() (*app.App, error) { return app.New(ctx, cfg, testLog(t)) })
 	admin := "http://" + cfg.Admin
 	testenv.WaitListening(t, cfg.Admin, 5*time.Second)
 	time.Sleep(1500 * time.Millisecond) // several attempts
@@ -52,37 +44,16 @@ func TestStartWaitsForPostgres(t *testing.T) {
 		!strings.Contains(body, "connection refused") || strings.Contains(body, "\npostgresql:") || strings.Contains(body, "\nkafka:") {
 		t.Errorf("/readyz while waiting for postgresql: %d %q, want 503 %q... connection refused, and no other check", code, body, want)
 	}
-	select {
-	case r := <-newDone:
-		t.Fatalf("New returned while PostgreSQL was away: %v", r.err)
-	default:
-	}
+	start.StillWaiting(t, "PostgreSQL")
 
 	proxy.Start(t)
-	back := time.Now()
-	var r started
-	select {
-	case r = <-newDone:
-	case <-time.After(10 * time.Second):
-		t.Fatal("New still waits 10 s after PostgreSQL answered")
-	}
-	if r.err != nil {
-		t.Fatalf("New after PostgreSQL answered: %v", r.err)
-	}
-	defer r.a.Close()
-	t.Logf("started %v after PostgreSQL answered", time.Since(back).Round(time.Millisecond))
+	a := start.Await(t, "PostgreSQL")
+	defer a.Close()
 	ran := make(chan error, 1)
-	go func() { ran <- r.a.Run(ctx) }()
-	for wait := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		if code, body = testenv.Get(t, admin+"/readyz"); code == 200 {
-			break
-		}
-		if time.Since(wait) > 10*time.Second {
-			t.Fatalf("/readyz 10 s after the start: %d %q", code, body)
-		}
-	}
+	go func() { ran <- a.Run(ctx) }()
+	testenv.WaitReady(t, cfg.Admin)
 	produce(t, newProducer(t, topic), reservations(s, s.Items[0].ID, 10, 10*time.Minute))
-	waitFor(t, 30*time.Second, "10 orders persisted", func() bool { return obs.Value(r.a.Metrics.Persisted) >= 10 })
+	waitFor(t, 30*time.Second, "10 orders persisted", func() bool { return obs.Value(a.Metrics.Persisted) >= 10 })
 	cancel()
 	if err := <-ran; err != nil {
 		t.Errorf("run: %v", err)
