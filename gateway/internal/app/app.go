@@ -356,7 +356,7 @@ func (a *App) adminMux() *http.ServeMux {
 // also proves that every master answers, and a key of every shard of the
 // live sales read (a master answers SCRIPT LOAD while it still refuses keys:
 // loading its data, or in its first seconds after a restart). It checks at
-// most once a second and answers the last result in between, unless a Redis
+// most once per readyCache and answers the last result in between, unless a Redis
 // call of the request path failed since: then it checks again at once, so
 // that a master that just died turns /readyz red with the first purchase it
 // failed, not up to a second later. Kafka is not checked: purchases do not
@@ -368,7 +368,7 @@ func (a *App) ready(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	errs := a.Metrics.RedisErrors()
-	if time.Since(a.readyAt) < time.Second && errs == a.readyErrs {
+	if time.Since(a.readyAt) < readyCache && errs == a.readyErrs {
 		return a.readyErr
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -386,6 +386,12 @@ func (a *App) ready(ctx context.Context) error {
 	a.readyAt, a.readyErr, a.readyErrs = time.Now(), err, errs
 	return err
 }
+
+// readyCache is how long a readiness result is answered again: a load
+// balancer or several probers asking many times a second cost one check per
+// readyCache, and a fault that began since is seen at most this late (a
+// Kubernetes probe, every few seconds, always gets a fresh check).
+const readyCache = 250 * time.Millisecond
 
 // liveTags lists the shards of the sales that can take purchases now or
 // within coldMargin (not cold, see coldShard): the shards /readyz checks are
