@@ -83,3 +83,20 @@ func (f *Failure) Round(ctx context.Context, log *slog.Logger, err error, what s
 		f.Failed(log, time.Now(), what+" failed", append(args, "err", err)...)
 	}
 }
+
+// Loop runs round every interval (its first after one interval) until ctx
+// ends, and logs the rounds' outcomes as one loop's run of failures (Round,
+// under what). It is the body of the writer's and gateway's periodic jobs.
+func Loop(ctx context.Context, interval time.Duration, log *slog.Logger, what string, round func(ctx context.Context, now time.Time) error) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var fails Failure
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			fails.Round(ctx, log, round(ctx, now), what)
+		}
+	}
+}

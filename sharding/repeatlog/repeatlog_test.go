@@ -104,3 +104,39 @@ func TestRoundLogsFailureRecoveryAndNothingAfterShutdown(t *testing.T) {
 		t.Fatalf("log:\n%s", buf.String())
 	}
 }
+
+func TestLoopRunsRoundsAndLogsTheirRun(t *testing.T) {
+	log, buf := lines()
+	ctx, cancel := context.WithCancel(context.Background())
+	var rounds int
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Loop(ctx, 5*time.Millisecond, log, "sweep", func(ctx context.Context, now time.Time) error {
+			rounds++
+			switch {
+			case now.IsZero():
+				return errors.New("no time")
+			case rounds <= 3:
+				return errors.New("down")
+			case rounds == 5:
+				cancel()
+				return errors.New("stopped") // after ctx ended: not logged
+			}
+			return nil
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Loop did not return after ctx ended")
+	}
+	if rounds != 5 {
+		t.Fatalf("rounds = %d, want 5 (Loop went on after ctx ended?)", rounds)
+	}
+	got := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(got) != 2 || got[0] != `level=WARN msg="sweep failed" err=down` ||
+		!strings.HasPrefix(got[1], `level=INFO msg="sweep recovered" failures=3 after=`) {
+		t.Fatalf("log:\n%s", buf.String())
+	}
+}

@@ -330,17 +330,7 @@ func (c *Catalog) Run(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		poll := time.NewTicker(c.cfg.Poll)
-		defer poll.Stop()
-		var fails repeatlog.Failure
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-poll.C:
-				fails.Round(ctx, c.cfg.Log, c.Poll(ctx), "sold-out poll")
-			}
-		}
+		repeatlog.Loop(ctx, c.cfg.Poll, c.cfg.Log, "sold-out poll", func(ctx context.Context, _ time.Time) error { return c.Poll(ctx) })
 	}()
 	defer func() { <-done }()
 	refresh := time.NewTicker(c.cfg.Refresh)

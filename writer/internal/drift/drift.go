@@ -73,17 +73,7 @@ func New(cfg Config, db *pgxpool.Pool, redis *stock.Store, reg prometheus.Regist
 // Run reads every Interval until ctx ends; a failed reading is logged and
 // leaves the last values.
 func (w *Watcher) Run(ctx context.Context) {
-	t := time.NewTicker(w.cfg.Interval)
-	defer t.Stop()
-	var fails repeatlog.Failure
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fails.Round(ctx, w.log, w.Once(ctx, time.Now()), "drift reading")
-		}
-	}
+	repeatlog.Loop(ctx, w.cfg.Interval, w.log, "drift reading", w.Once)
 }
 
 // Item is one item's reading.

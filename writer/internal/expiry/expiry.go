@@ -58,15 +58,7 @@ func New(cfg Config, st *store.Store, redis *stock.Store, applier *outbox.Applie
 // Run runs a pass every Interval until ctx ends. Errors are logged and the
 // next pass retries.
 func (j *Job) Run(ctx context.Context) {
-	t := time.NewTicker(j.cfg.Interval)
-	defer t.Stop()
-	var fails repeatlog.Failure
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	repeatlog.Loop(ctx, j.cfg.Interval, j.log, "expiry pass", func(ctx context.Context, _ time.Time) error {
 		_, err := j.Once(ctx)
 		if err != nil && ctx.Err() == nil {
 			kind := "other"
@@ -75,8 +67,8 @@ func (j *Job) Run(ctx context.Context) {
 			}
 			j.m.Retries.WithLabelValues(kind).Inc()
 		}
-		fails.Round(ctx, j.log, err, "expiry pass")
-	}
+		return err
+	})
 }
 
 // Once expires every due order, Batch per transaction, applying each

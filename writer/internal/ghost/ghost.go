@@ -77,18 +77,10 @@ func New(cfg Config, st *store.Store, redis *stock.Store, lag func(context.Conte
 
 // Run sweeps every Interval until ctx ends.
 func (s *Sweeper) Run(ctx context.Context) {
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	var fails repeatlog.Failure
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		_, err := s.Once(ctx, time.Now())
-		fails.Round(ctx, s.log, err, "ghost sweep")
-	}
+	repeatlog.Loop(ctx, s.cfg.Interval, s.log, "ghost sweep", func(ctx context.Context, now time.Time) error {
+		_, err := s.Once(ctx, now)
+		return err
+	})
 }
 
 // candidate is a buyer record whose order PostgreSQL lacks.
