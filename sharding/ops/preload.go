@@ -46,26 +46,82 @@ func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*
 	if err := t.needDB(); err != nil {
 		return nil, err
 	}
-	sale, pgShards, found, err := t.pgSale(ctx, id)
+	sale, pgShards, err := t.preloadSource(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if !found {
-		return nil, fmt.Errorf("unknown sale %d: PostgreSQL has no such sale (create it with `flashctl sale create` first)", id)
-	}
-	if len(sale.Items) == 0 {
-		return nil, fmt.Errorf("sale %d has no items in PostgreSQL", id)
-	}
 	rep := &PreloadReport{Sale: id, Name: sale.Name, State: saleState(sale, time.Now()), Forced: force, Units: map[int64]int64{}}
-	cur, err := t.Store.LoadSale(ctx, id)
-	switch {
-	case errors.Is(err, stock.ErrNoSale):
-		cur = nil
-	case err != nil:
+	cur, err := t.liveSale(ctx, id)
+	if err != nil {
 		return nil, err
-	default:
+	}
+	if cur != nil {
 		rep.State = saleState(cur, time.Now())
 	}
+	if shards, rep.ShardFrom, err = preloadShardCount(shards, cur, pgShards); err != nil {
+		return nil, err
+	}
+	if cur != nil && !force {
+		return nil, fmt.Errorf("sale %d (%s, %s) is already in Redis with %d shards, version %d: %w",
+			id, sale.Name, rep.State, len(cur.Shards), cur.Version, ErrLive)
+	}
+	top, err := stock.Topology(ctx, t.Redis)
+	if err != nil {
+		return nil, err
+	}
+	if err := placePreload(sale, cur, shards, top); err != nil {
+		return nil, err
+	}
+	if err := t.Store.Preload(ctx, sale, force); err != nil {
+		if errors.Is(err, stock.ErrLive) {
+			return nil, fmt.Errorf("sale %d already has stock keys in Redis: %w", id, ErrLive)
+		}
+		return nil, err
+	}
+	rep.written(sale, top)
+	if force {
+		// The full quantity is now in Redis; take back what PostgreSQL says is
+		// held and reconcile buyer records.
+		if rep.Reconcile, err = t.Reconcile(ctx, id, ReconcileOptions{Repair: true, Grace: 30 * time.Second}); err != nil {
+			return rep, fmt.Errorf("reconciling after a forced preload: %w", err)
+		}
+	}
+	return rep, nil
+}
+
+// preloadSource reads sale id from PostgreSQL with its shard count there (0
+// when unset), and refuses a sale PostgreSQL lacks or that has no items:
+// there would be nothing to preload.
+func (t *Tool) preloadSource(ctx context.Context, id int64) (*sharding.Sale, int, error) {
+	sale, pgShards, found, err := t.pgSale(ctx, id)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !found {
+		return nil, 0, fmt.Errorf("unknown sale %d: PostgreSQL has no such sale (create it with `flashctl sale create` first)", id)
+	}
+	if len(sale.Items) == 0 {
+		return nil, 0, fmt.Errorf("sale %d has no items in PostgreSQL", id)
+	}
+	return sale, pgShards, nil
+}
+
+// liveSale returns the description Redis holds for sale id, nil when it
+// holds none: a preload over a live sale is refused or forced, never silent.
+func (t *Tool) liveSale(ctx context.Context, id int64) (*sharding.Sale, error) {
+	cur, err := t.Store.LoadSale(ctx, id)
+	if errors.Is(err, stock.ErrNoSale) {
+		return nil, nil
+	}
+	return cur, err
+}
+
+// preloadShardCount returns the shard count of a preload and where it came
+// from (see PreloadReport.ShardFrom): shards when the command line names one,
+// else the live sale's (cur, nil when Redis holds none), else PostgreSQL's
+// pgShards, else DefaultShards. A count outside 1..sharding.MaxShards is an
+// error whatever its source.
+func preloadShardCount(shards int, cur *sharding.Sale, pgShards int) (int, string, error) {
 	from := "flag"
 	switch {
 	case shards > 0:
@@ -77,47 +133,39 @@ func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*
 		shards, from = DefaultShards, "default"
 	}
 	if shards < 1 || shards > sharding.MaxShards {
-		return nil, fmt.Errorf("shard count %d: want 1..%d", shards, sharding.MaxShards)
+		return 0, "", fmt.Errorf("shard count %d: want 1..%d", shards, sharding.MaxShards)
 	}
-	rep.ShardFrom = from
-	if cur != nil && !force {
-		return nil, fmt.Errorf("sale %d (%s, %s) is already in Redis with %d shards, version %d: %w",
-			id, sale.Name, rep.State, len(cur.Shards), cur.Version, ErrLive)
+	return shards, from, nil
+}
+
+// placePreload gives sale its shard tags: those of the live sale cur when
+// Redis holds one (a forced preload keeps its layout, version and state, and
+// a different count is a reshard's job), else shards new tags placed over
+// top's masters.
+func placePreload(sale, cur *sharding.Sale, shards int, top *sharding.Topology) error {
+	if cur == nil {
+		var err error
+		sale.Shards, err = sharding.PlaceTags(sale.ID, shards, top)
+		return err
 	}
-	top, err := stock.Topology(ctx, t.Redis)
-	if err != nil {
-		return nil, err
+	if len(cur.Shards) != shards {
+		return fmt.Errorf("sale %d has %d shards in Redis; change the count with `flashctl reshard --sale %d --shards %d`, not with preload", sale.ID, len(cur.Shards), sale.ID, shards)
 	}
-	if cur != nil {
-		if len(cur.Shards) != shards {
-			return nil, fmt.Errorf("sale %d has %d shards in Redis; change the count with `flashctl reshard --sale %d --shards %d`, not with preload", id, len(cur.Shards), id, shards)
-		}
-		// The operator's state stays: its halt keys are on the shards.
-		sale.Shards, sale.Version, sale.State = cur.Shards, cur.Version, cur.State
-	} else if sale.Shards, err = sharding.PlaceTags(id, shards, top); err != nil {
-		return nil, err
-	}
-	if err := t.Store.Preload(ctx, sale, force); err != nil {
-		if errors.Is(err, stock.ErrLive) {
-			return nil, fmt.Errorf("sale %d already has stock keys in Redis: %w", id, ErrLive)
-		}
-		return nil, err
-	}
-	rep.Shards = len(sale.Shards)
+	// The operator's state stays: its halt keys are on the shards.
+	sale.Shards, sale.Version, sale.State = cur.Shards, cur.Version, cur.State
+	return nil
+}
+
+// written fills in what a preload of sale wrote: its shards, where each one
+// lives in top, and each item's quantity over all of them.
+func (r *PreloadReport) written(sale *sharding.Sale, top *sharding.Topology) {
+	r.Shards = len(sale.Shards)
 	for i, tag := range sale.Shards {
-		rep.Placement = append(rep.Placement, Placement{Shard: i, Tag: tag, Slot: sharding.Slot([]byte("{" + tag + "}")), Master: top.MasterOfTag(tag)})
+		r.Placement = append(r.Placement, Placement{Shard: i, Tag: tag, Slot: sharding.Slot([]byte("{" + tag + "}")), Master: top.MasterOfTag(tag)})
 	}
 	for _, it := range sale.Items {
-		rep.Units[it.ID] = it.Quantity
+		r.Units[it.ID] = it.Quantity
 	}
-	if force {
-		// The full quantity is now in Redis; take back what PostgreSQL says is
-		// held and reconcile buyer records.
-		if rep.Reconcile, err = t.Reconcile(ctx, id, ReconcileOptions{Repair: true, Grace: 30 * time.Second}); err != nil {
-			return rep, fmt.Errorf("reconciling after a forced preload: %w", err)
-		}
-	}
-	return rep, nil
 }
 
 // Text renders the preload.
