@@ -88,56 +88,18 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 		if n == len(sale.Shards) {
 			return sale, rep, nil
 		}
-		to, err := sharding.PlaceTagsVersion(saleID, sale.Version+1, n, top)
-		if err != nil {
+		if j, err = s.startReshard(ctx, sale, n, top); err != nil {
 			return nil, rep, err
 		}
-		j = &reshardJournal{SaleID: saleID, From: sale.Shards, To: to, Version: sale.Version + 1, Phase: "copying"}
-		b, _ := json.Marshal(j)
-		ok, err := s.doAck(ctx, s.c.B().Set().Key(sharding.ReshardKey(saleID)).Value(string(b)).Nx().Build()).ToString()
-		if rueidis.IsRedisNil(err) || (err == nil && ok != "OK") {
-			return nil, rep, ErrReshardRunning
-		}
-		if err != nil {
-			return nil, rep, fmt.Errorf("writing reshard journal: %w", err)
-		}
-	} else {
-		rep.Resumed = true
-		if len(j.To) != n {
-			return nil, rep, fmt.Errorf("%w: it targets %d shards, not %d", ErrReshardRunning, len(j.To), n)
-		}
-		rep.From = len(j.From)
-		if j.Phase == "copying" && slices.Equal(sale.Shards, j.To) {
-			// The description went out with the new layout and the journal
-			// was not updated after it (a crash, or that write unconfirmed):
-			// the new shards are live, and copying the frozen old ones over
-			// them again would bring back every unit sold since.
-			j.Phase = "published"
-		}
+	} else if err := j.resume(sale, n, &rep); err != nil {
+		return nil, rep, err
 	}
 	began := time.Now()
 	// In phase "published" the sale read above already has the new layout.
 	if j.Phase == "copying" {
-		if err := s.fence(ctx, j.From, j.Version); err != nil {
+		if sale, err = s.publishReshard(ctx, sale, j, top, &rep); err != nil {
 			return nil, rep, err
 		}
-		if rep.MovesFinished, err = s.recoverMoves(ctx, j.From, true); err != nil {
-			return nil, rep, fmt.Errorf("finishing moves before the copy: %w", err)
-		}
-		if err := s.copyShards(ctx, sale, j, top, &rep); err != nil {
-			return nil, rep, err
-		}
-		next := *sale
-		next.Shards, next.Version = j.To, j.Version
-		if err := s.StoreSale(ctx, &next); err != nil {
-			return nil, rep, err
-		}
-		j.Phase = "published"
-		b, _ := json.Marshal(j)
-		if err := s.doAck(ctx, s.c.B().Set().Key(sharding.ReshardKey(saleID)).Value(string(b)).Build()).Error(); err != nil {
-			return nil, rep, fmt.Errorf("updating reshard journal: %w", err)
-		}
-		sale = &next
 	}
 	rep.Frozen = time.Since(began)
 	if err := s.dropShards(ctx, sale, j.From, top); err != nil {
@@ -147,6 +109,75 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 		return nil, rep, fmt.Errorf("removing reshard journal: %w", err)
 	}
 	return sale, rep, nil
+}
+
+// startReshard places n new tags for sale over top's masters and writes the
+// journal that names them, in phase "copying" (step 1). The journal is
+// written with NX, so that only one reshard of a sale runs at a time: one
+// already there is ErrReshardRunning.
+func (s *Store) startReshard(ctx context.Context, sale *sharding.Sale, n int, top *sharding.Topology) (*reshardJournal, error) {
+	to, err := sharding.PlaceTagsVersion(sale.ID, sale.Version+1, n, top)
+	if err != nil {
+		return nil, err
+	}
+	j := &reshardJournal{SaleID: sale.ID, From: sale.Shards, To: to, Version: sale.Version + 1, Phase: "copying"}
+	b, _ := json.Marshal(j)
+	ok, err := s.doAck(ctx, s.c.B().Set().Key(sharding.ReshardKey(sale.ID)).Value(string(b)).Nx().Build()).ToString()
+	if rueidis.IsRedisNil(err) || (err == nil && ok != "OK") {
+		return nil, ErrReshardRunning
+	}
+	if err != nil {
+		return nil, fmt.Errorf("writing reshard journal: %w", err)
+	}
+	return j, nil
+}
+
+// resume takes up the unfinished reshard j of sale, noting in rep that it is
+// resumed and what it reshards from. A resumed reshard must target n shards,
+// as the crashed one did: a different count is ErrReshardRunning.
+func (j *reshardJournal) resume(sale *sharding.Sale, n int, rep *ReshardReport) error {
+	rep.Resumed = true
+	if len(j.To) != n {
+		return fmt.Errorf("%w: it targets %d shards, not %d", ErrReshardRunning, len(j.To), n)
+	}
+	rep.From = len(j.From)
+	if j.Phase == "copying" && slices.Equal(sale.Shards, j.To) {
+		// The description went out with the new layout and the journal
+		// was not updated after it (a crash, or that write unconfirmed):
+		// the new shards are live, and copying the frozen old ones over
+		// them again would bring back every unit sold since.
+		j.Phase = "published"
+	}
+	return nil
+}
+
+// publishReshard runs steps 2 to 4 of the reshard j of sale: it fences the old
+// shards, finishes the moves journaled on them, copies them to the new ones,
+// stores the description with the new tags and moves the journal to phase
+// "published". It returns the published sale; until the journal says
+// "published" a failure leaves a reshard that the same command resumes.
+func (s *Store) publishReshard(ctx context.Context, sale *sharding.Sale, j *reshardJournal, top *sharding.Topology, rep *ReshardReport) (*sharding.Sale, error) {
+	if err := s.fence(ctx, j.From, j.Version); err != nil {
+		return nil, err
+	}
+	var err error
+	if rep.MovesFinished, err = s.recoverMoves(ctx, j.From, true); err != nil {
+		return nil, fmt.Errorf("finishing moves before the copy: %w", err)
+	}
+	if err := s.copyShards(ctx, sale, j, top, rep); err != nil {
+		return nil, err
+	}
+	next := *sale
+	next.Shards, next.Version = j.To, j.Version
+	if err := s.StoreSale(ctx, &next); err != nil {
+		return nil, err
+	}
+	j.Phase = "published"
+	b, _ := json.Marshal(j)
+	if err := s.doAck(ctx, s.c.B().Set().Key(sharding.ReshardKey(sale.ID)).Value(string(b)).Build()).Error(); err != nil {
+		return nil, fmt.Errorf("updating reshard journal: %w", err)
+	}
+	return &next, nil
 }
 
 // PendingReshard is a reshard of a sale that has not finished: under way, or
