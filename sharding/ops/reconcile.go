@@ -162,35 +162,33 @@ func (t *Tool) Reconcile(ctx context.Context, id int64, opt ReconcileOptions) (*
 	if rep.MovesFinished, err = t.Store.RecoverMoves(ctx, sale); err != nil {
 		return nil, err
 	}
+	if err := t.repairPasses(ctx, sale, opt, rep); err != nil {
+		return rep, err
+	}
+	return rep, nil
+}
+
+// repairPasses repairs what rep.Before found, checking again after each pass,
+// for at most four passes or until a check is clean. A pass repairs the buyer
+// findings first and the drift only once there were none to repair: buyer
+// repairs move units themselves, so a drift seen beside them is not yet the
+// drift to set. It records in rep what it repaired, what the last pass left
+// alone and the last check.
+func (t *Tool) repairPasses(ctx context.Context, sale *sharding.Sale, opt ReconcileOptions, rep *ReconcileReport) error {
 	cur := rep.Before
 	for pass := 0; pass < 4 && !cur.Clean(); pass++ {
 		fixed, held, err := t.repairBuyers(ctx, sale, cur, opt)
 		if err != nil {
-			return rep, err
+			return err
 		}
 		rep.Repairs, rep.Held = append(rep.Repairs, fixed...), held
 		if len(fixed) == 0 {
-			for _, f := range cur.Findings {
-				if f.Kind != KindDrift {
-					continue
-				}
-				if len(held) > 0 {
-					// The orphans left alone hold their units and count in
-					// the drift: setting the stock by it would sell those
-					// units a second time once the orphans are released.
-					f.Repair = "not repaired: the orphans left alone count in it"
-					rep.Held = append(rep.Held, f)
-					continue
-				}
-				done, err := t.repairDrift(ctx, sale, f.Item, f.Units, opt.Grace)
-				if err != nil {
-					return rep, err
-				}
-				rep.Repairs = append(rep.Repairs, done...)
+			if err := t.repairDrifts(ctx, sale, cur, len(held) > 0, opt.Grace, rep); err != nil {
+				return err
 			}
 		}
 		if cur, err = t.check(ctx, sale, opt.Grace); err != nil {
-			return rep, err
+			return err
 		}
 		if len(fixed) == 0 {
 			break
@@ -198,7 +196,32 @@ func (t *Tool) Reconcile(ctx context.Context, id int64, opt ReconcileOptions) (*
 	}
 	rep.After = cur
 	rep.Clean = cur.Clean()
-	return rep, nil
+	return nil
+}
+
+// repairDrifts repairs each drift finding of c by repairDrift and appends
+// what it did to rep.Repairs; when orphans were left alone (held) it repairs
+// none and appends each drift to rep.Held with why.
+func (t *Tool) repairDrifts(ctx context.Context, sale *sharding.Sale, c *Check, held bool, grace time.Duration, rep *ReconcileReport) error {
+	for _, f := range c.Findings {
+		if f.Kind != KindDrift {
+			continue
+		}
+		if held {
+			// The orphans left alone hold their units and count in the
+			// drift: setting the stock by it would sell those units a
+			// second time once the orphans are released.
+			f.Repair = "not repaired: the orphans left alone count in it"
+			rep.Held = append(rep.Held, f)
+			continue
+		}
+		done, err := t.repairDrift(ctx, sale, f.Item, f.Units, grace)
+		if err != nil {
+			return err
+		}
+		rep.Repairs = append(rep.Repairs, done...)
+	}
+	return nil
 }
 
 // repairBuyers repairs the buyer findings of c and returns them with what was
