@@ -139,23 +139,7 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 	if len(cfg.HS256Secret) == 0 && cfg.JWKS == "" {
 		return nil, fmt.Errorf("auth: neither an HS256 secret nor a JWKS configured")
 	}
-	if cfg.JWKSRefresh <= 0 {
-		cfg.JWKSRefresh = DefaultJWKSRefresh
-	}
-	switch {
-	case cfg.Skew == 0:
-		cfg.Skew = DefaultSkew
-	case cfg.Skew < 0:
-		cfg.Skew = 0
-	case cfg.Skew > MaxSkew:
-		cfg.Skew = MaxSkew
-	}
-	if cfg.MaxTokenLen <= 0 {
-		cfg.MaxTokenLen = DefaultMaxTokenLen
-	}
-	if cfg.CacheSize <= 0 {
-		cfg.CacheSize = DefaultCacheSize
-	}
+	cfg = cfg.withDefaults()
 	v := &Verifier{
 		secret:   bytes.Clone(cfg.HS256Secret),
 		issuer:   cfg.Issuer,
@@ -172,40 +156,79 @@ func New(ctx context.Context, cfg Config) (*Verifier, error) {
 		return v, nil
 	}
 	v.jwksEnabled = true
+	var err error
 	if strings.HasPrefix(cfg.JWKS, "http://") || strings.HasPrefix(cfg.JWKS, "https://") {
-		v.jwksURL = cfg.JWKS
-		v.cache = jwk.NewCache(v.ctx)
-		err := v.cache.Register(cfg.JWKS,
-			jwk.WithRefreshInterval(cfg.JWKSRefresh),
-			jwk.WithHTTPClient(&http.Client{Timeout: 10 * time.Second}),
-			jwk.WithPostFetcher(jwk.PostFetchFunc(func(_ string, s jwk.Set) (jwk.Set, error) {
-				return usableKeys(s)
-			})))
-		if err != nil {
-			v.cancel()
-			return nil, fmt.Errorf("auth: registering jwks url: %w", err)
-		}
-		if _, err := v.cache.Refresh(ctx, cfg.JWKS); err != nil {
-			v.cancel()
-			return nil, fmt.Errorf("auth: fetching jwks %s: %w", cfg.JWKS, err)
-		}
-		return v, nil
+		err = v.fetchJWKS(ctx, cfg.JWKS, cfg.JWKSRefresh)
+	} else {
+		err = v.readJWKS(cfg.JWKS)
 	}
-	raw, err := os.ReadFile(cfg.JWKS)
 	if err != nil {
 		v.cancel()
-		return nil, fmt.Errorf("auth: reading jwks: %w", err)
+		return nil, err
+	}
+	return v, nil
+}
+
+// withDefaults returns c with every unset field at its default and Skew
+// brought into 0..MaxSkew, as the Config docs describe.
+func (c Config) withDefaults() Config {
+	if c.JWKSRefresh <= 0 {
+		c.JWKSRefresh = DefaultJWKSRefresh
+	}
+	switch {
+	case c.Skew == 0:
+		c.Skew = DefaultSkew
+	case c.Skew < 0:
+		c.Skew = 0
+	case c.Skew > MaxSkew:
+		c.Skew = MaxSkew
+	}
+	if c.MaxTokenLen <= 0 {
+		c.MaxTokenLen = DefaultMaxTokenLen
+	}
+	if c.CacheSize <= 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	return c
+}
+
+// fetchJWKS registers the JWK set at url with a jwk.Cache that refreshes it
+// every refresh until v.ctx is done, keeping only usableKeys, and fetches it
+// once now (bounded by ctx), so that an unreachable URL or a set without
+// usable keys fails New rather than the first request.
+func (v *Verifier) fetchJWKS(ctx context.Context, url string, refresh time.Duration) error {
+	v.jwksURL = url
+	v.cache = jwk.NewCache(v.ctx)
+	err := v.cache.Register(url,
+		jwk.WithRefreshInterval(refresh),
+		jwk.WithHTTPClient(&http.Client{Timeout: 10 * time.Second}),
+		jwk.WithPostFetcher(jwk.PostFetchFunc(func(_ string, s jwk.Set) (jwk.Set, error) {
+			return usableKeys(s)
+		})))
+	if err != nil {
+		return fmt.Errorf("auth: registering jwks url: %w", err)
+	}
+	if _, err := v.cache.Refresh(ctx, url); err != nil {
+		return fmt.Errorf("auth: fetching jwks %s: %w", url, err)
+	}
+	return nil
+}
+
+// readJWKS loads the usable keys of the JWK set in file once: a file set is
+// never refreshed.
+func (v *Verifier) readJWKS(file string) error {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("auth: reading jwks: %w", err)
 	}
 	set, err := jwk.Parse(raw)
 	if err != nil {
-		v.cancel()
-		return nil, fmt.Errorf("auth: parsing jwks %s: %w", cfg.JWKS, err)
+		return fmt.Errorf("auth: parsing jwks %s: %w", file, err)
 	}
 	if v.staticSet, err = usableKeys(set); err != nil {
-		v.cancel()
-		return nil, fmt.Errorf("auth: jwks %s: %w", cfg.JWKS, err)
+		return fmt.Errorf("auth: jwks %s: %w", file, err)
 	}
-	return v, nil
+	return nil
 }
 
 // Close stops the background JWKS refresh. Verify keeps working with the
