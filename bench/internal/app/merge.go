@@ -46,26 +46,36 @@ func mergeMain(ctx context.Context, args []string, getenv func(string) string, s
 		fs.Usage()
 		return ExitUsage
 	}
-	if err := waitResults(ctx, fs.Args(), *wait, stderr); err != nil {
-		fmt.Fprintln(stderr, "bench merge:", err)
-		return ExitError
-	}
-	out, err := mergeDirs(fs.Args())
+	code, err := runMerge(ctx, &cfg, fs.Args(), *wait, stdout, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench merge:", err)
-		return ExitError
+	}
+	return code
+}
+
+// runMerge is mergeMain once its flags are read, as run is Main's: it waits up to
+// wait for the shards' results in dirs, merges them, audits the merged run
+// with cfg.Audit and writes it (to cfg.OutDir, default
+// bench/out/<start>-merged). It returns the exit code and, when it stopped
+// short, why; an audit that fails is ExitAuditFails without an error, the
+// merged result written all the same.
+func runMerge(ctx context.Context, cfg *config.Config, dirs []string, wait time.Duration, stdout, stderr io.Writer) (int, error) {
+	if err := waitResults(ctx, dirs, wait, stderr); err != nil {
+		return ExitError, err
+	}
+	out, err := mergeDirs(dirs)
+	if err != nil {
+		return ExitError, err
 	}
 	cfg.SaleID = out.SaleID
 	code := ExitOK
 	if cfg.Audit {
 		if cfg.SaleID == 0 || cfg.DatabaseURL == "" {
-			fmt.Fprintln(stderr, "bench merge: -audit needs results of a run with -sale, and -database-url or DATABASE_URL")
-			return ExitUsage
+			return ExitUsage, errors.New("-audit needs results of a run with -sale, and -database-url or DATABASE_URL")
 		}
-		rep, err := runAudit(ctx, &cfg, out.AcceptedOrders(), stderr)
+		rep, err := runAudit(ctx, cfg, out.AcceptedOrders(), stderr)
 		if err != nil {
-			fmt.Fprintln(stderr, "bench merge:", err)
-			return ExitError
+			return ExitError, err
 		}
 		out.Audit = rep
 		if !rep.OK() {
@@ -77,10 +87,9 @@ func mergeMain(ctx context.Context, args []string, getenv func(string) string, s
 		dir = filepath.Join("bench", "out", out.Start.Format("20060102-150405")+"-merged")
 	}
 	if c, err := write(dir, out, stdout); err != nil {
-		fmt.Fprintln(stderr, "bench merge:", err)
-		return c
+		return c, err
 	}
-	return code
+	return code, nil
 }
 
 // waitResults waits until every dir has its result.json, at most d.
