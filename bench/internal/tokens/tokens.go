@@ -77,27 +77,9 @@ func MintHS256(secret []byte, c Claims) (*Set, error) {
 // MintKey signs c.Users tokens with the PEM private key in file, ES256 for an
 // EC key and RS256 for an RSA key.
 func MintKey(file string, c Claims) (*Set, error) {
-	pem, err := os.ReadFile(file)
+	key, alg, err := signingKey(file, c.KeyID)
 	if err != nil {
-		return nil, fmt.Errorf("tokens: reading key: %w", err)
-	}
-	key, err := jwk.ParseKey(pem, jwk.WithPEM(true))
-	if err != nil {
-		return nil, fmt.Errorf("tokens: parsing key %s: %w", file, err)
-	}
-	var alg jwa.SignatureAlgorithm
-	switch key.KeyType() {
-	case jwa.EC:
-		alg = jwa.ES256
-	case jwa.RSA:
-		alg = jwa.RS256
-	default:
-		return nil, fmt.Errorf("tokens: key %s is %s, want an EC (ES256) or RSA (RS256) private key", file, key.KeyType())
-	}
-	if c.KeyID != "" {
-		if err := key.Set(jwk.KeyIDKey, c.KeyID); err != nil {
-			return nil, fmt.Errorf("tokens: setting kid: %w", err)
-		}
+		return nil, err
 	}
 	if c.Users <= 0 {
 		return nil, fmt.Errorf("tokens: %d users, want at least 1", c.Users)
@@ -107,19 +89,7 @@ func MintKey(file string, c Claims) (*Set, error) {
 	toks := make([][]byte, c.Users)
 	parallel(c.Users, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			b := jwt.NewBuilder().Subject(strconv.FormatUint(c.UserBase+uint64(i), 10)).
-				IssuedAt(c.IssuedAt).Expiration(c.Expires)
-			if c.Issuer != "" {
-				b = b.Issuer(c.Issuer)
-			}
-			if c.Audience != "" {
-				b = b.Audience([]string{c.Audience})
-			}
-			tok, err := b.Build()
-			var signed []byte
-			if err == nil {
-				signed, err = jwt.Sign(tok, jwt.WithKey(alg, key))
-			}
+			signed, err := signJWT(key, alg, c, c.UserBase+uint64(i))
 			if err != nil {
 				mu.Lock()
 				firstErr = cmpErr(firstErr, fmt.Errorf("tokens: signing user %d: %w", c.UserBase+uint64(i), err))
@@ -132,13 +102,66 @@ func MintKey(file string, c Claims) (*Set, error) {
 	if firstErr != nil {
 		return nil, firstErr
 	}
+	return pack(toks), nil
+}
+
+// signingKey reads the PEM private key in file and returns it with the
+// algorithm it signs with: ES256 for an EC key, RS256 for an RSA key, any
+// other key refused. A non-empty kid is set on the key, so that jwt.Sign
+// writes it into every token's header.
+func signingKey(file, kid string) (jwk.Key, jwa.SignatureAlgorithm, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, "", fmt.Errorf("tokens: reading key: %w", err)
+	}
+	key, err := jwk.ParseKey(pem, jwk.WithPEM(true))
+	if err != nil {
+		return nil, "", fmt.Errorf("tokens: parsing key %s: %w", file, err)
+	}
+	var alg jwa.SignatureAlgorithm
+	switch key.KeyType() {
+	case jwa.EC:
+		alg = jwa.ES256
+	case jwa.RSA:
+		alg = jwa.RS256
+	default:
+		return nil, "", fmt.Errorf("tokens: key %s is %s, want an EC (ES256) or RSA (RS256) private key", file, key.KeyType())
+	}
+	if kid != "" {
+		if err := key.Set(jwk.KeyIDKey, kid); err != nil {
+			return nil, "", fmt.Errorf("tokens: setting kid: %w", err)
+		}
+	}
+	return key, alg, nil
+}
+
+// signJWT returns the token of user sub, stating c's claims, signed with key
+// by jwx.
+func signJWT(key jwk.Key, alg jwa.SignatureAlgorithm, c Claims, sub uint64) ([]byte, error) {
+	b := jwt.NewBuilder().Subject(strconv.FormatUint(sub, 10)).
+		IssuedAt(c.IssuedAt).Expiration(c.Expires)
+	if c.Issuer != "" {
+		b = b.Issuer(c.Issuer)
+	}
+	if c.Audience != "" {
+		b = b.Audience([]string{c.Audience})
+	}
+	tok, err := b.Build()
+	if err != nil {
+		return nil, err
+	}
+	return jwt.Sign(tok, jwt.WithKey(alg, key))
+}
+
+// pack copies toks back to back into one Set, token i at index i.
+func pack(toks [][]byte) *Set {
 	set := &Set{off: make([]uint32, 0, len(toks)+1)}
 	for _, t := range toks {
 		set.off = append(set.off, uint32(len(set.buf)))
 		set.buf = append(set.buf, t...)
 	}
 	set.off = append(set.off, uint32(len(set.buf)))
-	return set, nil
+	return set
 }
 
 func cmpErr(a, b error) error {
