@@ -127,7 +127,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	}
 	a.server = httpapi.NewServer(a.Handler.Handle, httpapi.ServerConfig{
 		ReadTimeout: cfg.ReadTimeout, WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout,
-		MaxConnsPerIP: cfg.MaxConnsPerIP, Concurrency: cfg.Concurrency,
+		MaxConnsPerIP: cfg.MaxConnsPerIP, Concurrency: cfg.Concurrency, Log: a.log,
 	})
 	if err := a.listen(); err != nil {
 		return nil, err
