@@ -33,6 +33,12 @@ const (
 	MethodNotAllowed = "METHOD_NOT_ALLOWED" // 405: wrong method (with Allow)
 
 	InvalidUserID = "INVALID_USER_ID" // 400: the development sign-in (-dev only) got no positive decimal user id
+
+	// Requests the server could not read (they never reach the handler).
+	BadRequest      = "BAD_REQUEST"       // 400: not parsable HTTP (a bad Content-Length, chunking, header bytes)
+	BodyTooLarge    = "BODY_TOO_LARGE"    // 413: a body over the server's limit
+	HeadersTooLarge = "HEADERS_TOO_LARGE" // 431: headers over the read buffer
+	RequestTimeout  = "REQUEST_TIMEOUT"   // 408: the request was not read within the read timeout
 )
 
 // Codes lists every error code above, the order of the constants.
@@ -41,6 +47,7 @@ var Codes = []string{
 	TicketRequired, TicketInvalid, SalePaused, Unavailable, ProofRequired, ProofInvalid, QueuePassInvalid,
 	OrderNotFound, OrderExpired, OrderCancelled, OrderPaid, OrderFailed,
 	SaleNotFound, NotFound, MethodNotAllowed, InvalidUserID,
+	BadRequest, BodyTooLarge, HeadersTooLarge, RequestTimeout,
 }
 
 // ErrorBody is the body {"error":"<code>"} of an answer that carries no other field.
@@ -52,5 +59,5 @@ var Status = map[string]int{
 	ItemNotFound: 404, RateLimited: 429, TicketRequired: 403, TicketInvalid: 403, SalePaused: 503,
 	Unavailable: 503, ProofRequired: 428, ProofInvalid: 403, QueuePassInvalid: 403, OrderNotFound: 404, OrderExpired: 409, OrderCancelled: 409,
 	OrderPaid: 409, OrderFailed: 409, SaleNotFound: 404, NotFound: 404, MethodNotAllowed: 405,
-	InvalidUserID: 400,
+	InvalidUserID: 400, BadRequest: 400, BodyTooLarge: 413, HeadersTooLarge: 431, RequestTimeout: 408,
 }

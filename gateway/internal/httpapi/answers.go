@@ -41,6 +41,10 @@ const (
 	aQueuePassInvalid
 	aNotModified
 	aBadRequest
+	aUnparsable
+	aBodyTooLarge
+	aHeadersTooLarge
+	aRequestTimeout
 	numAnswers
 )
 
@@ -79,6 +83,10 @@ var answers = [numAnswers]answerSpec{
 	aQueuePassInvalid: {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.QueuePassInvalid)},
 	aNotModified:      {status: fasthttp.StatusNotModified},
 	aBadRequest:       {status: fasthttp.StatusBadRequest, body: api.ErrorBody(api.InvalidUserID)},
+	aUnparsable:       {status: fasthttp.StatusBadRequest, body: api.ErrorBody(api.BadRequest)},
+	aBodyTooLarge:     {status: fasthttp.StatusRequestEntityTooLarge, body: api.ErrorBody(api.BodyTooLarge)},
+	aHeadersTooLarge:  {status: fasthttp.StatusRequestHeaderFieldsTooLarge, body: api.ErrorBody(api.HeadersTooLarge)},
+	aRequestTimeout:   {status: fasthttp.StatusRequestTimeout, body: api.ErrorBody(api.RequestTimeout)},
 }
 
 // Header names and values, in the forms the handler writes or looks up.

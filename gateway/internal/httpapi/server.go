@@ -57,24 +57,20 @@ func NewServer(handler fasthttp.RequestHandler, c ServerConfig) *fasthttp.Server
 func parseError(ctx *fasthttp.RequestCtx, err error) {
 	var small *fasthttp.ErrSmallBuffer
 	var nerr net.Error
+	a := aUnparsable
 	switch {
 	case errors.As(err, &small):
-		writeError(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, "HEADERS_TOO_LARGE")
+		a = aHeadersTooLarge
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
-		writeError(ctx, fasthttp.StatusRequestEntityTooLarge, "BODY_TOO_LARGE")
+		a = aBodyTooLarge
 	case errors.As(err, &nerr) && nerr.Timeout():
-		writeError(ctx, fasthttp.StatusRequestTimeout, "REQUEST_TIMEOUT")
-	default:
-		writeError(ctx, fasthttp.StatusBadRequest, "BAD_REQUEST")
+		a = aRequestTimeout
 	}
-}
-
-// writeError sets a JSON error answer {"error":code}.
-func writeError(ctx *fasthttp.RequestCtx, status int, code string) {
+	spec := &answers[a]
 	ctx.Response.Reset()
-	ctx.SetStatusCode(status)
-	ctx.SetContentType("application/json")
-	ctx.SetBodyString(`{"error":"` + code + `"}`)
+	ctx.Response.SetStatusCode(spec.status)
+	ctx.Response.Header.SetContentTypeBytes(contentJSON)
+	ctx.Response.SetBodyRaw(spec.body)
 }
 
 // connLog takes fasthttp's own log lines (a connection whose request could
