@@ -430,7 +430,7 @@ func (w *shardWorker) step(ctx context.Context) bool {
 	w.own()
 	w.observe(rd, cold)
 	if len(rd.Entries) > 0 {
-		w.acked = r.produce(ctx, w.sh, rd.Entries)
+		w.acked = w.produceWatched(ctx, rd)
 	}
 	if len(rd.Entries) < r.cfg.Batch {
 		backoff.Sleep(ctx, w.pause(rd, cold))
@@ -635,8 +635,9 @@ func (r *Relay) release(keys []string, acked string) {
 
 // produce sends the entries to Kafka and returns the id of the last one of
 // the prefix Kafka acknowledged ("" when none): it stops at the first
-// failure, so that nothing is deleted past an entry still to be produced.
-func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry) string {
+// failure, so that nothing is deleted past an entry still to be produced. A
+// failure its watcher already counted (st) is not counted again.
+func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry, st *stall) string {
 	recs := make([]*kgo.Record, len(es))
 	for i := range es {
 		ev, err := es[i].Decode()
@@ -654,7 +655,7 @@ func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry) string {
 	n := 0
 	for _, pr := range res {
 		if pr.Err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && st.counted.Load() == 0 {
 				r.obs.Failed("kafka")
 				r.cfg.Log.Warn("producing journal entries", "shard", sh.Tag, "err", pr.Err)
 			}

@@ -25,12 +25,16 @@ type counts struct {
 	relayed  int
 	failed   map[string]int
 	backlogs map[string]int64
+	ages     map[string]time.Duration
 	rounds   map[string]int
 }
 
-func (c *counts) Journal(sh journal.Shard, b int64, _ time.Duration) {
+func (c *counts) Journal(sh journal.Shard, b int64, age time.Duration) {
 	c.mu.Lock()
 	c.backlogs[sh.Tag] = b
+	if c.ages != nil {
+		c.ages[sh.Tag] = age
+	}
 	if c.rounds != nil {
 		c.rounds[sh.Tag]++
 	}
@@ -48,9 +52,10 @@ func (c *counts) Relayed(n int)   { c.mu.Lock(); c.relayed += n; c.mu.Unlock() }
 func (c *counts) Failed(k string) { c.mu.Lock(); c.failed[k]++; c.mu.Unlock() }
 
 type env struct {
-	st    *stock.Store
-	sale  *sharding.Sale
-	topic string
+	st      *stock.Store
+	sale    *sharding.Sale
+	topic   string
+	brokers []string // the relay's Kafka
 }
 
 func setup(t testing.TB, shards int) *env {
@@ -80,7 +85,7 @@ func setup(t testing.TB, shards int) *env {
 	t.Cleanup(func() {
 		_ = c.Do(context.Background(), c.B().Srem().Key(sharding.SalesKey).Member(strconv.FormatInt(id, 10)).Build()).Error()
 	})
-	return &env{st: st, sale: sale, topic: testenv.NewTopic(t, "relay-test")}
+	return &env{st: st, sale: sale, topic: testenv.NewTopic(t, "relay-test"), brokers: testenv.KafkaBrokers()}
 }
 
 func (e *env) shards() []journal.Shard {
@@ -101,7 +106,7 @@ func (e *env) run(t testing.TB, hold time.Duration) (*journal.Relay, *counts, fu
 // replicas.
 func (e *env) runOn(t testing.TB, c rueidis.Client, hold time.Duration, acks int) (*journal.Relay, *counts, func()) {
 	t.Helper()
-	kc, err := kgo.NewClient(journal.ProducerOpts(testenv.KafkaBrokers())...)
+	kc, err := kgo.NewClient(journal.ProducerOpts(e.brokers)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +152,12 @@ func (e *env) backlog(t testing.TB) int64 {
 
 func consume(t *testing.T, topic string, want int, within time.Duration) map[sharding.OrderID]int {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.KafkaBrokers()...), kgo.ConsumeTopics(topic),
+	return consumeFrom(t, testenv.KafkaBrokers(), topic, want, within)
+}
+
+func consumeFrom(t *testing.T, brokers []string, topic string, want int, within time.Duration) map[sharding.OrderID]int {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -247,7 +257,7 @@ func TestRelayProducesOnlyConfirmedRounds(t *testing.T) {
 func TestRelayPacesIdleAndColdShards(t *testing.T) {
 	e := setup(t, 4)
 	cold := map[string]bool{e.sale.Shards[0]: true, e.sale.Shards[1]: true}
-	kc, err := kgo.NewClient(journal.ProducerOpts(testenv.KafkaBrokers())...)
+	kc, err := kgo.NewClient(journal.ProducerOpts(e.brokers)...)
 	if err != nil {
 		t.Fatal(err)
 	}
