@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,52 +37,94 @@ func TestColdStart(t *testing.T) {
 
 // TestFaultBrokerStop: the Kafka broker is stopped for 20 seconds while
 // buyers keep coming. Purchases go on being accepted (the journal holds their
-// events), and after the broker is back every accepted order reaches
-// PostgreSQL; Q = S + P with no repair.
+// events), the gateway's metrics show the outage while it lasts, and after
+// the broker is back every accepted order reaches PostgreSQL; Q = S + P with
+// no repair.
 func TestFaultBrokerStop(t *testing.T) {
-	need(t)
 	if brokerKind(t) != "kafka" {
 		t.Skip("the broker is the embedded kfake, which keeps no state across a restart")
 	}
+	brokerOutage(t, "broker-stop", "broker-start", 20)
+}
+
+// TestFaultBrokerFreeze: the same with a broker that hangs for 15 seconds
+// (SIGSTOP) instead: its connections stay open and take requests it never
+// answers, so the relays' produce calls cannot end (franz-go's idempotent
+// producer does not give up on a record it may have written) where a stopped
+// broker's refuse at once. The journal's gauges and Kafka failures must show
+// it all the same.
+func TestFaultBrokerFreeze(t *testing.T) {
+	brokerOutage(t, "broker-freeze", "broker-thaw", 15)
+}
+
+// brokerOutage sells 500 units, runs the stack command down, sells 75 units
+// a second for seconds, checks the metrics, runs up and checks that every
+// 202 reached PostgreSQL.
+func brokerOutage(t *testing.T, down, up string, seconds int) {
+	need(t)
 	const units = 3000
 	s := createSale(t, units, 4, -time.Second)
 	topic := "e2e-broker-" + randHex()
 	startWriter(t, topic, s.ID)
 	g := startGateway(t, topic, s)
 	g.waitReady(t, 30*time.Second)
-	buyers := crowd(t, 2000)
+	buyers := crowd(t, 500+75*seconds)
 	addr := func(int) string { return g.addr }
 	before := buyAll(s, buyers[:500], 64, addr)
 	if got := tally(before); got[202] != 500 {
-		t.Fatalf("before the stop: %v, want 500 x 202", got)
+		t.Fatalf("before the outage: %v, want 500 x 202", got)
 	}
-	stack(t, "broker-stop")
+	// The relays have produced them and are idle when the outage begins
+	// (the case where, with nothing beside the produce, the gauges froze).
+	time.Sleep(3 * time.Second)
+	stack(t, down)
 	stopped := time.Now()
-	restarted := false
+	restored := false
 	t.Cleanup(func() {
-		if !restarted {
-			stack(t, "broker-start")
+		if !restored {
+			stack(t, up)
 		}
 	})
-	// 1,500 buyers over the 20 seconds of the outage, in waves.
-	var during []answer
-	for w := 0; w < 20; w++ {
+	var during []answer // 75 buyers a second, in waves
+	for w := 0; w < seconds; w++ {
 		wave := buyers[500+75*w : 500+75*(w+1)]
 		during = append(during, buyAll(s, wave, 32, addr)...)
 		time.Sleep(time.Until(stopped.Add(time.Duration(w+1) * time.Second)))
 	}
 	got := tally(during)
-	t.Logf("answers while the broker was down (%v): %v", time.Since(stopped).Round(time.Second), got)
-	if got[202] != 1500 {
-		t.Fatalf("while the broker was down: %v, want 1500 x 202", got)
+	t.Logf("answers during the outage (%v): %v", time.Since(stopped).Round(time.Second), got)
+	if got[202] != 75*seconds {
+		t.Fatalf("during the outage: %v, want %d x 202", got, 75*seconds)
 	}
-	stack(t, "broker-start")
-	restarted = true
+	checkOutageShows(t, g, s, 75*seconds, time.Duration(seconds-5)*time.Second)
+	stack(t, up)
+	restored = true
 	a := settled(t, s, 90*time.Second)
 	checkInvariants(t, s, units, a, buyers, append(before, during...))
-	if len(a.active) != 2000 {
-		t.Fatalf("PostgreSQL holds %d active orders, want 2000", len(a.active))
+	if len(a.active) != len(buyers) {
+		t.Fatalf("PostgreSQL holds %d active orders, want %d", len(a.active), len(buyers))
 	}
+}
+
+// checkOutageShows checks, near the end of a broker outage, that the
+// gateway's metrics show it while it lasts: the sale's journal backlog holds
+// at least the entries accepted during it, its oldest entry is at least age
+// old, and Kafka failures are counted (alerts are built on these three).
+func checkOutageShows(t *testing.T, g *gateway, s *sale, entries int, age time.Duration) {
+	t.Helper()
+	sale := `sale="` + strconv.FormatInt(s.ID, 10) + `"`
+	var backlog, oldest, failed float64
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		m := scrape(t, g.admin)
+		backlog, oldest = m.sum("flashsale_journal_backlog", sale), m.max("flashsale_journal_oldest_age_seconds", sale)
+		failed = m.sum("flashsale_relay_errors_total", `kind="kafka"`)
+		if backlog >= float64(entries) && oldest >= age.Seconds() && failed > 0 {
+			t.Logf("during the outage: backlog %.0f, oldest entry %.1fs, kafka failures %.0f", backlog, oldest, failed)
+			return
+		}
+	}
+	t.Fatalf("the metrics do not show the outage: backlog %.0f (want >= %d), oldest entry %.1fs (want >= %v), kafka failures %.0f (want > 0)",
+		backlog, entries, oldest, age, failed)
 }
 
 // TestFaultGatewayKill: two gateways share a crowd; one is SIGKILLed three

@@ -72,3 +72,19 @@ cmd_broker_stop() {
 }
 
 cmd_broker_start() { broker_up; }
+
+# cmd_broker_signal SIG WHAT: send SIG to the broker we started. broker-freeze
+# (SIGSTOP) is a broker that hangs with its connections open, as in a long GC
+# pause or a partition that drops packets: requests are taken and never
+# answered, unlike a stop, whose connections are refused. broker-thaw
+# (SIGCONT) lets it go on.
+cmd_broker_signal() {
+	local pf
+	case $(broker_kind) in
+	kafka) pf="$KAFKA_DIR/kafka.pid" ;;
+	kfake) pf="$KFAKE_DIR/kfake.pid" ;;
+	*) die "no broker of ours is running (run: up)" ;;
+	esac
+	kill "-$1" "$(head -n1 "$pf")"
+	log "broker: $2"
+}

@@ -3,7 +3,7 @@
 # PostgreSQL and a Kafka-protocol broker (Apache Kafka in KRaft mode, or the embedded
 # franz-go kfake as a fallback), all on 127.0.0.1. All state lives under <repo>/.run/.
 #
-# Usage: deploy/stack/stack.sh up|down|reset|status|redis-kill PORT|redis-start [PORT]|redis-stop|redis-restart|pg-restart|broker-stop|broker-start
+# Usage: deploy/stack/stack.sh up|down|reset|status|redis-kill PORT|redis-start [PORT]|redis-stop|redis-restart|pg-restart|broker-stop|broker-start|broker-freeze|broker-thaw
 #   up           start whatever is missing, wait until healthy, write .run/env
 #   down         stop everything this script started (add --purge to delete .run state)
 #   reset        down, delete the data of Redis, PostgreSQL and the broker, up: an empty
@@ -17,6 +17,8 @@
 #   redis-restart  shut every cluster node down and start them again (an operator's restart)
 #   pg-restart   restart the private PostgreSQL (fast shutdown)
 #   broker-stop  stop the Kafka broker (an outage); broker-start brings it back with its data
+#   broker-freeze  SIGSTOP the broker: it hangs with its connections open, taking requests and
+#                answering none (a GC pause, a partition that drops packets); broker-thaw resumes it
 #
 # Environment: REDIS_BASE_PORT (7001), PG_PORT (55432), KAFKA_PORT (9092),
 # KAFKA_CONTROLLER_PORT (19093), KAFKA_VERSION (4.4.0), DATABASE_URL (use an external
@@ -132,6 +134,8 @@ main() {
 	pg-restart) cmd_pg_restart ;;
 	broker-stop) cmd_broker_stop ;;
 	broker-start) cmd_broker_start ;;
+	broker-freeze) cmd_broker_signal STOP "frozen (SIGSTOP): requests are taken, never answered, until broker-thaw" ;;
+	broker-thaw) cmd_broker_signal CONT "thawed (SIGCONT)" ;;
 	*) usage ;;
 	esac
 }
