@@ -21,16 +21,33 @@ type stall struct {
 }
 
 // produceWatched produces the round's entries with a watcher beside it,
-// and logs the end of a stall.
+// and logs the end of a stall. When ctx ends (the relay stops) while Kafka
+// has not answered, it waits stopGrace for the answer and then gives the
+// produce up, acknowledging nothing: the entries stay in the journal for
+// the next owner (the writer deduplicates what both produce), and a
+// gateway's shutdown does not wait for a broker that hangs.
 func (w *shardWorker) produceWatched(ctx context.Context, rd Round) string {
 	st := &stall{}
 	wctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
+	defer stop()
+	watched := make(chan struct{})
 	start := time.Now()
-	go func() { defer close(done); w.watch(wctx, rd.Oldest, start, st) }()
-	acked := w.r.produce(ctx, w.sh, rd.Entries, st)
+	go func() { defer close(watched); w.watch(wctx, rd.Oldest, start, st) }()
+	res := make(chan string, 1)
+	go func() { res <- w.r.produce(ctx, w.sh, rd.Entries, st) }()
+	var acked string
+	select {
+	case acked = <-res:
+	case <-ctx.Done():
+		select {
+		case acked = <-res:
+		case <-time.After(stopGrace):
+			w.r.cfg.Log.Warn("stopping with journal entries Kafka has not acknowledged; they stay in the journal for the next relay",
+				"shard", w.sh.Tag, "entries", len(rd.Entries))
+		}
+	}
 	stop()
-	<-done
+	<-watched
 	if st.counted.Load() > 0 && ctx.Err() == nil {
 		w.r.cfg.Log.Info("Kafka answered the journal relay again", "shard", w.sh.Tag,
 			"stalled", time.Since(start).Round(time.Millisecond), "acknowledged", acked != "")
@@ -70,6 +87,10 @@ func (w *shardWorker) watch(ctx context.Context, oldest string, start time.Time,
 		}
 	}
 }
+
+// stopGrace is how long a stopping relay waits for Kafka's answer to a
+// produce in flight.
+const stopGrace = 500 * time.Millisecond
 
 // watchEvery is how often a stalled produce's watcher reads the backlog.
 const watchEvery = time.Second

@@ -87,3 +87,51 @@ func TestRelayShowsAStalledKafka(t *testing.T) {
 		t.Fatalf("%d entries left in the journal after the stall", n)
 	}
 }
+
+// A relay stopped while Kafka does not answer stops at once (a gateway's
+// SIGTERM during a broker hang must not wait for the broker): the entries
+// it could not produce stay in the journal for the next owner.
+func TestRelayStopsDuringAStalledKafka(t *testing.T) {
+	e := setup(t, 1)
+	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, e.topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kf.Close)
+	release := make(chan struct{})
+	var unstall sync.Once
+	t.Cleanup(func() { unstall.Do(func() { close(release) }) })
+	kf.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kf.KeepControl()
+		kf.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	e.brokers = kf.ListenAddrs()
+	e.reserve(t, 1)
+	r, obs, stop := e.run(t, 100*time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		obs.mu.Lock()
+		f := obs.failed["kafka"]
+		obs.mu.Unlock()
+		if f > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the produce never stalled")
+		}
+	}
+	stopped := make(chan time.Duration, 1)
+	go func() { t0 := time.Now(); stop(); stopped <- time.Since(t0) }()
+	select {
+	case d := <-stopped:
+		t.Logf("stopped in %v", d)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the relay did not stop within 5s of its stop while Kafka hung")
+	}
+	if r.Owned() != 0 {
+		t.Fatalf("the stopped relay still holds %d leases", r.Owned())
+	}
+	if n := e.backlog(t); n != 1 {
+		t.Fatalf("journal holds %d entries after the stop, want the 1 not produced", n)
+	}
+}
