@@ -318,19 +318,30 @@ func (s *Store) InJournal(ctx context.Context, tag, id string) (bool, error) {
 	return len(es) > 0, nil
 }
 
-// JournaledUnits counts, per item, the reservations still in the hand-off
-// journals of sale's shards: units that left the stock and are not yet on
-// their way through Kafka to PostgreSQL (the drift's "in flight").
-func (s *Store) JournaledUnits(ctx context.Context, sale *sharding.Sale) (map[int64]int64, error) {
+// Journals is what the hand-off journals of a sale's shards hold.
+type Journals struct {
+	Units   map[int64]int64 // reservations per item: left the stock, not yet on their way to PostgreSQL
+	Backlog []int64         // entries per shard, in the sale's shard order
+	Oldest  []string        // each shard's oldest entry id, "" when its journal is empty
+}
+
+// ReadJournals reads the hand-off journals of sale's shards: their backlog,
+// their oldest entries, and per item the reservations still in them (the
+// drift's "in flight").
+func (s *Store) ReadJournals(ctx context.Context, sale *sharding.Sale) (Journals, error) {
 	cmds := make(rueidis.Commands, len(sale.Shards))
 	for i, tag := range sale.Shards {
 		cmds[i] = s.c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()
 	}
-	out := map[int64]int64{}
+	out := Journals{Units: map[int64]int64{}, Backlog: make([]int64, len(cmds)), Oldest: make([]string, len(cmds))}
 	for i, r := range s.c.DoMulti(ctx, cmds...) {
 		entries, err := r.AsXRange()
 		if err != nil {
-			return nil, fmt.Errorf("reading the hand-off journal of shard %d: %w", i, err)
+			return Journals{}, fmt.Errorf("reading the hand-off journal of shard %d: %w", i, err)
+		}
+		out.Backlog[i] = int64(len(entries))
+		if len(entries) > 0 {
+			out.Oldest[i] = entries[0].ID
 		}
 		for _, e := range entries {
 			if e.FieldValues["t"] != "reserved" {
@@ -338,9 +349,9 @@ func (s *Store) JournaledUnits(ctx context.Context, sale *sharding.Sale) (map[in
 			}
 			item, err := strconv.ParseInt(e.FieldValues["i"], 10, 64)
 			if err != nil {
-				return nil, fmt.Errorf("hand-off journal of shard %d: entry %s has item %q", i, e.ID, e.FieldValues["i"])
+				return Journals{}, fmt.Errorf("hand-off journal of shard %d: entry %s has item %q", i, e.ID, e.FieldValues["i"])
 			}
-			out[item]++
+			out.Units[item]++
 		}
 	}
 	return out, nil

@@ -19,7 +19,8 @@ import (
 // TestDriftSeesAPlantedOversell: the writer's online invariant is 0 for a
 // fresh sale and with reservations still in the hand-off journal (in flight),
 // and shows a planted oversell (two units too many written into a shard's
-// stock) at once, as the gauge the oversell alarm watches.
+// stock) at once, as the gauge the oversell alarm watches. The same reading
+// exports each shard's stock and journal backlog and oldest age.
 func TestDriftSeesAPlantedOversell(t *testing.T) {
 	stack(t)
 	st, rs := newStores(t)
@@ -33,15 +34,28 @@ func TestDriftSeesAPlantedOversell(t *testing.T) {
 		if err := w.Once(ctx, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		items, err := w.Sale(ctx, s.ID, time.Now())
-		if err != nil || len(items) != 1 {
-			t.Fatalf("%s: %v %v", what, items, err)
+		rd, err := w.Sale(ctx, s.ID, time.Now())
+		if err != nil || len(rd.Items) != 1 || len(rd.Shards) != len(s.Shards) {
+			t.Fatalf("%s: %+v %v", what, rd, err)
 		}
-		got := gaugeOf(t, reg, s.ID, item)
-		if items[0].Drift != want || got != float64(want) {
-			t.Fatalf("%s: drift %+v, gauge %v; want %d", what, items[0], got, want)
+		it := rd.Items[0]
+		got := gaugeOf(t, reg, "flashsale_writer_stock_drift_units", s.ID, "item", strconv.FormatInt(item, 10))
+		if it.Drift != want || got != float64(want) {
+			t.Fatalf("%s: drift %+v, gauge %v; want %d", what, it, got, want)
 		}
-		t.Logf("%s: %+v", what, items[0])
+		var stockSum, backlog float64
+		for i, tag := range s.Shards {
+			n := gaugeOf(t, reg, "flashsale_writer_stock_units", s.ID, "item", strconv.FormatInt(item, 10), "shard", tag)
+			if n != float64(it.Stock[i]) {
+				t.Fatalf("%s: stock gauge of shard %s is %v, the reading %d", what, tag, n, it.Stock[i])
+			}
+			stockSum += n
+			backlog += gaugeOf(t, reg, "flashsale_writer_journal_backlog", s.ID, "shard", tag)
+		}
+		if stockSum != float64(it.S) || backlog != float64(it.J) {
+			t.Fatalf("%s: stock gauges sum to %v (S %d), backlog gauges to %v (J %d)", what, stockSum, it.S, backlog, it.J)
+		}
+		t.Logf("%s: %+v", what, it)
 	}
 	read(0, "fresh sale")
 	for u := uint64(1); u <= 3; u++ {
@@ -54,6 +68,17 @@ func TestDriftSeesAPlantedOversell(t *testing.T) {
 		}
 	}
 	read(0, "three reservations in the hand-off journal")
+	time.Sleep(50 * time.Millisecond)
+	if err := w.Once(ctx, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	oldest := 0.0
+	for _, tag := range s.Shards {
+		oldest = max(oldest, gaugeOf(t, reg, "flashsale_writer_journal_oldest_age_seconds", s.ID, "shard", tag))
+	}
+	if oldest < 0.05 || oldest > 10 {
+		t.Fatalf("oldest journal entry %.3fs old, want its age (>= 50ms)", oldest)
+	}
 	c := rs.Client()
 	if err := c.Do(ctx, c.B().Incrby().Key(string(sharding.AppendStockKey(nil, s.Shards[0], item))).Increment(2).Build()).Error(); err != nil {
 		t.Fatal(err)
@@ -61,27 +86,35 @@ func TestDriftSeesAPlantedOversell(t *testing.T) {
 	read(-2, "two units planted in a shard")
 }
 
-// gaugeOf reads the drift gauge of (sale, item) from reg.
-func gaugeOf(t *testing.T, reg *prometheus.Registry, sale, item int64) float64 {
+// gaugeOf reads the gauge name of sale with the label pairs kv from reg.
+func gaugeOf(t *testing.T, reg *prometheus.Registry, name string, sale int64, kv ...string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := map[string]string{"sale": strconv.FormatInt(sale, 10)}
+	for i := 0; i+1 < len(kv); i += 2 {
+		want[kv[i]] = kv[i+1]
+	}
 	for _, mf := range mfs {
-		if mf.GetName() != "flashsale_writer_stock_drift_units" {
+		if mf.GetName() != name {
 			continue
 		}
+	series:
 		for _, m := range mf.GetMetric() {
 			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["sale"] == strconv.FormatInt(sale, 10) && labels["item"] == strconv.FormatInt(item, 10) {
-				return m.GetGauge().GetValue()
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
 			}
+			return m.GetGauge().GetValue()
 		}
 	}
-	t.Fatalf("no drift series for sale %d item %d", sale, item)
+	t.Fatalf("no %s series with %v", name, want)
 	return 0
 }

@@ -8,7 +8,10 @@
 // between shards, and J the reservations still in the shards' hand-off
 // journals (in flight: taken from the stock, not yet persisted). It exports
 // the value as flashsale_writer_stock_drift_units{sale,item}; the oversell
-// alarm watches it (deploy/observability/alerts.yaml).
+// alarm watches it (deploy/observability/alerts.yaml). The same reading
+// exports each shard's stock per item and each shard's journal backlog and
+// oldest entry's age (gauges.go), so that the writer shows, as every gateway
+// does, the figures SPEC's Operations section names.
 //
 // The reading is not atomic and J does not see events already in Kafka but
 // not yet committed: for a moment a unit can be counted twice (a reservation
@@ -30,7 +33,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -52,22 +54,16 @@ type Watcher struct {
 	cfg   Config
 	db    *pgxpool.Pool
 	redis *stock.Store
-	drift *prometheus.GaugeVec
+	g     *gauges
 	log   *slog.Logger
-	shown map[[2]string]bool // series exported by the last reading
 }
 
-// New registers the drift gauge in reg and returns a Watcher.
+// New registers the watcher's gauges in reg and returns a Watcher.
 func New(cfg Config, db *pgxpool.Pool, redis *stock.Store, reg prometheus.Registerer, log *slog.Logger) *Watcher {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Second
 	}
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "flashsale_writer_stock_drift_units",
-		Help: "Q - (S + M + P + J) per item of a live sale: quantity minus Redis stock, units in moves, PENDING+PAID orders and reservations still in the hand-off journal. Stays 0; below 0 is an oversell in the making.",
-	}, []string{"sale", "item"})
-	reg.MustRegister(g)
-	return &Watcher{cfg: cfg, db: db, redis: redis, drift: g, log: log, shown: map[[2]string]bool{}}
+	return &Watcher{cfg: cfg, db: db, redis: redis, g: newGauges(reg), log: log}
 }
 
 // Run reads every Interval until ctx ends; a failed reading is logged and
@@ -76,11 +72,26 @@ func (w *Watcher) Run(ctx context.Context) {
 	repeatlog.Loop(ctx, w.cfg.Interval, w.log, "drift reading", w.Once)
 }
 
+// Reading is one sale's reading.
+type Reading struct {
+	Items  []Item
+	Shards []Shard
+}
+
 // Item is one item's reading.
 type Item struct {
 	Sale, Item    int64
 	Q, S, M, P, J int64
 	Drift         int64
+	Stock         []int64 // S per shard, in the sale's shard order
+}
+
+// Shard is one shard's hand-off journal.
+type Shard struct {
+	Sale    int64
+	Tag     string
+	Backlog int64  // entries not yet acknowledged by Kafka
+	Oldest  string // the oldest entry's id, "" when empty
 }
 
 // Once takes one reading of every live sale at now, exports it and returns
@@ -96,61 +107,53 @@ func (w *Watcher) Once(ctx context.Context, now time.Time) error {
 		}
 	}
 	var firstErr error
-	shown := map[[2]string]bool{}
+	shown := w.g.begin()
 	for _, id := range ids {
-		items, err := w.Sale(ctx, id, now)
+		rd, err := w.Sale(ctx, id, now)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		for _, it := range items {
-			k := [2]string{strconv.FormatInt(it.Sale, 10), strconv.FormatInt(it.Item, 10)}
-			w.drift.WithLabelValues(k[0], k[1]).Set(float64(it.Drift))
-			shown[k] = true
-		}
+		shown.sale(rd, now)
 	}
-	for k := range w.shown {
-		if !shown[k] && firstErr == nil {
-			w.drift.DeleteLabelValues(k[0], k[1])
-		}
-	}
-	if firstErr == nil {
-		w.shown = shown
-	}
+	w.g.end(shown, firstErr == nil)
 	return firstErr
 }
 
 // live reports whether sale is worth reading at now.
 func live(s *sharding.Sale, now time.Time) bool { return s.Around(now, 10*time.Minute, 10*time.Minute) }
 
-// Sale reads the drift of every item of sale id; nil for a sale that is not
-// live or not in Redis.
-func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) ([]Item, error) {
+// Sale reads the drift of every item of sale id, and its journals; empty
+// for a sale that is not live or not in Redis.
+func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) (Reading, error) {
 	sale, err := w.redis.LoadSale(ctx, id)
 	if errors.Is(err, stock.ErrNoSale) {
-		return nil, nil
+		return Reading{}, nil
 	}
 	if err != nil {
-		return nil, err
+		return Reading{}, err
 	}
 	if !live(sale, now) {
-		return nil, nil
+		return Reading{}, nil
 	}
 	moves, err := w.redis.PendingMoves(ctx, sale)
 	if err != nil {
-		return nil, err
+		return Reading{}, err
 	}
-	journaled, err := w.redis.JournaledUnits(ctx, sale)
+	js, err := w.redis.ReadJournals(ctx, sale)
 	if err != nil {
-		return nil, err
+		return Reading{}, err
 	}
 	pg, err := w.itemTotals(ctx, id)
 	if err != nil {
-		return nil, err
+		return Reading{}, err
 	}
-	var out []Item
+	var rd Reading
+	for i, tag := range sale.Shards {
+		rd.Shards = append(rd.Shards, Shard{Sale: id, Tag: tag, Backlog: js.Backlog[i], Oldest: js.Oldest[i]})
+	}
 	for _, it := range sale.Items {
 		tot, ok := pg[it.ID]
 		if !ok {
@@ -158,9 +161,9 @@ func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) ([]Item, er
 		}
 		rem, err := w.redis.Remaining(ctx, sale, it.ID)
 		if err != nil {
-			return nil, err
+			return Reading{}, err
 		}
-		r := Item{Sale: id, Item: it.ID, Q: tot[0], P: tot[1], J: journaled[it.ID]}
+		r := Item{Sale: id, Item: it.ID, Q: tot[0], P: tot[1], J: js.Units[it.ID], Stock: rem}
 		for _, n := range rem {
 			r.S += n
 		}
@@ -170,9 +173,9 @@ func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) ([]Item, er
 			}
 		}
 		r.Drift = r.Q - (r.S + r.M + r.P + r.J)
-		out = append(out, r)
+		rd.Items = append(rd.Items, r)
 	}
-	return out, nil
+	return rd, nil
 }
 
 // itemTotals reads quantity and sold (PENDING + PAID) of each item of sale id.
