@@ -18,6 +18,11 @@ func RelaysKey(saleID int64) string { return "fs:relays:" + strconv.FormatInt(sa
 // SaleKey returns the Redis key of a sale's JSON description.
 func SaleKey(saleID int64) string { return "fs:sale:" + strconv.FormatInt(saleID, 10) }
 
+// DriftKey returns the Redis key of the writer's last drift reading of a
+// sale (a hash: "at" -> unix ms of the reading, item id -> its drift), which
+// the gateways export: they cannot see PostgreSQL.
+func DriftKey(saleID int64) string { return "fs:drift:" + strconv.FormatInt(saleID, 10) }
+
 // ReshardKey returns the Redis key of a sale's reshard journal: present from the
 // moment a reshard freezes the old shards until their keys are cleaned up.
 func ReshardKey(saleID int64) string { return "fs:reshard:" + strconv.FormatInt(saleID, 10) }

@@ -35,6 +35,7 @@ import (
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/room"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/repeatlog"
 	"flashsale/sharding/startup"
 	"flashsale/sharding/stock"
 )
@@ -265,6 +266,7 @@ func (a *App) Serve(ctx context.Context) error {
 	go func() { errc <- a.server.Serve(a.public) }()
 	go a.Catalog.Run(ctx)
 	go a.Room.Run(ctx, roomSource{a.Catalog})
+	go repeatlog.Loop(ctx, driftEvery, a.log, "drift mirror", a.mirrorDrift)
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	relayDone := make(chan struct{})
 	go func() {

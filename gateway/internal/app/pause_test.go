@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -212,10 +214,10 @@ func exportedStock(t *testing.T, s *stack, admin string) int64 {
 	prefix := fmt.Sprintf(`flashsale_gateway_stock_units{item="%d",sale="%d",shard="`, s.item, s.sale.ID)
 	for _, l := range strings.Split(body, "\n") {
 		if rest, ok := strings.CutPrefix(l, prefix); ok {
-			var shard int
-			var v float64
-			if _, err := fmt.Sscanf(rest, `%d"} %g`, &shard, &v); err != nil {
-				t.Fatalf("metrics line %q: %v", l, err)
+			tag, value, ok := strings.Cut(rest, `"} `)
+			v, err := strconv.ParseFloat(value, 64)
+			if !ok || err != nil || !slices.Contains(s.sale.Shards, tag) {
+				t.Fatalf("metrics line %q: shard %q of %v, value %v", l, tag, s.sale.Shards, err)
 			}
 			n += int64(v)
 			lines++

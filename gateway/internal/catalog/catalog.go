@@ -132,8 +132,9 @@ type Config struct {
 	SaleGauge func(saleID int64, selling, paused bool)
 	// StockGauge, when set, is told every reading of an item's shards (for
 	// the flashsale_gateway_stock_units gauge): a poller, not the requests.
-	// A shard that did not answer reads stock.Unknown.
-	StockGauge func(saleID, itemID int64, perShard []int64)
+	// A shard that did not answer reads stock.Unknown; tags are the sale's
+	// shards, in the same order.
+	StockGauge func(saleID, itemID int64, tags []string, perShard []int64)
 	// Forget, when set, is told once that a sale is over, its last payment
 	// window closed Linger ago, or that it left the catalog: the gauges of
 	// the sale and its items can go (a gateway that has seen hundreds of
@@ -317,7 +318,7 @@ func (c *Catalog) read(ctx context.Context, it *Item) error {
 	}
 	it.Flags.Observe(rem)
 	if c.cfg.StockGauge != nil {
-		c.cfg.StockGauge(it.Sale.ID, it.Item.ID, rem)
+		c.cfg.StockGauge(it.Sale.ID, it.Item.ID, it.Sale.Shards, rem)
 	}
 	return nil
 }

@@ -162,7 +162,7 @@ func TestForgetsTheGaugesOfSalesThatAreOver(t *testing.T) {
 	stocked := map[int64]int{}
 	c := New(src, Config{Linger: time.Minute, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		SaleGauge:  func(id int64, _, _ bool) { mu.Lock(); gauged[id]++; mu.Unlock() },
-		StockGauge: func(_, item int64, _ []int64) { mu.Lock(); stocked[item]++; mu.Unlock() },
+		StockGauge: func(_, item int64, _ []string, _ []int64) { mu.Lock(); stocked[item]++; mu.Unlock() },
 		Forget: func(id int64, items []int64) {
 			mu.Lock()
 			defer mu.Unlock()

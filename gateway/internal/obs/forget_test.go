@@ -12,7 +12,7 @@ func TestForgetSaleDropsItsSeries(t *testing.T) {
 	m := New()
 	for _, s := range []int64{1, 2} {
 		m.Sale(s, true, false)
-		m.Stock(s, s*10, []int64{3, 4})
+		m.Stock(s, s*10, []string{"a", "b"}, []int64{3, 4})
 		m.SoldOut(s*10, false)
 	}
 	names := []string{"flashsale_gateway_stock_units", "flashsale_gateway_sale_selling", "flashsale_gateway_sale_paused", "flashsale_gateway_soldout"}

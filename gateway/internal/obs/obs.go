@@ -69,6 +69,7 @@ type Metrics struct {
 	selling     *prometheus.GaugeVec
 	paused      *prometheus.GaugeVec
 	relay       relayMetrics
+	drift       driftMetrics
 }
 
 // New registers the gateway's metrics (and the Go and process collectors) in a
@@ -114,6 +115,7 @@ func New() *Metrics {
 		Help: "1 while an operator has paused the sale (flashctl sale pause)."}, []string{"sale"})
 	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, actVoids, m.journalFull, m.soldOut, m.stock, m.selling, m.paused)
 	m.relay = newRelayMetrics(reg)
+	m.drift = newDriftMetrics(reg)
 	return m
 }
 
@@ -208,14 +210,14 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// Stock sets the stock gauges of an item's shards from a reading. It
+// Stock sets the stock gauges of an item's shards (tags) from a reading. It
 // allocates; the catalog calls it from its reading loops only, never per
 // request.
-func (m *Metrics) Stock(saleID, itemID int64, perShard []int64) {
+func (m *Metrics) Stock(saleID, itemID int64, tags []string, perShard []int64) {
 	sale, item := strconv.FormatInt(saleID, 10), strconv.FormatInt(itemID, 10)
 	for i, n := range perShard {
-		if n >= 0 { // a shard that did not answer keeps its last reading
-			m.stock.WithLabelValues(sale, item, strconv.Itoa(i)).Set(float64(n))
+		if n >= 0 && i < len(tags) { // a shard that did not answer keeps its last reading
+			m.stock.WithLabelValues(sale, item, tags[i]).Set(float64(n))
 		}
 	}
 }
@@ -227,6 +229,8 @@ func (m *Metrics) ForgetSale(saleID int64, items []int64) {
 	m.stock.DeletePartialMatch(id)
 	m.selling.DeletePartialMatch(id)
 	m.paused.DeletePartialMatch(id)
+	m.drift.units.DeletePartialMatch(id)
+	m.drift.age.DeletePartialMatch(id)
 	for _, it := range items {
 		m.soldOut.DeleteLabelValues(strconv.FormatInt(it, 10))
 	}

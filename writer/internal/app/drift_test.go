@@ -84,6 +84,10 @@ func TestDriftSeesAPlantedOversell(t *testing.T) {
 		t.Fatal(err)
 	}
 	read(-2, "two units planted in a shard")
+	pub, err := rs.ReadDrifts(ctx, []int64{s.ID})
+	if r, ok := pub[s.ID]; err != nil || !ok || r.Items[item] != -2 || time.Since(r.At) > time.Minute {
+		t.Fatalf("the reading published for the gateways: %+v %v, want %d: -2", pub, err, item)
+	}
 }
 
 // gaugeOf reads the gauge name of sale with the label pairs kv from reg.

@@ -117,9 +117,25 @@ func (w *Watcher) Once(ctx context.Context, now time.Time) error {
 			continue
 		}
 		shown.sale(rd, now)
+		if err := w.publish(ctx, id, rd, now); err != nil && firstErr == nil {
+			firstErr = err
+		}
 	}
 	w.g.end(shown, firstErr == nil)
 	return firstErr
+}
+
+// publish records the reading of sale id in Redis for the gateways, which
+// export it (they cannot see PostgreSQL): nothing when it has no item.
+func (w *Watcher) publish(ctx context.Context, id int64, rd Reading, now time.Time) error {
+	if len(rd.Items) == 0 {
+		return nil
+	}
+	items := make(map[int64]int64, len(rd.Items))
+	for _, it := range rd.Items {
+		items[it.Item] = it.Drift
+	}
+	return w.redis.PublishDrift(ctx, id, stock.DriftReading{At: now, Items: items})
 }
 
 // live reports whether sale is worth reading at now.
