@@ -381,6 +381,21 @@ type OrderRecord struct {
 	// committed the order (MarkPersisted), or the writer recorded a status
 	// other than PENDING (only the writer records those, after its commit).
 	Persisted bool
+	// Request is the record's request mark (act.lua, expire_claim.lua):
+	// "pay" or "cancel" once the owner's request was accepted, "exp" once
+	// the writer claimed the order for expiry, "" when none.
+	Request string
+}
+
+// Shown is the status GET shows at now: the record's, except that a PENDING
+// order past its deadline with no pay or cancel accepted before it shows
+// EXPIRED at once (it can no longer be paid: act.lua refuses), not only once
+// the writer's expiry pass has returned its unit.
+func (r *OrderRecord) Shown(now time.Time) string {
+	if r.Status == StatusPending && r.Request != "pay" && r.Request != "cancel" && !now.Before(r.Expires) {
+		return StatusExpired
+	}
+	return r.Status
 }
 
 // MarkPersisted marks order id's record on tag's shard as held by PostgreSQL
@@ -475,6 +490,11 @@ func parseRecord(m map[string]string) (OrderRecord, error) {
 	}
 	rec.Created, rec.Expires, rec.Status, rec.Journal = time.UnixMilli(c).UTC(), time.UnixMilli(e).UTC(), m["status"], m["j"]
 	rec.Persisted = m["p"] == "1" || (rec.Status != StatusPending && rec.Status != StatusVoid)
+	switch rec.Request = m["q"]; rec.Request {
+	case "", "pay", "cancel", "exp":
+	default:
+		return rec, fmt.Errorf("order record: request mark %q is none of pay, cancel, exp", rec.Request)
+	}
 	return rec, nil
 }
 

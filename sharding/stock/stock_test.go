@@ -535,3 +535,73 @@ func TestDropBuyerOnlyWhileItNamesTheOrder(t *testing.T) {
 		t.Fatalf("buyers afterwards: %v %v, want only 43 -> %s", m, err, other)
 	}
 }
+
+// An order record read back carries its request mark; a record another
+// process mangled (times or mark out of their ranges) is an error naming the
+// field, not an order.
+func TestOrderRecordIsValidated(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, _ := tagOffFirstMaster(t, c, sale)
+	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 1))).Value("3").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	id := sharding.NewOrderID(sale, 9, 9)
+	if res, err := s.Reserve(ctx, reservation(tag, 1, 42, id)); err != nil || res.Outcome != stock.Reserved {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
+	key := string(sharding.AppendOrderKey(nil, tag, id))
+	set := func(field, value string) {
+		t.Helper()
+		if err := c.Do(ctx, c.B().Hset().Key(key).FieldValue().FieldValue(field, value).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	orig, err := c.Do(ctx, c.B().Hgetall().Key(key).Build()).AsStrMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"pay", "cancel", "exp"} {
+		set("q", q)
+		if rec, found, err := s.Order(ctx, tag, id); err != nil || !found || rec.Request != q {
+			t.Fatalf("mark %q: %+v %v %v", q, rec, found, err)
+		}
+	}
+	for _, tc := range []struct{ field, value, want string }{
+		{"q", "refund", `request mark "refund"`},
+		{"expires", "soon", "times"},
+		{"user", "-1", "user"},
+	} {
+		set(tc.field, tc.value)
+		if _, found, err := s.Order(ctx, tag, id); err == nil || found || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s=%q: found %v, err %v; want an error naming %s", tc.field, tc.value, found, err, tc.want)
+		}
+		set(tc.field, orig[tc.field])
+	}
+}
+
+// Shown is the record's status, but PENDING past the deadline with no pay
+// or cancel accepted is EXPIRED.
+func TestOrderRecordShown(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		status, request string
+		expires         time.Time
+		want            string
+	}{
+		{stock.StatusPending, "", now.Add(time.Second), stock.StatusPending},
+		{stock.StatusPending, "", now, stock.StatusExpired},
+		{stock.StatusPending, "exp", now.Add(-time.Second), stock.StatusExpired},
+		{stock.StatusPending, "pay", now.Add(-time.Second), stock.StatusPending},
+		{stock.StatusPending, "cancel", now.Add(-time.Second), stock.StatusPending},
+		{stock.StatusPaid, "pay", now.Add(-time.Hour), stock.StatusPaid},
+		{stock.StatusCancelled, "cancel", now.Add(-time.Hour), stock.StatusCancelled},
+		{stock.StatusFailed, "", now.Add(-time.Hour), stock.StatusFailed},
+	} {
+		r := stock.OrderRecord{Status: tc.status, Request: tc.request, Expires: tc.expires}
+		if got := r.Shown(now); got != tc.want {
+			t.Errorf("%s with mark %q, deadline %v from now: shown %s, want %s", tc.status, tc.request, tc.expires.Sub(now), got, tc.want)
+		}
+	}
+}

@@ -93,6 +93,43 @@ func TestPurchaseAcceptedThenAlreadyPurchased(t *testing.T) {
 	want(t, do(t, c, "GET", "/api/flash-sales/orders/"+other.String(), tok), 404, `{"error":"ORDER_NOT_FOUND"}`)
 }
 
+// GET order is never cached, and an order past its deadline with no pay or
+// cancel accepted shows EXPIRED at once (a pay is refused from then on),
+// before the writer's expiry pass returns its unit; one whose pay was
+// accepted in time still shows PENDING until the writer records PAID.
+func TestOrderPastItsDeadlineShowsExpired(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 5})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	r := do(t, c, "POST", purchasePath, tok)
+	want(t, r, 202, "")
+	id := orderIDOf(t, r.body)
+	path := "/api/flash-sales/orders/" + id.String()
+	status := func(what, want string) {
+		t.Helper()
+		r := do(t, c, "GET", path, tok)
+		if r.status != 200 || !strings.Contains(r.body, `"status":"`+want+`"`) || r.header["Cache-Control"] != "no-store" {
+			t.Fatalf("%s: %d %s, Cache-Control %q; want status %s, no-store", what, r.status, r.body, r.header["Cache-Control"], want)
+		}
+	}
+	status("in its window", "PENDING")
+	e.st.mu.Lock()
+	rec := e.st.records[id]
+	rec.Expires = time.Now().Add(-time.Millisecond)
+	e.st.mu.Unlock()
+	status("past its deadline", "EXPIRED")
+	for _, q := range []string{"pay", "cancel"} {
+		e.st.mu.Lock()
+		rec.q = q
+		e.st.mu.Unlock()
+		status("past its deadline with a "+q+" accepted in time", "PENDING")
+	}
+	e.st.mu.Lock()
+	rec.q, rec.Status = "exp", stock.StatusPending
+	e.st.mu.Unlock()
+	status("claimed for expiry", "EXPIRED")
+}
+
 func TestIdempotencyKeyNamesTheSameOrder(t *testing.T) {
 	e := newEnv(t, envOpt{stockPerShard: 5})
 	c := e.serve("10.0.0.1")

@@ -300,7 +300,9 @@ func (f *fakeStore) Order(_ context.Context, _ string, id sharding.OrderID) (sto
 	if !ok {
 		return stock.OrderRecord{}, false, nil
 	}
-	return rec.OrderRecord, true, nil
+	r := rec.OrderRecord
+	r.Request = rec.q
+	return r, true, nil
 }
 
 func (f *fakeStore) setStatus(id sharding.OrderID, status string, expires time.Time) {

@@ -44,7 +44,7 @@ func (h *Handler) order(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	b = append(b, `,"itemId":`...)
 	b = strconv.AppendInt(b, rec.ItemID, 10)
 	b = append(b, `,"status":"`...)
-	b = append(b, rec.Status...)
+	b = append(b, rec.Shown(now)...)
 	b = append(b, `","createdAt":"`...)
 	b = rec.Created.UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, `","expiresAt":"`...)
@@ -52,6 +52,8 @@ func (h *Handler) order(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	b = append(b, `","persisted":`...)
 	b = strconv.AppendBool(b, rec.Persisted)
 	b = append(b, '}')
+	// One owner's, and it changes: no cache, shared or private, keeps it.
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 	h.answerBody(ctx, route, aOK, b)
 }
 
