@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -174,7 +175,34 @@ func (a *App) checks() map[string]obs.Check {
 		"start":      func(context.Context) error { return a.start.Err() },
 		"postgresql": started(func() obs.Check { return a.Store.Ping }),
 		"kafka":      started(func() obs.Check { return a.Consumer.Ping }),
+		"redis":      started(func() obs.Check { return a.pingRedis }),
 	}
+}
+
+// pingRedis reads the cluster's masters and pings each: the writer marks
+// orders persisted, returns stock and sweeps ghosts there (a replica that
+// is down is not the writer's concern: its WAITs come back short).
+func (a *App) pingRedis(ctx context.Context) error {
+	top, err := stock.Topology(ctx, a.Redis)
+	if err != nil {
+		return err
+	}
+	nodes := a.Redis.Nodes()
+	var failed []string
+	for _, m := range top.Masters {
+		c, ok := nodes[m.Addr]
+		if !ok {
+			failed = append(failed, m.Addr+": not connected")
+			continue
+		}
+		if err := c.Do(ctx, c.B().Ping().Build()).Error(); err != nil {
+			failed = append(failed, m.Addr+": "+err.Error())
+		}
+	}
+	if len(failed) > 0 {
+		return errors.New(strings.Join(failed, "; "))
+	}
+	return nil
 }
 
 // Fixed tunables of the outbox, not worth a flag each.

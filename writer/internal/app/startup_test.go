@@ -79,3 +79,26 @@ func TestStopWhileWaitingForPostgres(t *testing.T) {
 	cancel()
 	testenv.CheckGaveUp(t, errc, "stopped while waiting for postgresql: context canceled", cfg.Admin)
 }
+
+// TestReadyzChecksRedis: a ready writer whose Redis connections are gone
+// (here: its client closed) is not ready, and /readyz names Redis: the
+// writer marks orders persisted, returns stock and sweeps ghosts there.
+func TestReadyzChecksRedis(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	s := newSale(t, st, rs, 1, 10)
+	cfg := testConfig(testenv.NewTopic(t, "writer-readyz"), groupName(t), s)
+	cfg.Admin = testenv.FreeAddr(t)
+	a, err := app.New(context.Background(), cfg, testLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	testenv.WaitReady(t, cfg.Admin)
+	a.Redis.Close()
+	code, body := testenv.Get(t, "http://"+cfg.Admin+"/readyz")
+	if code != 503 || !strings.HasPrefix(body, "redis: ") || strings.Contains(body, "postgresql:") {
+		t.Fatalf("/readyz with Redis gone: %d %q, want 503 naming redis only", code, body)
+	}
+	t.Logf("/readyz: %q", body)
+}
