@@ -258,7 +258,8 @@ func startFrontDoor(t *testing.T, units int64, lead time.Duration, fields map[st
 // before the start and enabled at it, a purchase through the ticket
 // endpoint, "processing" until the writer persisted the order, "reserved"
 // with the time left to pay, pay to "paid"; a second buyer on a phone-sized
-// screen is told the item is sold out.
+// screen is told the item is sold out; the first buyer, signed in on another
+// device after the sell-out, is shown the order.
 func TestBrowserBuyToPaid(t *testing.T) {
 	need(t)
 	b := browser(t)
@@ -329,13 +330,25 @@ func TestBrowserBuyToPaid(t *testing.T) {
 	phone.waitState(10*time.Second, nil, "soldout")
 	phone.shot("soldout")
 
+	// The buyer on another device (a new tab knows no order id), after the
+	// sell-out: signed in, the page finds the order and offers to pay.
+	other := newTab(t, b, "other-device", 390, 844, true)
+	other.do(chromedp.Navigate(url))
+	other.waitState(10*time.Second, nil, "signin")
+	other.signIn("1001")
+	other.waitState(10*time.Second, nil, "reserved")
+	if id, want := other.text("order-id"), desk.text("order-id"); id != want || id == "" {
+		t.Fatalf("the other device shows order %q, the buyer's is %q", id, want)
+	}
+	other.shot("reserved")
+
 	desk.do(chromedp.Click(chromedp.ID("pay")))
 	desk.waitState(20*time.Second, nil, "paid")
 	if st := desk.text("status"); !strings.HasPrefix(st, "Paid.") {
 		t.Fatalf("paid status %q", st)
 	}
 	desk.shot("paid")
-	t.Logf("screenshots: %s", strings.Join(append(desk.shots, phone.shots...), " "))
+	t.Logf("screenshots: %s", strings.Join(append(append(desk.shots, phone.shots...), other.shots...), " "))
 }
 
 // TestBrowserProofWorker: the page's Web Worker finds the same nonce as the

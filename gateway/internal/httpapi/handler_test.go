@@ -130,6 +130,35 @@ func TestOrderPastItsDeadlineShowsExpired(t *testing.T) {
 	status("claimed for expiry", "EXPIRED")
 }
 
+// GET /sales/{saleId}/order finds the caller's order in the sale without
+// its id (a closed tab, another device; after the sell-out a purchase is
+// answered 410 by the local flag): the same JSON as GET order, 404 for a
+// user with none, an unknown or malformed sale; 401 without a token; 503
+// when Redis cannot answer; never cached.
+func TestHeldOrderIsFoundWithoutItsID(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 5})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	const path = "/api/flash-sales/sales/77/order"
+	want(t, do(t, c, "GET", path, tok), 404, `{"error":"ORDER_NOT_FOUND"}`)
+	r := do(t, c, "POST", purchasePath, tok)
+	want(t, r, 202, "")
+	id := orderIDOf(t, r.body)
+	byID := do(t, c, "GET", "/api/flash-sales/orders/"+id.String(), tok)
+	held := do(t, c, "GET", path, tok)
+	want(t, held, 200, byID.body)
+	if held.header["Cache-Control"] != "no-store" {
+		t.Fatalf("Cache-Control %q, want no-store", held.header["Cache-Control"])
+	}
+	want(t, do(t, c, "GET", path, e.token(43)), 404, `{"error":"ORDER_NOT_FOUND"}`)
+	want(t, do(t, c, "GET", "/api/flash-sales/sales/78/order", tok), 404, `{"error":"ORDER_NOT_FOUND"}`)
+	want(t, do(t, c, "GET", "/api/flash-sales/sales/07/order", tok), 404, `{"error":"ORDER_NOT_FOUND"}`)
+	want(t, do(t, c, "GET", path, ""), 401, `{"error":"UNAUTHORIZED"}`)
+	want(t, do(t, c, "POST", path, tok), 405, "")
+	e.st.set(func(f *fakeStore) { f.err = errRedisDown })
+	want(t, do(t, c, "GET", path, tok), 503, `{"error":"UNAVAILABLE"}`)
+}
+
 func TestIdempotencyKeyNamesTheSameOrder(t *testing.T) {
 	e := newEnv(t, envOpt{stockPerShard: 5})
 	c := e.serve("10.0.0.1")

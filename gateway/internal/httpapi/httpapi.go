@@ -216,6 +216,10 @@ func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {
 		if h.method(ctx, route, fasthttp.MethodGet) {
 			h.sale(ctx, now, arg)
 		}
+	case obs.RouteHeld:
+		if h.method(ctx, route, fasthttp.MethodGet) {
+			h.heldOrder(ctx, now, arg)
+		}
 	case obs.RouteTicket:
 		if h.method(ctx, route, fasthttp.MethodPost) {
 			h.ticket(ctx, now, arg)

@@ -30,12 +30,61 @@ func (h *Handler) serverTime(ctx *fasthttp.RequestCtx, now time.Time) {
 	h.answerBody(ctx, route, aOK, b)
 }
 
+// order serves GET /api/flash-sales/orders/{orderId}.
 func (h *Handler) order(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteOrder
 	rec, id, ok := h.loadOrder(ctx, now, route, arg)
 	if !ok {
 		return
 	}
+	h.answerRecord(ctx, route, now, id, &rec)
+}
+
+// heldOrder serves GET /api/flash-sales/sales/{saleId}/order: the order the
+// caller holds in the sale, PENDING or PAID, as GET order shows it (the
+// buyer record on the user's home shard names it); 404 ORDER_NOT_FOUND when
+// there is none. A buyer whose tab was closed, or who comes back on another
+// device, finds the order this way: after the sell-out a purchase is
+// answered 410 SOLD_OUT from the local flag, not 409 with the order id.
+func (h *Handler) heldOrder(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
+	const route = obs.RouteHeld
+	id, ok := parseID(arg)
+	var sale *catalog.Sale
+	if ok {
+		sale = h.Catalog.Snapshot().Sale(id)
+	}
+	if sale == nil || len(sale.Shards) == 0 {
+		h.answer(ctx, route, aOrderNotFound)
+		return
+	}
+	if !h.clientAllowed(ctx, now, route) {
+		return
+	}
+	user, _, ok := h.user(ctx, now, route)
+	if !ok {
+		return
+	}
+	tag := sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))]
+	rctx, _ := h.deadlines.get(now)
+	oid, found, err := h.Store.Holder(rctx, tag, user)
+	var rec stock.OrderRecord
+	if err == nil && found {
+		rec, found, err = h.Store.Order(rctx, tag, oid)
+	}
+	h.observe(route, now)
+	switch {
+	case err != nil:
+		h.Metrics.RedisError()
+		h.answer(ctx, route, aUnavailable)
+	case !found || rec.UserID != user || rec.Status == stock.StatusVoid:
+		h.answer(ctx, route, aOrderNotFound)
+	default:
+		h.answerRecord(ctx, route, now, oid, &rec)
+	}
+}
+
+// answerRecord answers 200 with order id's record as GET order shows it.
+func (h *Handler) answerRecord(ctx *fasthttp.RequestCtx, route obs.Route, now time.Time, id sharding.OrderID, rec *stock.OrderRecord) {
 	var buf [320]byte
 	b := append(buf[:0], `{"orderId":"`...)
 	b = id.AppendText(b)

@@ -49,6 +49,8 @@ func Route(path []byte) (obs.Route, []byte) {
 			return obs.RouteSale, seg
 		case string(tail) == "/ticket":
 			return obs.RouteTicket, seg
+		case string(tail) == "/order":
+			return obs.RouteHeld, seg
 		}
 	}
 	return obs.RouteOther, nil

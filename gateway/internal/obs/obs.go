@@ -23,18 +23,19 @@ const (
 	RouteSale
 	RouteTime
 	RouteTicket
+	RouteHeld
 	RoutePage
 	RouteDev
 	RouteOther
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{"purchase", "order", "pay", "cancel", "sale", "time", "ticket", "page", "dev", "other"}
+var routeNames = [numRoutes]string{"purchase", "order", "pay", "cancel", "sale", "time", "ticket", "held_order", "page", "dev", "other"}
 
 func (r Route) String() string { return routeNames[r] }
 
 // codes are the HTTP statuses the gateway answers; others count as "other".
-var codes = []int{200, 202, 304, 400, 401, 403, 404, 405, 409, 410, 428, 429, 500, 503}
+var codes = []int{200, 202, 304, 400, 401, 403, 404, 405, 408, 409, 410, 413, 428, 429, 431, 500, 503}
 
 // Void outcomes for the voids_total counter (stock.VoidOutcome, plus a void
 // that could not reach Redis in time and went to the background queue).

@@ -391,6 +391,22 @@
     }
   }
 
+  // findOrder asks for the order this user holds in the sale, for a page
+  // that knows of none (its tab was closed, another device): after the sell
+  // out a click is answered 410 SOLD_OUT, so the page would never learn of
+  // it. Once, on load or sign-in, and only after the start; nothing changes
+  // when there is none.
+  async function findOrder() {
+    if (orderId || !getToken() || !sale || now() < sale.start) return;
+    const r = await call('GET', '/sales/' + saleId + '/order');
+    if (r.status !== 200 || !r.body.orderId || orderId) return;
+    orderId = r.body.orderId;
+    try { sessionStorage.setItem(orderKey(), orderId); } catch (e) { /* ignore */ }
+    if (r.body.status === 'PENDING' && !r.body.persisted) return track('You have an order in this sale.');
+    el.orderId.textContent = orderId;
+    showOrder(r.body);
+  }
+
   function forgetOrder() {
     try { sessionStorage.removeItem(orderKey()); } catch (e) { /* ignore */ }
   }
@@ -479,6 +495,7 @@
     state = 'loading';
     showPhase();
     (el.buy.disabled ? el.title : el.buy).focus();
+    findOrder();
   }
 
   // ---- start -------------------------------------------------------------
@@ -509,7 +526,7 @@
     el.pay.addEventListener('click', () => act('pay'));
     el.cancel.addEventListener('click', () => act('cancel'));
     el.signin.addEventListener('submit', devSignIn);
-    el.signout.addEventListener('click', () => { setToken(null); showAccount(); state = 'loading'; showPhase(); });
+    el.signout.addEventListener('click', () => { setToken(null); forgetOrder(); orderId = null; showAccount(); state = 'loading'; showPhase(); });
     if (!saleId) { set('notfound', '', { alert: 'This address names no sale.' }); el.countdown.textContent = ''; return; }
     await syncClock();
     const ok = await loadSale();
@@ -522,7 +539,7 @@
     try { saved = sessionStorage.getItem(orderKey()); } catch (e) { /* ignore */ }
     startClock();
     refreshLoop();
-    if (saved && getToken()) { orderId = saved; track(''); }
+    if (saved && getToken()) { orderId = saved; track(''); } else findOrder();
   }
   init();
 })();
