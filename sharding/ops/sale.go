@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"flashsale/sharding"
+	"flashsale/sharding/journal"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
@@ -191,21 +192,35 @@ type SaleItem struct {
 	Orders   map[string]int64 `json:"orders"`   // by status
 	Left     int64            `json:"left"`     // units on the Redis shards
 	PerShard []int64          `json:"perShard"` // units per shard
+	// Drift is Q - (S + M + P + J) in the writer's last reading (see
+	// SaleShown.DriftAt); nil when no writer has read the sale lately.
+	Drift *int64 `json:"drift,omitempty"`
+}
+
+// ShardJournal is one shard's hand-off journal in `sale show`.
+type ShardJournal struct {
+	Shard   string  `json:"shard"`
+	Backlog int64   `json:"backlog"`          // entries Kafka has not acknowledged
+	Oldest  float64 `json:"oldestAgeSeconds"` // the oldest entry's age, 0 when empty
 }
 
 // SaleShown is the report of `sale show`.
 type SaleShown struct {
-	Sale     int64      `json:"sale"`
-	Name     string     `json:"name"`
-	Status   string     `json:"status"`
-	State    string     `json:"state"` // the operator's state: "", PAUSED, ENDED
-	Version  int64      `json:"version"`
-	StartsAt time.Time  `json:"startsAt"`
-	EndsAt   time.Time  `json:"endsAt"`
-	Window   string     `json:"paymentWindow"`
-	Shards   []string   `json:"shards"`
-	Halts    []string   `json:"halts"` // each shard's halt key ("" when none)
-	Items    []SaleItem `json:"items"`
+	Sale     int64          `json:"sale"`
+	Name     string         `json:"name"`
+	Status   string         `json:"status"`
+	State    string         `json:"state"` // the operator's state: "", PAUSED, ENDED
+	Version  int64          `json:"version"`
+	StartsAt time.Time      `json:"startsAt"`
+	EndsAt   time.Time      `json:"endsAt"`
+	Window   string         `json:"paymentWindow"`
+	Shards   []string       `json:"shards"`
+	Halts    []string       `json:"halts"` // each shard's halt key ("" when none)
+	Items    []SaleItem     `json:"items"`
+	Journals []ShardJournal `json:"journals"`
+	// DriftAt is when the writer took the drift reading the items show
+	// (zero when there is none: no writer read the sale in 10 minutes).
+	DriftAt time.Time `json:"driftAt,omitzero"`
 }
 
 // ShowSale reads sale id's description from Redis (status, shards and their
@@ -247,7 +262,38 @@ func (t *Tool) ShowSale(ctx context.Context, id int64) (*SaleShown, error) {
 	if rep.Status == "ACTIVE" && soldOut {
 		rep.Status = "SOLD_OUT"
 	}
-	return rep, nil
+	return rep, t.showHandOff(ctx, s, rep)
+}
+
+// showHandOff adds the sale's journals and the writer's last drift reading.
+func (t *Tool) showHandOff(ctx context.Context, s *sharding.Sale, rep *SaleShown) error {
+	js, err := t.Store.ReadJournals(ctx, s)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for i, tag := range s.Shards {
+		j := ShardJournal{Shard: tag, Backlog: js.Backlog[i]}
+		if at, ok := journal.IDTime(js.Oldest[i]); ok {
+			j.Oldest = max(now.Sub(at).Seconds(), 0)
+		}
+		rep.Journals = append(rep.Journals, j)
+	}
+	drifts, err := t.Store.ReadDrifts(ctx, []int64{s.ID})
+	if err != nil {
+		return err
+	}
+	d, ok := drifts[s.ID]
+	if !ok {
+		return nil
+	}
+	rep.DriftAt = d.At.UTC()
+	for i := range rep.Items {
+		if v, ok := d.Items[rep.Items[i].Item]; ok {
+			rep.Items[i].Drift = &v
+		}
+	}
+	return nil
 }
 
 // Text renders the report.
@@ -257,17 +303,43 @@ func (r *SaleShown) Text(w io.Writer) error {
 	if halted := countSet(r.Halts); halted > 0 || r.State != "" {
 		fmt.Fprintf(w, "operator state %q, halt keys on %d of %d shards\n", r.State, halted, len(r.Halts))
 	}
-	tb := newTable(w, "ITEM", "NAME", "PRICE", "QTY", "SOLD", "PENDING", "PAID", "EXPIRED", "CANCELLED", "FAILED", "REDIS LEFT", "PER SHARD")
+	tb := newTable(w, "ITEM", "NAME", "PRICE", "QTY", "SOLD", "PENDING", "PAID", "EXPIRED", "CANCELLED", "FAILED", "REDIS LEFT", "PER SHARD", "DRIFT")
 	for _, it := range r.Items {
 		per := make([]string, len(it.PerShard))
 		for i, n := range it.PerShard {
 			per[i] = itoa(n)
 		}
-		o := it.Orders
+		o, drift := it.Orders, "-"
+		if it.Drift != nil {
+			drift = itoa(*it.Drift)
+		}
 		tb.row(itoa(it.Item), it.Name, fmt.Sprintf("%d %s", it.Price, it.Currency), itoa(it.Quantity), itoa(it.Sold),
-			itoa(o["PENDING"]), itoa(o["PAID"]), itoa(o["EXPIRED"]), itoa(o["CANCELLED"]), itoa(o["FAILED"]), itoa(it.Left), strings.Join(per, ","))
+			itoa(o["PENDING"]), itoa(o["PAID"]), itoa(o["EXPIRED"]), itoa(o["CANCELLED"]), itoa(o["FAILED"]), itoa(it.Left), strings.Join(per, ","), drift)
 	}
-	return tb.flush()
+	if err := tb.flush(); err != nil {
+		return err
+	}
+	return r.handOffText(w)
+}
+
+// handOffText renders the journals and the age of the drift reading.
+func (r *SaleShown) handOffText(w io.Writer) error {
+	var backlog int64
+	oldest := 0.0
+	per := make([]string, len(r.Journals))
+	for i, j := range r.Journals {
+		backlog += j.Backlog
+		oldest = max(oldest, j.Oldest)
+		per[i] = itoa(j.Backlog)
+	}
+	fmt.Fprintf(w, "hand-off journals: %d entries not yet in Kafka (per shard %s), oldest %.1fs\n", backlog, strings.Join(per, ","), oldest)
+	if r.DriftAt.IsZero() {
+		_, err := fmt.Fprintln(w, "drift: no writer reading in the last 10 minutes (DRIFT -)")
+		return err
+	}
+	_, err := fmt.Fprintf(w, "drift: the writer's reading of %.1fs ago (Q - (S + M + P + J); 0 is right, below 0 an oversell in the making)\n",
+		max(time.Since(r.DriftAt).Seconds(), 0))
+	return err
 }
 
 func countSet(v []string) int {

@@ -67,6 +67,26 @@ func TestSaleCommands(t *testing.T) {
 		t.Fatalf("show: exit %d, %q", code, out)
 	}
 	t.Logf("sale show:\n%s", out)
+	if !strings.Contains(out, "hand-off journals: 0 entries not yet in Kafka (per shard 0,0,0,0), oldest 0.0s") ||
+		!strings.Contains(out, "drift: no writer reading") {
+		t.Fatalf("show: no journals line or drift line for a sale no writer reads:\n%s", out)
+	}
+	// The writer's drift reading shows per item, with its age.
+	if err := e.t.Store.PublishDrift(ctx, id, stock.DriftReading{At: time.Now().Add(-2 * time.Second), Items: map[int64]int64{id*100 + 1: -3}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c := e.t.Store.Client(); c.Do(context.Background(), c.B().Del().Key(sharding.DriftKey(id)).Build()) })
+	code, out, _ = runMain("--json", "sale", "show", "--sale", sid)
+	var withDrift SaleShown
+	if err := json.Unmarshal([]byte(out), &withDrift); code != ExitOK || err != nil || len(withDrift.Items) != 1 || len(withDrift.Journals) != 4 {
+		t.Fatalf("sale show --json: exit %d, %v\n%s", code, err, out)
+	}
+	if d := withDrift.Items[0].Drift; d == nil || *d != -3 || time.Since(withDrift.DriftAt) < 2*time.Second {
+		t.Fatalf("sale show --json: drift %v at %v, want -3 about 2s ago", d, withDrift.DriftAt)
+	}
+	if code, out, _ = runMain("sale", "show", "--sale", sid); code != ExitOK || !strings.Contains(out, "drift: the writer's reading of 2.") {
+		t.Fatalf("show with a drift reading: exit %d\n%s", code, out)
+	}
 	for _, step := range []struct{ cmd, state, status string }{
 		{"pause", sharding.StatePaused, "PAUSED"}, {"pause", sharding.StatePaused, "PAUSED"}, // again: no error
 		{"resume", "", "ACTIVE"}, {"end", sharding.StateEnded, "ENDED"},
