@@ -310,17 +310,7 @@ func parseIPv6(b []byte) (ip [16]byte, ok bool) {
 	}
 	i := 0
 	for i < 16 {
-		off, acc := 0, 0
-		for off < len(b) {
-			v := hexVal(b[off])
-			if v < 0 {
-				break
-			}
-			acc = acc<<4 | v
-			if off++; off > 4 {
-				return ip, false
-			}
-		}
+		acc, off := hexGroup(b)
 		if off == 0 {
 			return ip, false
 		}
@@ -360,29 +350,54 @@ func parseIPv6(b []byte) (ip [16]byte, ok bool) {
 	if len(b) != 0 {
 		return ip, false
 	}
-	if i < 16 {
-		if ellipsis < 0 {
-			return ip, false
-		}
-		n := 16 - i
-		copy(ip[ellipsis+n:], ip[ellipsis:i])
-		clear(ip[ellipsis : ellipsis+n])
-	} else if ellipsis >= 0 {
-		return ip, false
-	}
-	return ip, true
+	return ip, expandEllipsis(&ip, i, ellipsis)
 }
 
-func hexVal(c byte) int {
-	switch {
-	case '0' <= c && c <= '9':
-		return int(c - '0')
-	case 'a' <= c && c <= 'f':
-		return int(c-'a') + 10
-	case 'A' <= c && c <= 'F':
-		return int(c-'A') + 10
+// hexGroup reads the hex digits at the start of b: their value and count,
+// and a count of 0 when there are none or more than four (not a group).
+func hexGroup(b []byte) (acc, n int) {
+	for n < len(b) {
+		v := hexDigits[b[n]]
+		if v > 15 {
+			break
+		}
+		acc = acc<<4 | int(v)
+		if n++; n > 4 {
+			return 0, 0
+		}
 	}
-	return -1
+	return acc, n
+}
+
+// hexDigits maps a byte to its value as a hex digit, 0xff when it is none.
+var hexDigits = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for c := byte(0); c < 10; c++ {
+		t['0'+c] = c
+	}
+	for c := byte(0); c < 6; c++ {
+		t['a'+c], t['A'+c] = 10+c, 10+c
+	}
+	return t
+}()
+
+// expandEllipsis moves the groups after the "::" at ellipsis (-1: none) to
+// the end of ip, whose first i bytes are parsed, and zeroes the gap; it
+// reports whether the address is whole: 16 bytes without an ellipsis, or
+// fewer with one.
+func expandEllipsis(ip *[16]byte, i, ellipsis int) bool {
+	if i == 16 {
+		return ellipsis < 0
+	}
+	if ellipsis < 0 {
+		return false
+	}
+	n := 16 - i
+	copy(ip[ellipsis+n:], ip[ellipsis:i])
+	clear(ip[ellipsis : ellipsis+n])
+	return true
 }
 
 // v4Tag places IPv4 keys at ffff:ffff::/32, a range of IPv6 multicast
