@@ -144,15 +144,9 @@ func parseResponse(b []byte, r *response) (int, error) {
 	if len(b) < 12 {
 		return 0, nil
 	}
-	if b[0] != 'H' || b[1] != 'T' || b[2] != 'T' || b[3] != 'P' || b[4] != '/' || b[8] != ' ' {
+	st, ok := statusCode(b)
+	if !ok {
 		return 0, errMalformed
-	}
-	st := 0
-	for _, c := range b[9:12] {
-		if c < '0' || c > '9' {
-			return 0, errMalformed
-		}
-		st = st*10 + int(c-'0')
 	}
 	r.status, r.retryAfter, r.close = st, 0, b[7] == '0' // HTTP/1.0 closes by default
 	cl := -1
@@ -170,27 +164,8 @@ func parseResponse(b []byte, r *response) (int, error) {
 			i += 2
 			break
 		}
-		line := b[i:j]
-		switch {
-		case hasPrefixFold(line, "content-length:"):
-			n, ok := atoi(line[len("content-length:"):])
-			if !ok {
-				return 0, errMalformed
-			}
-			cl = n
-		case hasPrefixFold(line, "retry-after:"):
-			if n, ok := atoi(line[len("retry-after:"):]); ok {
-				r.retryAfter = n
-			}
-		case hasPrefixFold(line, "connection:"):
-			v := trim(line[len("connection:"):])
-			if hasPrefixFold(v, "close") {
-				r.close = true
-			} else if hasPrefixFold(v, "keep-alive") {
-				r.close = false
-			}
-		case hasPrefixFold(line, "transfer-encoding:"):
-			return 0, errChunked
+		if err := r.header(b[i:j], &cl); err != nil {
+			return 0, err
 		}
 		i = j + 2
 	}
@@ -206,6 +181,49 @@ func parseResponse(b []byte, r *response) (int, error) {
 	}
 	r.body = b[i : i+cl]
 	return i + cl, nil
+}
+
+// statusCode reads the status of the status line at the start of b (at
+// least 12 bytes): "HTTP/x.y NNN".
+func statusCode(b []byte) (int, bool) {
+	if b[0] != 'H' || b[1] != 'T' || b[2] != 'T' || b[3] != 'P' || b[4] != '/' || b[8] != ' ' {
+		return 0, false
+	}
+	st := 0
+	for _, c := range b[9:12] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		st = st*10 + int(c-'0')
+	}
+	return st, true
+}
+
+// header applies one header line: the body's length to cl, Retry-After and
+// Connection to r; a chunked body is refused (the gateway never sends one).
+func (r *response) header(line []byte, cl *int) error {
+	switch {
+	case hasPrefixFold(line, "content-length:"):
+		n, ok := atoi(line[len("content-length:"):])
+		if !ok {
+			return errMalformed
+		}
+		*cl = n
+	case hasPrefixFold(line, "retry-after:"):
+		if n, ok := atoi(line[len("retry-after:"):]); ok {
+			r.retryAfter = n
+		}
+	case hasPrefixFold(line, "connection:"):
+		v := trim(line[len("connection:"):])
+		if hasPrefixFold(v, "close") {
+			r.close = true
+		} else if hasPrefixFold(v, "keep-alive") {
+			r.close = false
+		}
+	case hasPrefixFold(line, "transfer-encoding:"):
+		return errChunked
+	}
+	return nil
 }
 
 func indexCRLF(b []byte, from int) int {
