@@ -185,27 +185,9 @@ func (c *Consumer) process(ctx context.Context, recs []*kgo.Record) error {
 	defer stop()
 
 	start := time.Now()
-	batch := store.Batch{Events: make([]orderevent.Event, 0, len(recs))}
-	var dead []*kgo.Record
-	for _, r := range recs {
-		e, err := orderevent.Decode(r.Value)
-		if err != nil {
-			c.m.Consumed.WithLabelValues("malformed").Inc()
-			dead = append(dead, c.deadLetter(r, err))
-			continue
-		}
-		c.m.Consumed.WithLabelValues(e.Type.String()).Inc()
-		batch.Events = append(batch.Events, e)
-	}
-	if len(dead) > 0 {
-		err := c.retry(pctx, "producing dead letters", func(ctx context.Context) error {
-			return c.cl.ProduceSync(ctx, dead...).FirstErr()
-		})
-		if err != nil {
-			return err
-		}
-		c.m.DeadLetters.Add(float64(len(dead)))
-		c.log.Warn("dead-lettered undecodable records", "count", len(dead), "topic", c.cfg.DeadLetterTopic)
+	batch, dead := c.decode(recs)
+	if err := c.sendDead(pctx, dead); err != nil {
+		return err
 	}
 	var res store.Result
 	if len(batch.Events) > 0 {
@@ -218,6 +200,55 @@ func (c *Consumer) process(ctx context.Context, recs []*kgo.Record) error {
 			return err
 		}
 	}
+	c.count(start, &batch, &res)
+	c.applier.Enqueue(res.Effects)
+	c.applier.EnqueuePersisted(outbox.StoredOf(batch.Events))
+
+	if err := c.cl.CommitRecords(pctx, recs...); err != nil {
+		// The rows are committed; a lost offset commit only means the batch is
+		// read again, and changes nothing then.
+		c.log.Warn("committing offsets failed; the batch will be re-read", "records", len(recs), "err", err)
+	}
+	return nil
+}
+
+// decode decodes recs into a batch; the records that do not decode become
+// dead letters.
+func (c *Consumer) decode(recs []*kgo.Record) (store.Batch, []*kgo.Record) {
+	batch := store.Batch{Events: make([]orderevent.Event, 0, len(recs))}
+	var dead []*kgo.Record
+	for _, r := range recs {
+		e, err := orderevent.Decode(r.Value)
+		if err != nil {
+			c.m.Consumed.WithLabelValues("malformed").Inc()
+			dead = append(dead, c.deadLetter(r, err))
+			continue
+		}
+		c.m.Consumed.WithLabelValues(e.Type.String()).Inc()
+		batch.Events = append(batch.Events, e)
+	}
+	return batch, dead
+}
+
+// sendDead produces the dead letters (retried until ctx ends): nothing is
+// lost, the batch's offsets are committed only after them.
+func (c *Consumer) sendDead(ctx context.Context, dead []*kgo.Record) error {
+	if len(dead) == 0 {
+		return nil
+	}
+	err := c.retry(ctx, "producing dead letters", func(ctx context.Context) error {
+		return c.cl.ProduceSync(ctx, dead...).FirstErr()
+	})
+	if err != nil {
+		return err
+	}
+	c.m.DeadLetters.Add(float64(len(dead)))
+	c.log.Warn("dead-lettered undecodable records", "count", len(dead), "topic", c.cfg.DeadLetterTopic)
+	return nil
+}
+
+// count records a persisted batch's figures, begun at start.
+func (c *Consumer) count(start time.Time, batch *store.Batch, res *store.Result) {
 	committed := time.Now()
 	c.m.BatchSeconds.Observe(committed.Sub(start).Seconds())
 	for _, i := range res.Inserted {
@@ -229,15 +260,6 @@ func (c *Consumer) process(ctx context.Context, recs []*kgo.Record) error {
 	c.m.Paid.Add(float64(res.Paid))
 	c.m.Cancelled.Add(float64(res.Cancelled))
 	c.m.Parked.Add(float64(res.Parked))
-	c.applier.Enqueue(res.Effects)
-	c.applier.EnqueuePersisted(outbox.StoredOf(batch.Events))
-
-	if err := c.cl.CommitRecords(pctx, recs...); err != nil {
-		// The rows are committed; a lost offset commit only means the batch is
-		// read again, and changes nothing then.
-		c.log.Warn("committing offsets failed; the batch will be re-read", "records", len(recs), "err", err)
-	}
-	return nil
 }
 
 // deadLetter builds the dead-letter record of r, refused for reason.
