@@ -422,31 +422,13 @@ const rfc3339Milli = "2006-01-02T15:04:05.000Z07:00"
 
 // describe rebuilds the public description body of s at now.
 func (s *Sale) describe(now time.Time) {
-	n := now.UnixNano()
-	status := "ACTIVE"
-	allGone := true
-	for _, it := range s.Items {
-		if !it.Flags.SoldOut() {
-			allGone = false
-		}
-	}
-	switch {
-	case s.Halt == HaltEnded || n >= s.End:
-		status = "ENDED"
-	case s.Halt == HaltPaused:
-		status = "PAUSED"
-	case n < s.Start:
-		status = "SCHEDULED"
-	case allGone:
-		status = "SOLD_OUT"
-	}
 	b := make([]byte, 0, 256+128*len(s.Items))
 	b = append(b, `{"saleId":`...)
 	b = strconv.AppendInt(b, s.ID, 10)
 	b = append(b, `,"name":`...)
 	b = appendString(b, s.Name)
 	b = append(b, `,"status":"`...)
-	b = append(b, status...)
+	b = append(b, s.status(now.UnixNano())...)
 	b = append(b, `","startsAt":"`...)
 	b = s.StartsAt.UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, `","endsAt":"`...)
@@ -463,26 +445,54 @@ func (s *Sale) describe(now time.Time) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"itemId":`...)
-		b = strconv.AppendInt(b, it.Item.ID, 10)
-		b = append(b, `,"name":`...)
-		b = appendString(b, it.Item.Name)
-		b = append(b, `,"price":`...)
-		b = strconv.AppendInt(b, it.Item.Price, 10)
-		b = append(b, `,"currency":`...)
-		b = appendString(b, it.Item.Currency)
-		b = append(b, `,"quantity":`...)
-		b = strconv.AppendInt(b, it.Item.Quantity, 10)
-		b = append(b, `,"remaining":`...)
-		if r := it.Flags.Remaining(); r >= 0 {
-			b = strconv.AppendInt(b, r, 10)
-		} else {
-			b = append(b, "null"...)
-		}
-		b = append(b, '}')
+		b = it.appendJSON(b)
 	}
 	b = append(b, "]}"...)
 	s.desc.Store(&b)
+}
+
+// status is the description's status at n (unix ns): ENDED, PAUSED,
+// SCHEDULED, SOLD_OUT (every item's flag is set) or ACTIVE.
+func (s *Sale) status(n int64) string {
+	allGone := true
+	for _, it := range s.Items {
+		if !it.Flags.SoldOut() {
+			allGone = false
+		}
+	}
+	switch {
+	case s.Halt == HaltEnded || n >= s.End:
+		return "ENDED"
+	case s.Halt == HaltPaused:
+		return "PAUSED"
+	case n < s.Start:
+		return "SCHEDULED"
+	case allGone:
+		return "SOLD_OUT"
+	}
+	return "ACTIVE"
+}
+
+// appendJSON appends the item's entry of the description: remaining is
+// the stock of the last reading, null before the first.
+func (it *Item) appendJSON(b []byte) []byte {
+	b = append(b, `{"itemId":`...)
+	b = strconv.AppendInt(b, it.Item.ID, 10)
+	b = append(b, `,"name":`...)
+	b = appendString(b, it.Item.Name)
+	b = append(b, `,"price":`...)
+	b = strconv.AppendInt(b, it.Item.Price, 10)
+	b = append(b, `,"currency":`...)
+	b = appendString(b, it.Item.Currency)
+	b = append(b, `,"quantity":`...)
+	b = strconv.AppendInt(b, it.Item.Quantity, 10)
+	b = append(b, `,"remaining":`...)
+	if r := it.Flags.Remaining(); r >= 0 {
+		b = strconv.AppendInt(b, r, 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, '}')
 }
 
 // appendString appends v as a JSON string.
