@@ -157,7 +157,10 @@ type Relay struct {
 	held  map[Shard]bool               // shards whose lease this relay holds
 	fails map[Shard]*repeatlog.Failure // the log of each listed shard's failing rounds
 	sales []int64                      // the sales of the last scan (Run's goroutine only)
-	wg    sync.WaitGroup
+	// stopping is closed when Run's ctx ends (the relay stops), as opposed
+	// to one shard's being given up.
+	stopping <-chan struct{}
+	wg       sync.WaitGroup
 }
 
 // New returns a relay over redis and kafka (a producer client: the relay sets
@@ -197,6 +200,7 @@ func (r *Relay) Owned() int {
 // Run tries every listed shard each Scan, relays the ones it leases, and on
 // ctx's end finishes each shard's round in flight and releases its leases.
 func (r *Relay) Run(ctx context.Context) {
+	r.stopping = ctx.Done()
 	t := time.NewTicker(r.cfg.Scan)
 	defer t.Stop()
 	moves := map[string]map[string]bool{} // tag -> move ids seen last scan
@@ -655,7 +659,7 @@ func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry, st *stall) st
 	n := 0
 	for _, pr := range res {
 		if pr.Err != nil {
-			if ctx.Err() == nil && st.counted.Load() == 0 {
+			if ctx.Err() == nil && st.count(1) {
 				r.obs.Failed("kafka")
 				r.cfg.Log.Warn("producing journal entries", "shard", sh.Tag, "err", pr.Err)
 			}

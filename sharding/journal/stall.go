@@ -17,15 +17,33 @@ import (
 
 // stall is what a produce's watcher found, read by the produce once done.
 type stall struct {
-	counted atomic.Int64 // deadlines passed, each counted as a Kafka failure
+	counted atomic.Int64 // Kafka failures counted for this produce
+}
+
+// count counts the failure that makes n counted (the first when n is 1):
+// the watcher and the produce both count through it, so a failure at a
+// deadline is counted once. It reports whether it counted.
+func (st *stall) count(n int64) bool {
+	for {
+		c := st.counted.Load()
+		if c >= n {
+			return false
+		}
+		if st.counted.CompareAndSwap(c, c+1) {
+			return true
+		}
+	}
 }
 
 // produceWatched produces the round's entries with a watcher beside it,
-// and logs the end of a stall. When ctx ends (the relay stops) while Kafka
-// has not answered, it waits stopGrace for the answer and then gives the
-// produce up, acknowledging nothing: the entries stay in the journal for
-// the next owner (the writer deduplicates what both produce), and a
-// gateway's shutdown does not wait for a broker that hangs.
+// and logs the end of a stall. When the relay stops (Run's ctx ends) while
+// Kafka has not answered, it waits stopGrace for the answer and then gives
+// the produce up, acknowledging nothing: the entries stay in the journal
+// for the next owner (the writer deduplicates what both produce), and a
+// gateway's shutdown does not wait for a broker that hangs. A shard given
+// up while the relay runs on (a fair-share rebalance, a reshard) waits for
+// its produce: giving it up would leave its records buffered in the shared
+// producer, and the next owner would buffer them again.
 func (w *shardWorker) produceWatched(ctx context.Context, rd Round) string {
 	st := &stall{}
 	wctx, stop := context.WithCancel(ctx)
@@ -38,7 +56,7 @@ func (w *shardWorker) produceWatched(ctx context.Context, rd Round) string {
 	var acked string
 	select {
 	case acked = <-res:
-	case <-ctx.Done():
+	case <-w.r.stopping:
 		select {
 		case acked = <-res:
 		case <-time.After(stopGrace):
@@ -58,28 +76,27 @@ func (w *shardWorker) produceWatched(ctx context.Context, rd Round) string {
 // watch re-reads the shard's backlog every watchEvery (at most), reports it
 // with the age of the round's oldest entry (which nothing trims while the
 // round is out), and once the produce is past its deadline (Lease/2) counts
-// a Kafka failure for each deadline passed and warns once.
+// a Kafka failure for each deadline passed and warns once. When another
+// relay has taken the lease (this one could not renew it while it waited),
+// the new owner reports the shard: this relay drops its series and stops
+// reporting, so that the shard is not counted twice.
 func (w *shardWorker) watch(ctx context.Context, oldest string, start time.Time, st *stall) {
 	r := w.r
 	deadline := r.cfg.Lease / 2
 	t := time.NewTicker(min(watchEvery, deadline))
 	defer t.Stop()
+	reporting := true
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if n, err := w.backlog(ctx, deadline); err == nil {
-			age := time.Duration(0)
-			if at, ok := IDTime(oldest); ok {
-				age = max(time.Since(at), 0)
-			}
-			r.obs.Journal(w.sh, n, age)
+		if reporting {
+			reporting = w.report(ctx, deadline, oldest)
 		}
-		passed := int64(time.Since(start) / deadline)
-		for st.counted.Load() < passed {
-			if st.counted.Add(1) == 1 {
+		for passed := int64(time.Since(start) / deadline); st.count(passed); {
+			if st.counted.Load() == 1 {
 				r.cfg.Log.Warn("producing journal entries: Kafka has not answered past the deadline; entries stay in the journal, purchases go on",
 					"shard", w.sh.Tag, "deadline", deadline)
 			}
@@ -88,16 +105,33 @@ func (w *shardWorker) watch(ctx context.Context, oldest string, start time.Time,
 	}
 }
 
+// watchEvery is how often a stalled produce's watcher reads the backlog.
+const watchEvery = time.Second
+
 // stopGrace is how long a stopping relay waits for Kafka's answer to a
 // produce in flight.
 const stopGrace = 500 * time.Millisecond
 
-// watchEvery is how often a stalled produce's watcher reads the backlog.
-const watchEvery = time.Second
-
-// backlog reads the shard's journal length.
-func (w *shardWorker) backlog(ctx context.Context, timeout time.Duration) (int64, error) {
+// report reads the shard's journal length and lease and reports the backlog
+// and the age of oldest; it reports false once another relay holds the
+// lease (and drops the shard's series then).
+func (w *shardWorker) report(ctx context.Context, timeout time.Duration, oldest string) bool {
 	c, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	return w.r.redis.Do(c, w.r.redis.B().Xlen().Key(w.keys[0]).Build()).AsInt64()
+	rc := w.r.redis
+	res := rc.DoMulti(c, rc.B().Xlen().Key(w.keys[0]).Build(), rc.B().Get().Key(w.keys[1]).Build())
+	n, err := res[0].AsInt64()
+	if err != nil {
+		return true
+	}
+	if holder, err := res[1].ToString(); err == nil && holder != w.r.token {
+		w.r.obs.Released(w.sh)
+		return false
+	}
+	age := time.Duration(0)
+	if at, ok := IDTime(oldest); ok {
+		age = max(time.Since(at), 0)
+	}
+	w.r.obs.Journal(w.sh, n, age)
+	return true
 }

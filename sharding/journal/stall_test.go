@@ -1,6 +1,7 @@
 package journal_test
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -88,9 +89,10 @@ func TestRelayShowsAStalledKafka(t *testing.T) {
 	}
 }
 
-// A relay stopped while Kafka does not answer stops at once (a gateway's
-// SIGTERM during a broker hang must not wait for the broker): the entries
-// it could not produce stay in the journal for the next owner.
+// A relay whose lease another relay took while its produce hung stops
+// reporting the shard; stopped while Kafka does not answer, it stops at once
+// (a gateway's SIGTERM during a broker hang must not wait for the broker),
+// and the entries it could not produce stay in the journal.
 func TestRelayStopsDuringAStalledKafka(t *testing.T) {
 	e := setup(t, 1)
 	kf, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, e.topic))
@@ -118,6 +120,25 @@ func TestRelayStopsDuringAStalledKafka(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the produce never stalled")
+		}
+	}
+	// Another relay takes the lease this one could not renew while it
+	// waited: the stalled relay stops reporting the shard (the new owner
+	// does), so that it is not counted twice.
+	c := e.st.Client()
+	lease := string(sharding.AppendRelayLeaseKey(nil, e.sale.Shards[0]))
+	if err := c.Do(context.Background(), c.B().Set().Key(lease).Value("another-relay").Px(time.Minute).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		obs.mu.Lock()
+		_, shown := obs.backlogs[e.sale.Shards[0]]
+		obs.mu.Unlock()
+		if !shown {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled relay still reports a shard another relay leased")
 		}
 	}
 	stopped := make(chan time.Duration, 1)

@@ -75,7 +75,10 @@ func TestSaleCommands(t *testing.T) {
 	if err := e.t.Store.PublishDrift(ctx, id, stock.DriftReading{At: time.Now().Add(-2 * time.Second), Items: map[int64]int64{id*100 + 1: -3}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c := e.t.Store.Client(); c.Do(context.Background(), c.B().Del().Key(sharding.DriftKey(id)).Build()) })
+	t.Cleanup(func() {
+		c := e.t.Store.Client()
+		c.Do(context.Background(), c.B().Del().Key(sharding.DriftKey(id)).Build())
+	})
 	code, out, _ = runMain("--json", "sale", "show", "--sale", sid)
 	var withDrift SaleShown
 	if err := json.Unmarshal([]byte(out), &withDrift); code != ExitOK || err != nil || len(withDrift.Items) != 1 || len(withDrift.Journals) != 4 {
