@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,7 @@ func TestColdStart(t *testing.T) {
 // the broker is back every accepted order reaches PostgreSQL; Q = S + P with
 // no repair.
 func TestFaultBrokerStop(t *testing.T) {
+	need(t)
 	if brokerKind(t) != "kafka" {
 		t.Skip("the broker is the embedded kfake, which keeps no state across a restart")
 	}
@@ -190,7 +192,8 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	}
 	healAfter(t, master, victim)
 	topic := "e2e-node-" + randHex()
-	startWriter(t, topic, s.ID)
+	wadmin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	startWriter(t, topic, s.ID, "-admin", wadmin)
 	a := startGateway(t, topic, s)
 	b := startGateway(t, topic, s)
 	a.waitReady(t, 30*time.Second)
@@ -206,6 +209,8 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	paying := make(chan []payment, 1)
 	go func() { paying <- payAll(a, buyers[:1000], w.snapshot(0, 1000), 5*time.Millisecond) }()
 	time.Sleep(300 * time.Millisecond)
+	writerReady := make(chan readyzSeen, 1)
+	go func() { writerReady <- watchReadyz(wadmin, victim, !replicaOnly, 15*time.Second) }()
 	if err := testenv.Stack(t, "redis-kill", victim); err != nil {
 		t.Fatalf("could not kill the node %s", victim)
 	}
@@ -220,6 +225,7 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 		probes = <-probed
 		checkReadiness(t, probes, killed)
 	}
+	checkWriterReadyz(t, <-writerReady, victim, replicaOnly)
 	<-w.done
 	if err := testenv.Stack(t, "redis-start", victim); err != nil {
 		t.Fatal("could not restart the node")
@@ -236,6 +242,55 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	au := settled(t, s, 60*time.Second)
 	checkInvariants(t, s, units, au, buyers, answers)
 	checkPaid(t, pays, 30*time.Second)
+}
+
+// readyzSeen is what the writer's /readyz answered around a node's kill.
+type readyzSeen struct {
+	named    bool   // a 503 named the killed node under "redis:"
+	green    bool   // a 200 came after that
+	firstRed string // the first 503 naming Redis at all
+}
+
+// watchReadyz polls the writer's /readyz at admin for within (or, when
+// untilGreen, until it was red naming node and green again).
+func watchReadyz(admin, node string, untilGreen bool, within time.Duration) readyzSeen {
+	var s readyzSeen
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		code, body, err := fasthttp.GetTimeout(nil, "http://"+admin+"/readyz", 3*time.Second)
+		if err != nil {
+			continue
+		}
+		red := string(body)
+		switch {
+		case code == 503 && strings.Contains(red, "redis: "):
+			if s.firstRed == "" {
+				s.firstRed = red
+			}
+			s.named = s.named || strings.Contains(red, ":"+node+":")
+		case code == 200 && s.named:
+			s.green = true
+			if untilGreen {
+				return s
+			}
+		}
+	}
+	return s
+}
+
+// checkWriterReadyz: a killed master turns the writer's /readyz red naming
+// it until its replica took over; a killed replica does not (the writer
+// needs the masters only).
+func checkWriterReadyz(t *testing.T, s readyzSeen, victim string, replicaOnly bool) {
+	t.Helper()
+	if replicaOnly {
+		if s.firstRed != "" {
+			t.Errorf("the writer's /readyz was red over Redis while only a replica was down: %q", s.firstRed)
+		}
+		return
+	}
+	if !s.named || !s.green {
+		t.Errorf("the writer's /readyz around the kill of master %s: red naming it %v, green after %v (first red: %q)", victim, s.named, s.green, s.firstRed)
+	}
 }
 
 // TestFaultRedisRestart: two gateways and a writer serve a crowd, and the

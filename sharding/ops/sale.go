@@ -221,6 +221,9 @@ type SaleShown struct {
 	// DriftAt is when the writer took the drift reading the items show
 	// (zero when there is none: no writer read the sale in 10 minutes).
 	DriftAt time.Time `json:"driftAt,omitzero"`
+	// Warnings name what could not be shown (a mangled journal entry or
+	// drift reading): the rest of the report is still shown.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // ShowSale reads sale id's description from Redis (status, shards and their
@@ -262,17 +265,23 @@ func (t *Tool) ShowSale(ctx context.Context, id int64) (*SaleShown, error) {
 	if rep.Status == "ACTIVE" && soldOut {
 		rep.Status = "SOLD_OUT"
 	}
-	return rep, t.showHandOff(ctx, s, rep)
+	t.showHandOff(ctx, s, rep)
+	return rep, nil
 }
 
-// showHandOff adds the sale's journals and the writer's last drift reading.
-func (t *Tool) showHandOff(ctx context.Context, s *sharding.Sale, rep *SaleShown) error {
+// showHandOff adds the sale's journals and the writer's last drift reading;
+// what it cannot read becomes a warning of the report (an operator's
+// inspection must not fail on the data it is there to inspect).
+func (t *Tool) showHandOff(ctx context.Context, s *sharding.Sale, rep *SaleShown) {
 	js, err := t.Store.ReadJournals(ctx, s)
 	if err != nil {
-		return err
+		rep.Warnings = append(rep.Warnings, err.Error())
 	}
 	now := time.Now()
 	for i, tag := range s.Shards {
+		if js.Backlog == nil {
+			break
+		}
 		j := ShardJournal{Shard: tag, Backlog: js.Backlog[i]}
 		if at, ok := journal.IDTime(js.Oldest[i]); ok {
 			j.Oldest = max(now.Sub(at).Seconds(), 0)
@@ -281,11 +290,11 @@ func (t *Tool) showHandOff(ctx context.Context, s *sharding.Sale, rep *SaleShown
 	}
 	drifts, err := t.Store.ReadDrifts(ctx, []int64{s.ID})
 	if err != nil {
-		return err
+		rep.Warnings = append(rep.Warnings, err.Error())
 	}
 	d, ok := drifts[s.ID]
 	if !ok {
-		return nil
+		return
 	}
 	rep.DriftAt = d.At.UTC()
 	for i := range rep.Items {
@@ -293,7 +302,6 @@ func (t *Tool) showHandOff(ctx context.Context, s *sharding.Sale, rep *SaleShown
 			rep.Items[i].Drift = &v
 		}
 	}
-	return nil
 }
 
 // Text renders the report.
@@ -332,7 +340,12 @@ func (r *SaleShown) handOffText(w io.Writer) error {
 		oldest = max(oldest, j.Oldest)
 		per[i] = itoa(j.Backlog)
 	}
-	fmt.Fprintf(w, "hand-off journals: %d entries not yet in Kafka (per shard %s), oldest %.1fs\n", backlog, strings.Join(per, ","), oldest)
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	if len(r.Journals) > 0 {
+		fmt.Fprintf(w, "hand-off journals: %d entries not yet in Kafka (per shard %s), oldest %.1fs\n", backlog, strings.Join(per, ","), oldest)
+	}
 	if r.DriftAt.IsZero() {
 		_, err := fmt.Fprintln(w, "drift: no writer reading in the last 10 minutes (DRIFT -)")
 		return err

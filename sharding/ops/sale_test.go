@@ -90,6 +90,14 @@ func TestSaleCommands(t *testing.T) {
 	if code, out, _ = runMain("sale", "show", "--sale", sid); code != ExitOK || !strings.Contains(out, "drift: the writer's reading of 2.") {
 		t.Fatalf("show with a drift reading: exit %d\n%s", code, out)
 	}
+	// A mangled drift reading is a warning; the report is still shown.
+	if err := e.t.Store.Client().Do(ctx, e.t.Store.Client().B().Hset().Key(sharding.DriftKey(id)).FieldValue().FieldValue("at", "soon").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ = runMain("sale", "show", "--sale", sid); code != ExitOK || !strings.Contains(out, `warning: reading the drift of sale `+sid+`: field "at" is "soon"`) ||
+		!strings.Contains(out, "2,2,2,1") || !strings.Contains(out, "hand-off journals: 0 entries") {
+		t.Fatalf("show with a mangled drift reading: exit %d\n%s", code, out)
+	}
 	for _, step := range []struct{ cmd, state, status string }{
 		{"pause", sharding.StatePaused, "PAUSED"}, {"pause", sharding.StatePaused, "PAUSED"}, // again: no error
 		{"resume", "", "ACTIVE"}, {"end", sharding.StateEnded, "ENDED"},

@@ -20,8 +20,9 @@ type DriftReading struct {
 }
 
 // driftTTL is how long a published reading lives: a writer that stopped
-// reading leaves nothing behind for long (the gateways then export its age
-// growing until it goes, and no drift after).
+// reading leaves nothing behind for long. The gateways export its age
+// growing meanwhile, and after it went no drift and an age that keeps
+// growing (from when a reading was due).
 const driftTTL = 10 * time.Minute
 
 // PublishDrift records the writer's reading of sale saleID.

@@ -327,13 +327,16 @@ type Journals struct {
 
 // ReadJournals reads the hand-off journals of sale's shards: their backlog,
 // their oldest entries, and per item the reservations still in them (the
-// drift's "in flight").
+// drift's "in flight"). An entry whose item does not parse is an error, and
+// the backlog and oldest entries are returned with it (Units then misses
+// that entry).
 func (s *Store) ReadJournals(ctx context.Context, sale *sharding.Sale) (Journals, error) {
 	cmds := make(rueidis.Commands, len(sale.Shards))
 	for i, tag := range sale.Shards {
 		cmds[i] = s.c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()
 	}
 	out := Journals{Units: map[int64]int64{}, Backlog: make([]int64, len(cmds)), Oldest: make([]string, len(cmds))}
+	var bad error
 	for i, r := range s.c.DoMulti(ctx, cmds...) {
 		entries, err := r.AsXRange()
 		if err != nil {
@@ -349,10 +352,13 @@ func (s *Store) ReadJournals(ctx context.Context, sale *sharding.Sale) (Journals
 			}
 			item, err := strconv.ParseInt(e.FieldValues["i"], 10, 64)
 			if err != nil {
-				return Journals{}, fmt.Errorf("hand-off journal of shard %d: entry %s has item %q", i, e.ID, e.FieldValues["i"])
+				if bad == nil {
+					bad = fmt.Errorf("hand-off journal of shard %d: entry %s has item %q", i, e.ID, e.FieldValues["i"])
+				}
+				continue
 			}
 			out.Units[item]++
 		}
 	}
-	return out, nil
+	return out, bad
 }

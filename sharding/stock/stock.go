@@ -388,15 +388,25 @@ type OrderRecord struct {
 }
 
 // Shown is the status GET shows at now: the record's, except that a PENDING
-// order past its deadline with no pay or cancel accepted before it shows
-// EXPIRED at once (it can no longer be paid: act.lua refuses), not only once
-// the writer's expiry pass has returned its unit.
+// order the writer claimed for expiry, or past its deadline by shownGrace
+// with no pay or cancel accepted before it, shows EXPIRED (it can no longer
+// be paid: act.lua refuses), not only once the writer's expiry pass has
+// returned its unit. The grace covers the clocks: act.lua reads the deadline
+// from Redis's, now is the gateway's, and a pay accepted in time must never
+// have been shown EXPIRED.
 func (r *OrderRecord) Shown(now time.Time) string {
-	if r.Status == StatusPending && r.Request != "pay" && r.Request != "cancel" && !now.Before(r.Expires) {
+	if r.Status != StatusPending || r.Request == "pay" || r.Request == "cancel" {
+		return r.Status
+	}
+	if r.Request == "exp" || !now.Before(r.Expires.Add(shownGrace)) {
 		return StatusExpired
 	}
 	return r.Status
 }
+
+// shownGrace is how long past its deadline an unpaid order still shows
+// PENDING (see Shown).
+const shownGrace = 2 * time.Second
 
 // MarkPersisted marks order id's record on tag's shard as held by PostgreSQL
 // (persisted.lua); marked is false when there is no record (or a VOID one) to

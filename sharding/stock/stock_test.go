@@ -591,7 +591,9 @@ func TestOrderRecordShown(t *testing.T) {
 		want            string
 	}{
 		{stock.StatusPending, "", now.Add(time.Second), stock.StatusPending},
-		{stock.StatusPending, "", now, stock.StatusExpired},
+		{stock.StatusPending, "", now, stock.StatusPending},                   // within the clocks' grace
+		{stock.StatusPending, "", now.Add(-time.Second), stock.StatusPending}, // still
+		{stock.StatusPending, "", now.Add(-2 * time.Second), stock.StatusExpired},
 		{stock.StatusPending, "exp", now.Add(-time.Second), stock.StatusExpired},
 		{stock.StatusPending, "pay", now.Add(-time.Second), stock.StatusPending},
 		{stock.StatusPending, "cancel", now.Add(-time.Second), stock.StatusPending},

@@ -60,6 +60,7 @@ type App struct {
 	admin    *http.Server
 
 	start    startup.State // why /readyz is red while New waits
+	born     time.Time     // when New began (the drift mirror's age of a sale never read)
 	adminErr chan error    // the admin server's failure
 
 	mu          sync.Mutex
@@ -91,7 +92,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &App{cfg: cfg, log: log, Metrics: obs.New()}
+	a := &App{cfg: cfg, log: log, Metrics: obs.New(), born: time.Now()}
 	ok := false
 	defer func() {
 		if !ok {

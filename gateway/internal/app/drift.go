@@ -12,7 +12,11 @@ const driftEvery = time.Second
 // catalog whose last payment window has not been closed for coldMargin (the
 // catalog's Forget drops the gauges of the others). The gateway cannot take
 // a reading itself: P, the orders, is in PostgreSQL, which only the writer
-// sees. Items the sale does not have are not exported.
+// sees. Items the sale does not have are not exported. A sale with no
+// reading in Redis (no writer read it, or the last reading expired) has no
+// drift series and an age that grows from when a reading was first due: ten
+// minutes before its start (when the writer starts reading it) or this
+// gateway's start, whichever is later; so that FlashsaleDriftUnread fires.
 func (a *App) mirrorDrift(ctx context.Context, now time.Time) error {
 	snap := a.Catalog.Snapshot()
 	n := now.UnixNano()
@@ -25,9 +29,17 @@ func (a *App) mirrorDrift(ctx context.Context, now time.Time) error {
 	c, cancel := context.WithTimeout(ctx, driftEvery)
 	defer cancel()
 	rs, err := a.store.ReadDrifts(c, ids)
-	for id, r := range rs {
+	for _, id := range ids {
 		s := snap.Sale(id)
-		if s == nil {
+		r, ok := rs[id]
+		if !ok {
+			if err == nil { // none, not unread
+				due := s.StartsAt.Add(-driftLead)
+				if due.Before(a.born) {
+					due = a.born
+				}
+				a.Metrics.NoDrift(id, now.Sub(due))
+			}
 			continue
 		}
 		items := make(map[int64]int64, len(s.Items))
@@ -40,3 +52,7 @@ func (a *App) mirrorDrift(ctx context.Context, now time.Time) error {
 	}
 	return err
 }
+
+// driftLead is how long before a sale's start the writer begins reading its
+// drift (writer/internal/drift: a sale is live from ten minutes before).
+const driftLead = 10 * time.Minute

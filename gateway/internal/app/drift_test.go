@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"flashsale/sharding"
 	"flashsale/sharding/stock"
 )
 
 // The gateway exports the writer's drift reading of its sales, published in
 // Redis, with the reading's age (it cannot take one: the orders are in
 // PostgreSQL): the value follows the writer's next reading, an item the sale
-// does not have is not exported, and a reading that stops ages.
+// does not have is not exported, an old reading shows its age, and with no
+// reading there is no value and the age counts from when one was due.
 func TestGatewayExportsTheWritersDrift(t *testing.T) {
 	s := start(t, 10, 2, nil, "")
 	ctx := context.Background()
@@ -59,6 +61,17 @@ func TestGatewayExportsTheWritersDrift(t *testing.T) {
 	})
 	if strings.Contains(body, `item="999"`) {
 		t.Fatalf("an item the sale does not have is exported:\n%s", grep(body, "drift"))
+	}
+	// The reading goes (it expired, or the writer never read the sale): no
+	// drift value, and an age that counts from when one was due (here the
+	// gateway's start, later than ten minutes before the sale's).
+	c := s.store.Client()
+	if err := c.Do(ctx, c.B().Del().Key(sharding.DriftKey(s.sale.ID)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	body = wait("no reading", func(b string) bool { _, ok := metric(b, units); return !ok })
+	if a, ok := metric(body, age); !ok || a > 60 {
+		t.Fatalf("no reading: age %v (exported %v), want the seconds since the gateway started", a, ok)
 	}
 }
 

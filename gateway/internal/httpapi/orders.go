@@ -76,7 +76,7 @@ func (h *Handler) heldOrder(ctx *fasthttp.RequestCtx, now time.Time, arg []byte)
 	case err != nil:
 		h.Metrics.RedisError()
 		h.answer(ctx, route, aUnavailable)
-	case !found || rec.UserID != user || rec.Status == stock.StatusVoid:
+	case !found || rec.UserID != user || rec.Status == stock.StatusVoid || oid.SaleID() != sale.ID:
 		h.answer(ctx, route, aOrderNotFound)
 	default:
 		h.answerRecord(ctx, route, now, oid, &rec)

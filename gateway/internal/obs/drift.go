@@ -34,3 +34,11 @@ func (m *Metrics) Drift(saleID int64, items map[int64]int64, age time.Duration) 
 	}
 	m.drift.age.WithLabelValues(sale).Set(max(age.Seconds(), 0))
 }
+
+// NoDrift records that sale has no reading: its drift series go, and its
+// age is how long a reading has been due (0 before it is due).
+func (m *Metrics) NoDrift(saleID int64, due time.Duration) {
+	sale := strconv.FormatInt(saleID, 10)
+	m.drift.units.DeletePartialMatch(prometheus.Labels{"sale": sale})
+	m.drift.age.WithLabelValues(sale).Set(max(due.Seconds(), 0))
+}

@@ -32,3 +32,22 @@ flashsale_gateway_soldout{item="20"} 0
 		t.Fatal(err)
 	}
 }
+
+// A reshard's new shards replace the old ones' stock gauges (their stock
+// moved): no phantom units for the alerts to sum.
+func TestStockGaugesFollowAReshard(t *testing.T) {
+	m := New()
+	m.Stock(1, 10, []string{"a", "b"}, []int64{3, 4})
+	m.Stock(1, 10, []string{"a", "b"}, []int64{2, 4})
+	m.Stock(1, 10, []string{"c", "d", "e"}, []int64{2, 2, 2})
+	want := `
+# HELP flashsale_gateway_stock_units Units left on one shard of an item, as of the catalog's last reading (every refresh, 1 s; flagged items every poll, 200 ms).
+# TYPE flashsale_gateway_stock_units gauge
+flashsale_gateway_stock_units{item="10",sale="1",shard="c"} 2
+flashsale_gateway_stock_units{item="10",sale="1",shard="d"} 2
+flashsale_gateway_stock_units{item="10",sale="1",shard="e"} 2
+`
+	if err := testutil.GatherAndCompare(m.Registry, strings.NewReader(want), "flashsale_gateway_stock_units"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -4,7 +4,9 @@
 package obs
 
 import (
+	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -71,6 +73,9 @@ type Metrics struct {
 	paused      *prometheus.GaugeVec
 	relay       relayMetrics
 	drift       driftMetrics
+
+	stockMu   sync.Mutex
+	stockTags map[[2]int64][]string // (sale, item) -> the shards its stock gauges name
 }
 
 // New registers the gateway's metrics (and the Go and process collectors) in a
@@ -216,6 +221,21 @@ func b2f(b bool) float64 {
 // request.
 func (m *Metrics) Stock(saleID, itemID int64, tags []string, perShard []int64) {
 	sale, item := strconv.FormatInt(saleID, 10), strconv.FormatInt(itemID, 10)
+	m.stockMu.Lock()
+	k := [2]int64{saleID, itemID}
+	if old := m.stockTags[k]; !slices.Equal(old, tags) {
+		// A reshard: the old shards' gauges go, their stock moved.
+		for _, tag := range old {
+			if !slices.Contains(tags, tag) {
+				m.stock.DeleteLabelValues(sale, item, tag)
+			}
+		}
+		if m.stockTags == nil {
+			m.stockTags = map[[2]int64][]string{}
+		}
+		m.stockTags[k] = slices.Clone(tags)
+	}
+	m.stockMu.Unlock()
 	for i, n := range perShard {
 		if n >= 0 && i < len(tags) { // a shard that did not answer keeps its last reading
 			m.stock.WithLabelValues(sale, item, tags[i]).Set(float64(n))
@@ -232,6 +252,13 @@ func (m *Metrics) ForgetSale(saleID int64, items []int64) {
 	m.paused.DeletePartialMatch(id)
 	m.drift.units.DeletePartialMatch(id)
 	m.drift.age.DeletePartialMatch(id)
+	m.stockMu.Lock()
+	for k := range m.stockTags {
+		if k[0] == saleID {
+			delete(m.stockTags, k)
+		}
+	}
+	m.stockMu.Unlock()
 	for _, it := range items {
 		m.soldOut.DeleteLabelValues(strconv.FormatInt(it, 10))
 	}

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/redis/rueidis"
 
 	shared "flashsale/sharding/config"
+	"flashsale/sharding"
 	"flashsale/sharding/startup"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/config"
@@ -183,11 +186,19 @@ func (a *App) checks() map[string]obs.Check {
 // orders persisted, returns stock and sweeps ghosts there (a replica that
 // is down is not the writer's concern: its WAITs come back short).
 func (a *App) pingRedis(ctx context.Context) error {
-	top, err := stock.Topology(ctx, a.Redis)
+	nodes := a.Redis.Nodes()
+	// CLUSTER SLOTS from the first node that answers: a node that is down
+	// (a replica, say) must not make the check fail by being asked.
+	var top *sharding.Topology
+	err := errors.New("no node known")
+	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
+		if top, err = stock.Topology(ctx, nodes[addr]); err == nil {
+			break
+		}
+	}
 	if err != nil {
 		return err
 	}
-	nodes := a.Redis.Nodes()
 	var failed []string
 	for _, m := range top.Masters {
 		c, ok := nodes[m.Addr]

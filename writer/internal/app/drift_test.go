@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,22 @@ func TestDriftSeesAPlantedOversell(t *testing.T) {
 		t.Fatal(err)
 	}
 	read(-2, "two units planted in a shard")
+	// A mangled journal entry fails the reading (the drift keeps its last
+	// value), but the journal gauges still show the journal as it is.
+	tag := s.Shards[0]
+	before := gaugeOf(t, reg, "flashsale_writer_journal_backlog", s.ID, "shard", tag)
+	if err := c.Do(ctx, c.B().Xadd().Key(string(sharding.AppendEventsKey(nil, tag))).Id("*").FieldValue().FieldValue("t", "reserved").FieldValue("i", "bogus").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Once(ctx, time.Now()); err == nil || !strings.Contains(err.Error(), `has item "bogus"`) {
+		t.Fatalf("a reading over a mangled entry: %v, want the entry named", err)
+	}
+	if after := gaugeOf(t, reg, "flashsale_writer_journal_backlog", s.ID, "shard", tag); after != before+1 {
+		t.Fatalf("journal backlog gauge %v after a mangled entry was added to %v", after, before)
+	}
+	if got := gaugeOf(t, reg, "flashsale_writer_stock_drift_units", s.ID, "item", strconv.FormatInt(item, 10)); got != -2 {
+		t.Fatalf("drift gauge %v after a failed reading, want its last value -2", got)
+	}
 	pub, err := rs.ReadDrifts(ctx, []int64{s.ID})
 	if r, ok := pub[s.ID]; err != nil || !ok || r.Items[item] != -2 || time.Since(r.At) > time.Minute {
 		t.Fatalf("the reading published for the gateways: %+v %v, want %d: -2", pub, err, item)

@@ -82,7 +82,10 @@ func TestStopWhileWaitingForPostgres(t *testing.T) {
 
 // TestReadyzChecksRedis: a ready writer whose Redis connections are gone
 // (here: its client closed) is not ready, and /readyz names Redis: the
-// writer marks orders persisted, returns stock and sweeps ghosts there.
+// writer marks orders persisted, returns stock and sweeps ghosts there. The
+// per-master pings are checked against real kills in deploy/e2e
+// (TestFaultMasterKill: red naming the master until its replica took over;
+// TestFaultReplicaKill: a dead replica leaves it green).
 func TestReadyzChecksRedis(t *testing.T) {
 	stack(t)
 	st, rs := newStores(t)

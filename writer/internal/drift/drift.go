@@ -110,13 +110,13 @@ func (w *Watcher) Once(ctx context.Context, now time.Time) error {
 	shown := w.g.begin()
 	for _, id := range ids {
 		rd, err := w.Sale(ctx, id, now)
+		shown.sale(rd, now) // what was read: the journals, even when the rest failed
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err
 			}
 			continue
 		}
-		shown.sale(rd, now)
 		if err := w.publish(ctx, id, rd, now); err != nil && firstErr == nil {
 			firstErr = err
 		}
@@ -142,7 +142,8 @@ func (w *Watcher) publish(ctx context.Context, id int64, rd Reading, now time.Ti
 func live(s *sharding.Sale, now time.Time) bool { return s.Around(now, 10*time.Minute, 10*time.Minute) }
 
 // Sale reads the drift of every item of sale id, and its journals; empty
-// for a sale that is not live or not in Redis.
+// for a sale that is not live or not in Redis. On an error the journals
+// read before it are returned (Items empty).
 func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) (Reading, error) {
 	sale, err := w.redis.LoadSale(ctx, id)
 	if errors.Is(err, stock.ErrNoSale) {
@@ -154,21 +155,26 @@ func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) (Reading, e
 	if !live(sale, now) {
 		return Reading{}, nil
 	}
+	// The journals first: their gauges are exported even when the rest of
+	// the reading fails (PostgreSQL away, a mangled entry), since
+	// FlashsaleJournalEntryOld reads them.
+	var rd Reading
+	js, jerr := w.redis.ReadJournals(ctx, sale)
+	if js.Backlog != nil {
+		for i, tag := range sale.Shards {
+			rd.Shards = append(rd.Shards, Shard{Sale: id, Tag: tag, Backlog: js.Backlog[i], Oldest: js.Oldest[i]})
+		}
+	}
+	if jerr != nil {
+		return rd, jerr
+	}
 	moves, err := w.redis.PendingMoves(ctx, sale)
 	if err != nil {
-		return Reading{}, err
-	}
-	js, err := w.redis.ReadJournals(ctx, sale)
-	if err != nil {
-		return Reading{}, err
+		return rd, err
 	}
 	pg, err := w.itemTotals(ctx, id)
 	if err != nil {
-		return Reading{}, err
-	}
-	var rd Reading
-	for i, tag := range sale.Shards {
-		rd.Shards = append(rd.Shards, Shard{Sale: id, Tag: tag, Backlog: js.Backlog[i], Oldest: js.Oldest[i]})
+		return rd, err
 	}
 	for _, it := range sale.Items {
 		tot, ok := pg[it.ID]
@@ -177,7 +183,7 @@ func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) (Reading, e
 		}
 		rem, err := w.redis.Remaining(ctx, sale, it.ID)
 		if err != nil {
-			return Reading{}, err
+			return Reading{Shards: rd.Shards}, err
 		}
 		r := Item{Sale: id, Item: it.ID, Q: tot[0], P: tot[1], J: js.Units[it.ID], Stock: rem}
 		for _, n := range rem {

@@ -435,7 +435,7 @@
     forgetOrder();
     if (s === 'PAID') { set('paid', 'Paid. Thank you: your order is complete.', { focus: el.orderH }); el.orderText.textContent = 'Your payment went through.'; }
     else if (s === 'CANCELLED') { set('cancelled', 'Order cancelled. Its unit went back on sale.', { focus: el.orderH }); el.orderText.textContent = 'You cancelled this order.'; orderId = null; }
-    else if (s === 'EXPIRED') { set('expired', 'The time to pay ran out; the order expired and its unit went back on sale.', { focus: el.orderH }); el.orderText.textContent = 'This order was not paid in time.'; }
+    else if (s === 'EXPIRED') { set('expired', 'The time to pay ran out and the order expired; its unit goes back on sale.', { focus: el.orderH }); el.orderText.textContent = 'This order was not paid in time.'; }
     else { set('failed', 'The order could not be completed. Nothing was charged.', { focus: el.orderH }); el.orderText.textContent = 'Something went wrong recording this order.'; }
   }
 
