@@ -20,8 +20,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
 
-	shared "flashsale/sharding/config"
 	"flashsale/sharding"
+	shared "flashsale/sharding/config"
 	"flashsale/sharding/startup"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/config"
