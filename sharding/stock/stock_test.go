@@ -428,10 +428,10 @@ func TestHolderReadsTheBuyerRecord(t *testing.T) {
 	}
 }
 
-// TestMarkPersisted: the writer's mark makes Order report Persisted; a
-// missing or VOID record is not marked (nor created), a frozen shard refuses.
-func TestMarkPersisted(t *testing.T) {
-	s, c := newStore(t)
+// reservedOrder reserves order (sale, 9, 9) of user 42 for item 1 on a
+// fresh shard holding 3 units, and returns its shard and id.
+func reservedOrder(t *testing.T, s *stock.Store, c rueidis.Client) (string, sharding.OrderID) {
+	t.Helper()
 	ctx := context.Background()
 	sale := randomSaleID()
 	tag, _ := tagOffFirstMaster(t, c, sale)
@@ -442,6 +442,16 @@ func TestMarkPersisted(t *testing.T) {
 	if res, err := s.Reserve(ctx, reservation(tag, 1, 42, id)); err != nil || res.Outcome != stock.Reserved {
 		t.Fatalf("reserve: %+v %v", res, err)
 	}
+	return tag, id
+}
+
+// TestMarkPersisted: the writer's mark makes Order report Persisted; a
+// missing or VOID record is not marked (nor created), a frozen shard refuses.
+func TestMarkPersisted(t *testing.T) {
+	s, c := newStore(t)
+	tag, id := reservedOrder(t, s, c)
+	sale := id.SaleID()
+	ctx := context.Background()
 	if rec, _, err := s.Order(ctx, tag, id); err != nil || rec.Persisted {
 		t.Fatalf("before the mark: %+v %v", rec, err)
 	}
@@ -542,15 +552,7 @@ func TestDropBuyerOnlyWhileItNamesTheOrder(t *testing.T) {
 func TestOrderRecordIsValidated(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()
-	sale := randomSaleID()
-	tag, _ := tagOffFirstMaster(t, c, sale)
-	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 1))).Value("3").Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
-	id := sharding.NewOrderID(sale, 9, 9)
-	if res, err := s.Reserve(ctx, reservation(tag, 1, 42, id)); err != nil || res.Outcome != stock.Reserved {
-		t.Fatalf("reserve: %+v %v", res, err)
-	}
+	tag, id := reservedOrder(t, s, c)
 	key := string(sharding.AppendOrderKey(nil, tag, id))
 	set := func(field, value string) {
 		t.Helper()
