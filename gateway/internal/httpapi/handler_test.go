@@ -101,9 +101,7 @@ func TestOrderPastItsDeadlineShowsExpired(t *testing.T) {
 	e := newEnv(t, envOpt{stockPerShard: 5})
 	c := e.serve("10.0.0.1")
 	tok := e.token(42)
-	r := do(t, c, "POST", purchasePath, tok)
-	want(t, r, 202, "")
-	id := orderIDOf(t, r.body)
+	id := bought(t, c, tok)
 	path := "/api/flash-sales/orders/" + id.String()
 	status := func(what, want string) {
 		t.Helper()
@@ -141,9 +139,7 @@ func TestHeldOrderIsFoundWithoutItsID(t *testing.T) {
 	tok := e.token(42)
 	const path = "/api/flash-sales/sales/77/order"
 	want(t, do(t, c, "GET", path, tok), 404, `{"error":"ORDER_NOT_FOUND"}`)
-	r := do(t, c, "POST", purchasePath, tok)
-	want(t, r, 202, "")
-	id := orderIDOf(t, r.body)
+	id := bought(t, c, tok)
 	byID := do(t, c, "GET", "/api/flash-sales/orders/"+id.String(), tok)
 	held := do(t, c, "GET", path, tok)
 	want(t, held, 200, byID.body)
@@ -465,9 +461,7 @@ func TestPayAndCancel(t *testing.T) {
 	for name, steps := range cases {
 		user++
 		tok := e.token(user)
-		r := do(t, c, "POST", purchasePath, tok)
-		want(t, r, 202, "")
-		id := orderIDOf(t, r.body)
+		id := bought(t, c, tok)
 		for _, s := range steps {
 			if s.status != "" || s.expired {
 				st := s.status
@@ -531,9 +525,7 @@ func TestWinnerRepeatAfterSoldOut(t *testing.T) {
 	e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
 	c := e.serve("10.0.0.1")
 	tok := e.token(1)
-	r := do(t, c, "POST", purchasePath, tok)
-	want(t, r, 202, "")
-	id := orderIDOf(t, r.body)
+	id := bought(t, c, tok)
 	want(t, do(t, c, "POST", purchasePath, e.token(2)), 410, `{"error":"SOLD_OUT"}`)
 	if !e.cat.Snapshot().Item(7).Flags.SoldOut() {
 		t.Fatal("not flagged")
@@ -552,9 +544,7 @@ func TestRepeatClickReadsTheBuyerRecord(t *testing.T) {
 	e := newEnv(t, envOpt{stockPerShard: 5})
 	c := e.serve("10.0.0.1")
 	tok := e.token(42)
-	r := do(t, c, "POST", purchasePath, tok)
-	want(t, r, 202, "")
-	id := orderIDOf(t, r.body)
+	id := bought(t, c, tok)
 	if e.st.reserves != 1 || e.st.holders != 0 {
 		t.Fatalf("first click: %d reserves, %d holder reads", e.st.reserves, e.st.holders)
 	}
@@ -578,9 +568,7 @@ func TestRepeatClickReadsTheBuyerRecord(t *testing.T) {
 	if !e.st.release(tag, 7, 42, id, stock.StatusCancelled) {
 		t.Fatal("release failed")
 	}
-	r = do(t, c, "POST", purchasePath, tok)
-	want(t, r, 202, "")
-	id2 := orderIDOf(t, r.body)
+	id2 := bought(t, c, tok)
 	if j := e.st.journal(); id2 == id || e.st.reserves != 3 || len(j) != 2 || j[1].OrderID != id2 {
 		t.Fatalf("buying again: order %v (old %v), %d reserves, journal %+v", id2, id, e.st.reserves, j)
 	}
@@ -800,4 +788,12 @@ func TestServerTime(t *testing.T) {
 		t.Fatalf("Cache-Control %q", cc)
 	}
 	want(t, do(t, c, "POST", "/api/flash-sales/time", ""), 405, `{"error":"METHOD_NOT_ALLOWED"}`)
+}
+
+// bought makes one purchase with tok, wants it accepted and returns its order id.
+func bought(t *testing.T, c *fasthttp.Client, tok string) sharding.OrderID {
+	t.Helper()
+	r := do(t, c, "POST", purchasePath, tok)
+	want(t, r, 202, "")
+	return orderIDOf(t, r.body)
 }
