@@ -477,3 +477,46 @@ func TestDuplicateAfterLostBuyerRecord(t *testing.T) {
 		t.Fatalf("a third purchase: %+v %v, want already purchased with %s", again, err, first.OrderID)
 	}
 }
+
+// TestExpiryRunsAtTheDeadline: 50 orders due 5 s after they were reserved,
+// on a writer whose passes are 4 s apart: the pass after the first one runs at
+// their deadline, so every order is EXPIRED and every unit back in Redis
+// within 1.5 s of it. Passes on the interval alone would expire them 3 s late
+// (the first pass 4 s after the start finds nothing due, the next comes 8 s
+// in).
+func TestExpiryRunsAtTheDeadline(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	const n = 50
+	s := newSale(t, st, rs, 3, 4*n)
+	item := s.Items[0].ID
+	events := reserveInRedis(t, rs, s, item, n, 5*time.Second)
+	before := redisLeft(t, rs, s, item)
+	cfg := testConfig(testenv.NewTopic(t, "writer-deadline"), groupName(t), s)
+	cfg.ExpiryInterval = 4 * time.Second
+	a := startApp(t, cfg)
+	produce(t, newProducer(t, cfg.Topic), events)
+	var deadline time.Time
+	for _, e := range events {
+		if e.Expires.After(deadline) {
+			deadline = e.Expires
+		}
+	}
+	if time.Until(deadline) < 3*time.Second {
+		t.Fatalf("the orders are due in %s: too soon for the test to show the scheduling", time.Until(deadline))
+	}
+	waitFor(t, time.Until(deadline)+1500*time.Millisecond, "every order expired and its unit returned within 1.5 s of the deadline", func() bool {
+		return obs.Value(a.Metrics.Expired) == n && obs.Value(a.Metrics.Releases) == n
+	})
+	t.Logf("all %d expired and released %s after their deadline", n, time.Since(deadline).Round(time.Millisecond))
+	if time.Now().Before(deadline) {
+		t.Fatalf("expired before the deadline")
+	}
+	byStatus, sold := counts(t, st.Pool(), s.ID)
+	if byStatus[store.StatusExpired] != n || sold != 0 {
+		t.Fatalf("orders %v, sold %d; want %d EXPIRED and sold 0", byStatus, sold, n)
+	}
+	if got := redisLeft(t, rs, s, item) - before; got != n {
+		t.Fatalf("redis got %d units back, want %d", got, n)
+	}
+}

@@ -96,7 +96,7 @@ func (c *Config) Register(set *shared.Set) {
 		{Name: "session-timeout", Usage: "consumer group session timeout: how soon a dead writer's partitions move", Value: shared.Duration(&c.SessionTimeout)},
 		{Name: "retry-min", Usage: "first backoff after a failed batch (doubles per attempt)", Value: shared.Duration(&c.RetryMin)},
 		{Name: "retry-max", Usage: "longest backoff between attempts of a batch", Value: shared.Duration(&c.RetryMax)},
-		{Name: "expiry-interval", Usage: "period of the expiry job: an unpaid order's unit is back on sale at most this long after its deadline (an idle pass is one indexed query)", Value: shared.Duration(&c.ExpiryInterval)},
+		{Name: "expiry-interval", Usage: "longest time between expiry passes; a pass also runs at each payment deadline (at most 4 a second), so an unpaid order's unit is back on sale about 250 ms after it (an idle pass is one indexed query)", Value: shared.Duration(&c.ExpiryInterval)},
 		{Name: "expiry-batch", Usage: "most orders expired per transaction", Value: shared.Int(&c.ExpiryBatch)},
 		{Name: "sales", Usage: "sale ids whose orders this writer expires and whose outbox it replays, comma separated (empty: all)", Value: shared.IDs(&c.Sales),
 			DeprecatedEnv: []string{"FLASHSALE_WRITER_SALES"}},

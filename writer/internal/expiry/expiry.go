@@ -55,10 +55,28 @@ func New(cfg Config, st *store.Store, redis *stock.Store, applier *outbox.Applie
 	return &Job{cfg: cfg, st: st, redis: redis, applier: applier, m: m, log: log}
 }
 
-// Run runs a pass every Interval until ctx ends. Errors are logged and the
-// next pass retries.
+// MinGap is the shortest time between two passes: the orders that fall due
+// within it expire together in the next pass, and a pass that could expire
+// nothing (the Redis clock behind PostgreSQL's, a row another writer holds)
+// is not repeated in a busy loop.
+const MinGap = 250 * time.Millisecond
+
+// Run runs passes until ctx ends: one at each payment deadline (the next
+// PENDING order's expires_at, read after every pass), at most one per MinGap,
+// and at least one every Interval, which also bounds the wait when the
+// deadline cannot be read. So an unpaid order's unit is back on sale about
+// MinGap after its deadline, not up to a whole Interval later. Errors are
+// logged and the next pass retries.
 func (j *Job) Run(ctx context.Context) {
-	repeatlog.Loop(ctx, j.cfg.Interval, j.log, "expiry pass", func(ctx context.Context, _ time.Time) error {
+	var fails repeatlog.Failure
+	t := time.NewTimer(j.cfg.Interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
 		_, err := j.Once(ctx)
 		if err != nil && ctx.Err() == nil {
 			kind := "other"
@@ -67,8 +85,23 @@ func (j *Job) Run(ctx context.Context) {
 			}
 			j.m.Retries.WithLabelValues(kind).Inc()
 		}
-		return err
-	})
+		fails.Round(ctx, j.log, err, "expiry pass")
+		t.Reset(j.wait(ctx, err))
+	}
+}
+
+// wait returns how long until the next pass: until the next deadline, within
+// [min(MinGap, Interval), Interval]; a whole Interval after a failed pass.
+func (j *Job) wait(ctx context.Context, passErr error) time.Duration {
+	gap := min(MinGap, j.cfg.Interval)
+	if passErr != nil {
+		return j.cfg.Interval
+	}
+	d, ok, err := j.st.NextDue(ctx, j.cfg.Sales)
+	if err != nil || !ok {
+		return j.cfg.Interval
+	}
+	return min(max(d, gap), j.cfg.Interval)
 }
 
 // Once expires every due order, Batch per transaction, applying each

@@ -87,6 +87,25 @@ func (s *Store) ExpireDue(ctx context.Context, limit int, sales []int64,
 	return effects, nil
 }
 
+// NextDue returns how long, by PostgreSQL's clock, until the earliest
+// PENDING order of the given sales (all sales when sales is empty) is due to
+// expire: zero or less when one is due already, ok false when none is
+// pending. It reads one row of the partial index orders_pending_expiry.
+func (s *Store) NextDue(ctx context.Context, sales []int64) (d time.Duration, ok bool, err error) {
+	var secs *float64
+	err = s.pool.QueryRow(ctx, `
+		SELECT extract(epoch FROM min(expires_at) - clock_timestamp())::float8 FROM orders
+		WHERE status = 'PENDING' AND ($1::bigint[] IS NULL OR sale_id = ANY($1::bigint[]))`,
+		nilIfEmpty(sales)).Scan(&secs)
+	if err != nil {
+		return 0, false, fmt.Errorf("reading the next payment deadline: %w", err)
+	}
+	if secs == nil {
+		return 0, false, nil
+	}
+	return time.Duration(*secs * float64(time.Second)), true, nil
+}
+
 // ClaimAll is an ExpireDue claim that claims every due order: for a sale
 // with no Redis side (tests of PostgreSQL alone, a sale whose records are
 // gone).
