@@ -585,6 +585,48 @@ func TestRepeatClickReadsTheBuyerRecord(t *testing.T) {
 	}
 }
 
+// After the sell-out a winner's click is answered from the buyer record, not
+// from the winners entry alone: once the order ended (expired, or cancelled
+// through another gateway) the click is told SOLD_OUT, not of an order the
+// user no longer holds. Clicks of anyone else stay free of Redis, and a Redis
+// error answers SOLD_OUT too (the item has no unit).
+func TestWinnerOfAnEndedOrderIsToldSoldOut(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	id := bought(t, c, tok)
+	want(t, do(t, c, "POST", purchasePath, e.token(43)), 410, `{"error":"SOLD_OUT"}`) // sets the flag
+	holders := e.st.holders
+	want(t, do(t, c, "POST", purchasePath, tok), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id.String()+`"}`)
+	want(t, do(t, c, "POST", purchasePath, e.token(44)), 410, `{"error":"SOLD_OUT"}`)
+	if e.st.holders != holders+1 {
+		t.Fatalf("%d buyer-record reads for a winner's and a stranger's click; want 1 (the winner's)", e.st.holders-holders)
+	}
+	// The writer expires the order and another user takes the unit back
+	// (here: it is taken straight out of stock), so the item is sold out again.
+	tag := e.sale.Shards[0]
+	if !e.st.release(tag, 7, 42, id, stock.StatusExpired) {
+		t.Fatal("release failed")
+	}
+	e.st.set(func(f *fakeStore) { f.stock[stockKey{tag, 7}] = 0 })
+	want(t, do(t, c, "POST", purchasePath, tok), 410, `{"error":"SOLD_OUT"}`)
+	want(t, do(t, c, "POST", purchasePath, tok), 410, `{"error":"SOLD_OUT"}`)
+	if e.st.holders != holders+2 {
+		t.Fatalf("%d buyer-record reads; want 2: the ended order's entry is dropped after the first", e.st.holders-holders)
+	}
+	// A winner whose record cannot be read is told SOLD_OUT, and nothing runs.
+	e2 := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
+	c2 := e2.serve("10.0.0.1")
+	bought(t, c2, tok)
+	want(t, do(t, c2, "POST", purchasePath, e2.token(43)), 410, `{"error":"SOLD_OUT"}`)
+	e2.st.set(func(f *fakeStore) { f.err = errRedisDown })
+	reserves, _ := e2.st.counts()
+	want(t, do(t, c2, "POST", purchasePath, tok), 410, `{"error":"SOLD_OUT"}`)
+	if r, _ := e2.st.counts(); r != reserves {
+		t.Fatal("a script ran for a winner's click on a sold-out item")
+	}
+}
+
 // An Idempotency-Key retry of a known buyer still reaches the script, which
 // replays the reservation (202 with the same order, nothing journaled again).
 func TestRepeatClickWithIdempotencyKeyReplays(t *testing.T) {

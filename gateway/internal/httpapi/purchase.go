@@ -55,7 +55,7 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 		return
 	}
 	if it.Flags.SoldOut() {
-		h.soldOut(ctx, sale.ID)
+		h.soldOut(ctx, now, sale, 0)
 		return
 	}
 	user, tok, ok := h.user(ctx, now, route)
@@ -67,7 +67,7 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 	}
 	home := sharding.HomeShard(user, sale.ID, len(sale.Shards))
 	if it.Flags.ShardSoldOut(home) && (h.Borrower == nil || len(sale.Shards) == 1) {
-		h.soldOut(ctx, sale.ID)
+		h.soldOut(ctx, now, sale, user)
 		return
 	}
 	// A flagged home shard still goes to Redis: unless a full reading
@@ -255,16 +255,52 @@ func pickDonor(rem []int64, home int) int {
 	return -1
 }
 
-// soldOut answers 410 SOLD_OUT, or 409 with the order id to a bearer this
-// gateway already answered with that order (see winners).
-func (h *Handler) soldOut(ctx *fasthttp.RequestCtx, saleID int64) {
-	if tok, ok := bearer(&ctx.Request.Header); ok {
-		if id, ok := h.winners.lookup(tok, saleID); ok {
-			h.answerOrder(ctx, obs.RoutePurchase, aAlreadyPurchased, id, "")
+// soldOut answers a click on a sold-out item (or home shard): 410 SOLD_OUT,
+// or 409 ALREADY_PURCHASED with the order id to a bearer this gateway
+// answered before (see winners) while the user's buyer record in Redis still
+// names an order. user is the verified user, 0 when the token was not
+// checked yet: only a winner's click pays for the check and the Redis read.
+func (h *Handler) soldOut(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.Sale, user uint64) {
+	const route = obs.RoutePurchase
+	tok, ok := bearer(&ctx.Request.Header)
+	if ok {
+		_, ok = h.winners.lookup(tok, sale.ID)
+	}
+	if !ok {
+		h.answer(ctx, route, aSoldOut)
+		return
+	}
+	if user == 0 {
+		if user, _, ok = h.user(ctx, now, route); !ok {
 			return
 		}
 	}
-	h.answer(ctx, obs.RoutePurchase, aSoldOut)
+	h.stillHeld(ctx, now, sale, user, tok)
+}
+
+// stillHeld answers a winner's click on a sold-out item from the buyer
+// record: the winners entry outlives an order that expired, or was cancelled
+// through another gateway, and a 409 from it alone would tell the user of an
+// order they no longer hold. No record: 410 SOLD_OUT (the user may buy again,
+// once a unit returns). A Redis error also answers 410: the item has no unit,
+// whatever the record says, and nothing was reserved.
+func (h *Handler) stillHeld(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.Sale, user uint64, tok []byte) {
+	const route = obs.RoutePurchase
+	defer h.observe(route, now)
+	rctx, _ := h.deadlines.get(now)
+	tag := sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))]
+	held, found, err := h.Store.Holder(rctx, tag, user)
+	switch {
+	case err != nil:
+		h.Metrics.RedisError()
+		h.answer(ctx, route, aSoldOut)
+	case !found:
+		h.winners.drop(tok, sale.ID)
+		h.answer(ctx, route, aSoldOut)
+	default:
+		h.winners.add(tok, sale.ID, held)
+		h.answerOrder(ctx, route, aAlreadyPurchased, held, "")
+	}
 }
 
 // repeat serves a repeat click of a buyer this gateway has answered before

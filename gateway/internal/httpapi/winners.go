@@ -19,8 +19,11 @@ const maxWinners = 100_000
 // 410 SOLD_OUT, without a signature check or a Redis call: the lookup is by
 // the exact token bytes this gateway already verified. A buyer whose repeat
 // reaches another gateway, or who presents a new token, gets 410 SOLD_OUT,
-// which is also true. On the sold-out refusal a stale entry (an order since
-// expired) can only turn a 410 into a 409.
+// which is also true. An entry is not the truth: the order may have expired,
+// or been cancelled through another gateway, since. So on the sold-out
+// refusal an entry costs its click the token check and one HGET of the buyer
+// record (Handler.stillHeld), which decides between the 409 and the 410; every
+// other click on a sold-out item is still answered without either.
 //
 // Before the sell-out the table picks the cheaper Redis read for a repeat
 // click (Handler.repeat): a known buyer's click reads the buyer record (HGET)
@@ -71,6 +74,18 @@ func (w *winners) add(token []byte, sale int64, order sharding.OrderID) {
 		w.n.Add(1)
 	}
 	s.m[h] = winner{token: string(token), sale: sale, order: order}
+	s.mu.Unlock()
+}
+
+// drop forgets token's entry in sale: its order ended.
+func (w *winners) drop(token []byte, sale int64) {
+	h := maphash.Bytes(w.seed, token)
+	s := &w.shards[h%uint64(len(w.shards))]
+	s.mu.Lock()
+	if e, ok := s.m[h]; ok && e.sale == sale && e.token == string(token) {
+		delete(s.m, h)
+		w.n.Add(-1)
+	}
 	s.mu.Unlock()
 }
 
