@@ -211,6 +211,10 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	time.Sleep(300 * time.Millisecond)
 	writerReady := make(chan readyzSeen, 1)
 	go func() { writerReady <- watchReadyz(wadmin, victim, !replicaOnly, 15*time.Second) }()
+	var paused chan pauseSeen
+	if !replicaOnly {
+		paused = pauseThroughTheKill(t, s)
+	}
 	if err := testenv.Stack(t, "redis-kill", victim); err != nil {
 		t.Fatalf("could not kill the node %s", victim)
 	}
@@ -218,6 +222,7 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	t.Logf("killed node %s (master %s, replica %s)", victim, master, replica)
 	var probes []probe
 	if !replicaOnly {
+		checkPaused(t, <-paused, killed)
 		for testenv.Role(replica) != "master" && time.Since(killed) < 20*time.Second {
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -242,6 +247,48 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	au := settled(t, s, 60*time.Second)
 	checkInvariants(t, s, units, au, buyers, answers)
 	checkPaid(t, pays, 30*time.Second)
+}
+
+// pauseSeen is how an operator's pause of a sale went while a master died.
+type pauseSeen struct {
+	id  int64
+	out string
+	err error
+	at  time.Time
+}
+
+// pauseThroughTheKill creates a second sale on the same shard layout as s (so
+// its first shard lives on the master about to die) and, 100 ms after it
+// returns, pauses it with flashctl, as an operator might in the middle of a
+// failover.
+func pauseThroughTheKill(t *testing.T, s *sale) chan pauseSeen {
+	t.Helper()
+	p := createSale(t, 10, len(s.Shards), -time.Second)
+	seen := make(chan pauseSeen, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		out, err := exec.Command(filepath.Join(binDir, "flashctl"), "--database-url", testenv.DatabaseURL(),
+			"--redis", strings.Join(testenv.RedisAddrs(), ","), "sale", "pause", "--sale", fmt.Sprint(p.ID)).CombinedOutput()
+		seen <- pauseSeen{id: p.ID, out: string(out), err: err, at: time.Now()}
+	}()
+	return seen
+}
+
+// checkPaused: the pause started during the failover waited it out (its
+// halt-key writes retried until the replica took over) and paused every
+// shard, instead of failing with the sale half paused.
+func checkPaused(t *testing.T, p pauseSeen, killed time.Time) {
+	t.Helper()
+	if p.err != nil || !strings.Contains(p.out, "status PAUSED") {
+		t.Errorf("flashctl sale pause during the failover: %v\n%s", p.err, p.out)
+		return
+	}
+	t.Logf("flashctl sale pause during the failover returned %v after the kill: %s", p.at.Sub(killed).Round(10*time.Millisecond), strings.TrimSpace(p.out))
+	out, err := exec.Command(filepath.Join(binDir, "flashctl"), "--database-url", testenv.DatabaseURL(),
+		"--redis", strings.Join(testenv.RedisAddrs(), ","), "sale", "show", "--sale", fmt.Sprint(p.id)).CombinedOutput()
+	if err != nil || strings.Contains(string(out), "WARNING") || !strings.Contains(string(out), "halt keys on 6 of 6 shards") {
+		t.Errorf("flashctl sale show after the pause: %v\n%s", err, out)
+	}
 }
 
 // readyzSeen is what the writer's /readyz answered around a node's kill.

@@ -310,6 +310,15 @@ func (r *SaleShown) Text(w io.Writer) error {
 		r.StartsAt.Format(time.RFC3339), r.EndsAt.Format(time.RFC3339), r.Window, r.Version, len(r.Shards))
 	if halted := countSet(r.Halts); halted > 0 || r.State != "" {
 		fmt.Fprintf(w, "operator state %q, halt keys on %d of %d shards\n", r.State, halted, len(r.Halts))
+		off := 0
+		for _, h := range r.Halts {
+			if h != r.State {
+				off++
+			}
+		}
+		if off > 0 {
+			fmt.Fprintf(w, "WARNING: %d of %d shards disagree with the operator state (a pause, resume or end that failed half way): run it again\n", off, len(r.Halts))
+		}
 	}
 	tb := newTable(w, "ITEM", "NAME", "PRICE", "QTY", "SOLD", "PENDING", "PAID", "EXPIRED", "CANCELLED", "FAILED", "REDIS LEFT", "PER SHARD", "DRIFT")
 	for _, it := range r.Items {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/rueidis"
 
 	"flashsale/sharding"
+	"flashsale/sharding/backoff"
 )
 
 // The kill switch. An operator pauses a sale, resumes it, or ends it early for
@@ -63,22 +65,54 @@ func (s *Store) SetState(ctx context.Context, id int64, state string) (*sharding
 	return &next, s.StoreSale(ctx, &next)
 }
 
+// haltRetry bounds how long setHalt keeps writing the halt keys that failed:
+// long enough for a master's replica to take over (a few seconds), short
+// enough for an operator waiting on the command.
+var haltRetry = 30 * time.Second
+
+// haltBackoff spaces the attempts.
+var haltBackoff = backoff.Policy{First: 100 * time.Millisecond, Max: 2 * time.Second}
+
 // setHalt writes state to the halt key of every shard in tags, or deletes the
-// keys when state is "".
+// keys when state is "". A key that fails is written again (the write is
+// idempotent) until every key is written or haltRetry passed; then the error
+// names the shards left behind, because the sale is left in a mixed state:
+// some shards obey the new state and the others the old one, and the
+// description is unchanged, until the command is run again.
 func (s *Store) setHalt(ctx context.Context, tags []string, state string) error {
-	cmds := make(rueidis.Commands, 0, len(tags))
-	for _, tag := range tags {
-		k := string(sharding.AppendHaltKey(nil, tag))
-		if state == "" {
-			cmds = append(cmds, s.c.B().Del().Key(k).Build())
-		} else {
-			cmds = append(cmds, s.c.B().Set().Key(k).Value(state).Build())
+	pending := make([]int, len(tags))
+	for i := range pending {
+		pending[i] = i
+	}
+	var last error
+	deadline := time.Now().Add(haltRetry)
+	for attempt := 0; ; attempt++ {
+		cmds := make(rueidis.Commands, len(pending))
+		for j, i := range pending {
+			k := string(sharding.AppendHaltKey(nil, tags[i]))
+			if state == "" {
+				cmds[j] = s.c.B().Del().Key(k).Build()
+			} else {
+				cmds[j] = s.c.B().Set().Key(k).Value(state).Build()
+			}
+		}
+		left := pending[:0]
+		for j, r := range s.doAckEach(ctx, cmds) {
+			if err := r.Error(); err != nil {
+				left, last = append(left, pending[j]), err
+			}
+		}
+		if pending = left; len(pending) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || !backoff.Sleep(ctx, haltBackoff.Wait(attempt)) {
+			break
 		}
 	}
-	if err := s.doAckAll(ctx, cmds); err != nil {
-		return fmt.Errorf("writing the halt keys of the sale's shards: %w", err)
-	}
-	return nil
+	word := map[string]string{"": "resumed", sharding.StatePaused: "paused", sharding.StateEnded: "ended"}[state]
+	return fmt.Errorf("writing the halt keys of the sale's shards: %d of %d shards (%v) not written after %d s: %w; "+
+		"the sale is only partly %s (%d shards are, the others keep their old state) and its description is unchanged: run the command again",
+		len(pending), len(tags), pending, int(haltRetry.Seconds()), last, word, len(tags)-len(pending))
 }
 
 // Halts returns the halt key of every shard of sale ("" where none), so a

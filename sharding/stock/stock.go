@@ -722,8 +722,13 @@ func Topology(ctx context.Context, c rueidis.Client) (*sharding.Topology, error)
 // at once), or in one pipeline without a Batcher, and returns the first
 // error.
 func (s *Store) doAckAll(ctx context.Context, cmds rueidis.Commands) error {
+	return firstErr(s.doAckEach(ctx, cmds))
+}
+
+// doAckEach is doAckAll with the result of each command.
+func (s *Store) doAckEach(ctx context.Context, cmds rueidis.Commands) []rueidis.RedisResult {
 	if s.batch == nil {
-		return firstErr(s.c.DoMulti(ctx, cmds...))
+		return s.c.DoMulti(ctx, cmds...)
 	}
 	res := make([]rueidis.RedisResult, len(cmds))
 	var wg sync.WaitGroup
@@ -731,7 +736,7 @@ func (s *Store) doAckAll(ctx context.Context, cmds rueidis.Commands) error {
 		wg.Go(func() { res[i] = s.doAck(ctx, cmd) })
 	}
 	wg.Wait()
-	return firstErr(res)
+	return res
 }
 
 func firstErr(rs []rueidis.RedisResult) error {
