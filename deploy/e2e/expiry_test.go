@@ -2,6 +2,8 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,11 +56,13 @@ func TestFaultMasterKillDuringExpiry(t *testing.T) {
 		paying <- payAll(a, first[:400], answers[:400], 5*time.Millisecond)
 	}()
 	second := crowd(t, 3000)
+	watch := stock.New(testenv.NewRedis(t)) // before the kill: NewRedis wants every node
 	time.Sleep(time.Until(began.Add(4 * time.Second)))
 	if err := testenv.Stack(t, "redis-kill", master); err != nil {
 		t.Fatalf("could not kill the master %s", master)
 	}
 	killed := time.Now()
+	returns := watchReturns(watch, s, killed, 6*time.Second)
 	time.Sleep(time.Until(began.Add(4500 * time.Millisecond)))
 	w := sendWaves(s, second, a, b)
 	for testenv.Role(replica) != "master" && time.Since(killed) < 20*time.Second {
@@ -66,7 +70,8 @@ func TestFaultMasterKillDuringExpiry(t *testing.T) {
 	}
 	t.Logf("replica %s is %q %v after the kill", replica, testenv.Role(replica), time.Since(killed).Round(10*time.Millisecond))
 	<-w.done
-	t.Logf("second crowd: %v", tally(w.answers))
+	t.Logf("second crowd: %v (sent from %v after the kill); units back in Redis after the kill: %s",
+		tally(w.answers), w.sent[0].Sub(killed).Round(10*time.Millisecond), <-returns)
 	if tally(w.answers)[202] == 0 {
 		// The shards still up returned their expired units at once: one
 		// shard's outage holds up the expiry of its own orders only.
@@ -103,6 +108,29 @@ func TestFaultMasterKillDuringExpiry(t *testing.T) {
 		}
 	}
 	checkPaid(t, pays, 10*time.Second)
+}
+
+// watchReturns reads the stock of s's shards every 100 ms for a while after
+// the kill and reports the readings that changed (shards that do not answer
+// read -1), so that a failure shows when the expired units came back.
+func watchReturns(rs *stock.Store, s *sale, killed time.Time, within time.Duration) chan string {
+	out := make(chan string, 1)
+	go func() {
+		var b strings.Builder
+		last := ""
+		for time.Since(killed) < within {
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			rem, _ := rs.ReadStock(ctx, s.Sale, s.item)
+			cancel()
+			if now := fmt.Sprint(rem); now != last {
+				fmt.Fprintf(&b, " %v %s;", time.Since(killed).Round(10*time.Millisecond), now)
+				last = now
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		out <- b.String()
+	}()
+	return out
 }
 
 // expired waits until every order of s is PAID or EXPIRED, the journals are

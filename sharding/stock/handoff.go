@@ -196,16 +196,29 @@ func (s *Store) ExpireClaims(ctx context.Context, refs []ClaimRef) ([]int8, erro
 		return []string{string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)), string(sharding.AppendFenceKey(nil, r.Tag))}
 	}
 	if s.batch != nil {
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, claimsInFlight)
+		// Each shard's claims have a bound of their own: with one bound
+		// for all, the claims of a shard that does not answer would take
+		// every place while they wait, and hold up the shards that do.
+		byTag := map[string][]int{}
 		for i, r := range refs {
-			sem <- struct{}{}
-			wg.Go(func() {
-				defer func() { <-sem }()
-				res[i], _ = s.evalAck(ctx, claimScript, keys(r), nil, false)
+			byTag[r.Tag] = append(byTag[r.Tag], i)
+		}
+		var shards sync.WaitGroup
+		for _, idx := range byTag {
+			shards.Go(func() {
+				var wg sync.WaitGroup
+				sem := make(chan struct{}, claimsInFlight)
+				for _, i := range idx {
+					sem <- struct{}{}
+					wg.Go(func() {
+						defer func() { <-sem }()
+						res[i], _ = s.evalAck(ctx, claimScript, keys(refs[i]), nil, false)
+					})
+				}
+				wg.Wait()
 			})
 		}
-		wg.Wait()
+		shards.Wait()
 	} else {
 		cmds := make(rueidis.Commands, 0, len(refs))
 		for _, r := range refs {
@@ -233,9 +246,9 @@ func (s *Store) ExpireClaims(ctx context.Context, refs []ClaimRef) ([]int8, erro
 	return out, nil
 }
 
-// claimsInFlight bounds the claims ExpireClaims has in flight through a
-// Batcher (its batches join them per master).
-const claimsInFlight = 256
+// claimsInFlight bounds the claims ExpireClaims has in flight on one shard
+// through a Batcher (its batches join them per master).
+const claimsInFlight = 64
 
 // LoadScripts loads the purchase path's scripts (HotScripts) on every master
 // of the cluster and reports the first failure: a master that does not answer

@@ -61,14 +61,23 @@ func New(cfg Config, st *store.Store, redis *stock.Store, applier *outbox.Applie
 // is not repeated in a busy loop.
 const MinGap = 250 * time.Millisecond
 
+// ClaimTimeout bounds a pass's claims in Redis. A claim without a verdict
+// by then (its shard's master unreachable, a failover under way) is claimed
+// again next pass, while the orders of the shards that answered expire now:
+// without the bound the pass, and every shard's returned units with it, would
+// wait for the failover. A claim given up may still land; the next pass then
+// finds the order claimed (see expire_claim.lua), so nothing is lost.
+const ClaimTimeout = 2 * time.Second
+
 // Run runs passes until ctx ends: one at each payment deadline (the next
 // PENDING order's expires_at, read after every pass), at most one per MinGap,
 // and at least one every Interval, which also bounds the wait when the
 // deadline cannot be read. So an unpaid order's unit is back on sale about
 // MinGap after its deadline, not up to a whole Interval later. Errors are
-// logged and the next pass retries.
+// logged and the next pass retries soon (see wait).
 func (j *Job) Run(ctx context.Context) {
 	var fails repeatlog.Failure
+	failed := 0 // passes failed in a row
 	t := time.NewTimer(j.cfg.Interval)
 	defer t.Stop()
 	for {
@@ -86,16 +95,23 @@ func (j *Job) Run(ctx context.Context) {
 			j.m.Retries.WithLabelValues(kind).Inc()
 		}
 		fails.Round(ctx, j.log, err, "expiry pass")
-		t.Reset(j.wait(ctx, err))
+		if err != nil {
+			failed++
+		} else {
+			failed = 0
+		}
+		t.Reset(j.wait(ctx, failed))
 	}
 }
 
 // wait returns how long until the next pass: until the next deadline, within
-// [min(MinGap, Interval), Interval]; a whole Interval after a failed pass.
-func (j *Job) wait(ctx context.Context, passErr error) time.Duration {
+// [min(MinGap, Interval), Interval]. After a failed pass (a Redis master
+// failing over, PostgreSQL away) the orders due are still due: the next pass
+// comes after MinGap, doubled with each failure in a row up to Interval.
+func (j *Job) wait(ctx context.Context, failed int) time.Duration {
 	gap := min(MinGap, j.cfg.Interval)
-	if passErr != nil {
-		return j.cfg.Interval
+	if failed > 0 {
+		return min(gap<<min(failed-1, 16), j.cfg.Interval)
 	}
 	d, ok, err := j.st.NextDue(ctx, j.cfg.Sales)
 	if err != nil || !ok {
@@ -144,7 +160,9 @@ func (j *Job) claim(ctx context.Context, due []store.Due) ([]sharding.OrderID, e
 		refs = append(refs, stock.ClaimRef{Tag: tag, OrderID: d.OrderID})
 		ask = append(ask, d.OrderID)
 	}
-	verdicts, err := j.redis.ExpireClaims(ctx, refs)
+	cctx, cancel := context.WithTimeout(ctx, ClaimTimeout)
+	defer cancel()
+	verdicts, err := j.redis.ExpireClaims(cctx, refs)
 	if err != nil {
 		return nil, err
 	}

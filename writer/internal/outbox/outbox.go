@@ -76,8 +76,9 @@ type Applier struct {
 }
 
 type cachedSale struct {
-	sale *sharding.Sale // nil: not in Redis
-	at   time.Time
+	sale  *sharding.Sale // nil: not in Redis
+	at    time.Time      // when it was read
+	tried time.Time      // the last failed read since (the stale layout serves until SaleCacheTTL after it)
 }
 
 // New returns an Applier. Start its background work with Run.
@@ -235,13 +236,23 @@ func (a *Applier) Tag(ctx context.Context, saleID int64, userID uint64) (tag str
 	return sale.Shards[sharding.HomeShard(userID, saleID, len(sale.Shards))], true, nil
 }
 
-// sale returns the current layout of sale id, nil when Redis has none.
+// staleLayout bounds how old a layout sale may fall back on.
+const staleLayout = time.Hour
+
+// sale returns the current layout of sale id, nil when Redis has none. When
+// the layout cannot be read (the master of the sale's key is failing over) it
+// returns the last one read, up to staleLayout old: the sale key lives on one
+// master, and without the fallback that master's outage would hold up the
+// releases and expiry claims of every shard, not only its own. A stale layout
+// cannot misplace a release: a reshard leaves a fence on every shard it
+// replaced (stock.FenceTTL, a day), on which the scripts answer frozen, and
+// the caller reloads the layout and tries again.
 func (a *Applier) sale(ctx context.Context, id int64) (*sharding.Sale, error) {
 	now := time.Now()
 	a.mu.Lock()
 	c, ok := a.sales[id]
 	a.mu.Unlock()
-	if ok && now.Sub(c.at) < a.cfg.SaleCacheTTL {
+	if ok && (now.Sub(c.at) < a.cfg.SaleCacheTTL || now.Sub(c.tried) < a.cfg.SaleCacheTTL) {
 		return c.sale, nil
 	}
 	sale, err := a.redis.LoadSale(ctx, id)
@@ -249,6 +260,13 @@ func (a *Applier) sale(ctx context.Context, id int64) (*sharding.Sale, error) {
 		sale, err = nil, nil
 	}
 	if err != nil {
+		if ok && c.sale != nil && now.Sub(c.at) < staleLayout {
+			c.tried = now
+			a.mu.Lock()
+			a.sales[id] = c
+			a.mu.Unlock()
+			return c.sale, nil
+		}
 		return nil, err
 	}
 	a.mu.Lock()
