@@ -161,7 +161,12 @@ func (t *Tool) ListSales(ctx context.Context) (*SaleList, error) {
 	for _, r := range rows {
 		status := "?"
 		if s, err := t.Store.LoadSale(ctx, r.ID); err == nil {
-			status = saleState(s, now)
+			if status = saleState(s, now); status == "ACTIVE" {
+				// As sale show and the public description say it.
+				if status, err = t.activeState(ctx, s); err != nil {
+					return nil, err
+				}
+			}
 		} else if !errors.Is(err, stock.ErrNoSale) {
 			return nil, err
 		}
@@ -169,6 +174,21 @@ func (t *Tool) ListSales(ctx context.Context) (*SaleList, error) {
 			Window: r.Window.String(), Shards: r.Shards, Items: r.Items, Quantity: r.Quantity, Sold: r.Sold})
 	}
 	return rep, nil
+}
+
+// activeState returns SOLD_OUT for an active sale with no unit left in Redis
+// on any item, else ACTIVE.
+func (t *Tool) activeState(ctx context.Context, s *sharding.Sale) (string, error) {
+	for _, it := range s.Items {
+		rem, err := t.Store.Remaining(ctx, s, it.ID)
+		if err != nil {
+			return "", err
+		}
+		if sum(rem) > 0 {
+			return "ACTIVE", nil
+		}
+	}
+	return "SOLD_OUT", nil
 }
 
 // Text renders the report.

@@ -62,6 +62,37 @@ func TestSaleCommands(t *testing.T) {
 	if !found {
 		t.Fatalf("sale list does not show sale %d ACTIVE with 7 units on 4 shards:\n%s", id, out)
 	}
+	// With every unit taken, list says SOLD_OUT, as show and the public
+	// description do; the units back, ACTIVE again.
+	setStock := func(units ...int64) {
+		for i, tag := range shardsOf(t, sid) {
+			k := string(sharding.AppendStockKey(nil, tag, id*100+1))
+			if err := e.c.Do(ctx, e.c.B().Set().Key(k).Value(strconv.FormatInt(units[i], 10)).Build()).Error(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	listed := func() string {
+		code, out, _ := runMain("--json", "sale", "list")
+		var list SaleList
+		if err := json.Unmarshal([]byte(out), &list); code != ExitOK || err != nil {
+			t.Fatalf("sale list --json: exit %d, %v\n%s", code, err, out)
+		}
+		for _, l := range list.Sales {
+			if l.Sale == id {
+				return l.Status
+			}
+		}
+		return "missing"
+	}
+	setStock(0, 0, 0, 0)
+	if st := listed(); st != "SOLD_OUT" {
+		t.Fatalf("sale list with no unit left: %s, want SOLD_OUT", st)
+	}
+	setStock(2, 2, 2, 1)
+	if st := listed(); st != "ACTIVE" {
+		t.Fatalf("sale list with the units back: %s, want ACTIVE", st)
+	}
 	code, out, _ = runMain("sale", "show", "--sale", sid)
 	if code != ExitOK || !strings.Contains(out, "CLI sale") || !strings.Contains(out, "ACTIVE") || !strings.Contains(out, "2,2,2,1") {
 		t.Fatalf("show: exit %d, %q", code, out)
