@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/big"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -254,12 +253,7 @@ func tail(b []byte, n int) []byte {
 // freeAddr returns a loopback address with a port free at the time of the call.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return testenv.FreeAddr(t)
 }
 
 func randomID(t *testing.T) int64 {

@@ -7,19 +7,6 @@ import (
 	"testing"
 )
 
-// FreeAddr returns a loopback address nothing listens on (a port the kernel
-// just handed out and took back).
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
-}
-
 // Proxy forwards TCP connections on Addr to To once started: until then Addr
 // refuses connections, as a server that is down or not started yet does.
 type Proxy struct {

@@ -239,6 +239,10 @@ func (a *Applier) Tag(ctx context.Context, saleID int64, userID uint64) (tag str
 // staleLayout bounds how old a layout sale may fall back on.
 const staleLayout = time.Hour
 
+// saleLoadTimeout bounds one reading of a sale's layout: the key's master
+// away, the reading does not fail at once, it waits for the failover.
+const saleLoadTimeout = time.Second
+
 // sale returns the current layout of sale id, nil when Redis has none. When
 // the layout cannot be read (the master of the sale's key is failing over) it
 // returns the last one read, up to staleLayout old: the sale key lives on one
@@ -255,7 +259,9 @@ func (a *Applier) sale(ctx context.Context, id int64) (*sharding.Sale, error) {
 	if ok && (now.Sub(c.at) < a.cfg.SaleCacheTTL || now.Sub(c.tried) < a.cfg.SaleCacheTTL) {
 		return c.sale, nil
 	}
-	sale, err := a.redis.LoadSale(ctx, id)
+	lctx, cancel := context.WithTimeout(ctx, saleLoadTimeout)
+	sale, err := a.redis.LoadSale(lctx, id)
+	cancel()
 	if errors.Is(err, stock.ErrNoSale) {
 		sale, err = nil, nil
 	}
