@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"sync/atomic"
+	"sync"
 	"testing"
 )
 
@@ -20,17 +20,19 @@ const (
 	portSpan = 10000
 )
 
-var nextPort atomic.Uint32
-
-func init() { nextPort.Store(rand.Uint32N(portSpan)) }
+// given holds the ports this test binary handed out, never handed out twice.
+var given sync.Map
 
 // FreePort returns a loopback port that was free at the call, for a server
-// started in another process. Each call of a test binary tries the next port
-// of the range (from a random offset), so two calls never return the same one.
+// started in another process: a random one of the range (test binaries of
+// several packages run at once), never one this binary handed out before.
 func FreePort(t testing.TB) int {
 	t.Helper()
 	for range 200 {
-		p := portLow + int(nextPort.Add(1)%portSpan)
+		p := portLow + rand.IntN(portSpan)
+		if _, dup := given.LoadOrStore(p, true); dup {
+			continue
+		}
 		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err == nil {
 			_ = ln.Close()

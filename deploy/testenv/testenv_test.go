@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -82,4 +83,21 @@ func TestStack(t *testing.T) {
 			t.Fatalf("consumed %d records, want the one produced", len(recs))
 		}
 	})
+}
+
+// FreePort hands out distinct ports below the ephemeral range, each one free.
+func TestFreePort(t *testing.T) {
+	seen := map[int]bool{}
+	for range 100 {
+		p := FreePort(t)
+		if p < portLow || p >= portLow+portSpan || seen[p] {
+			t.Fatalf("port %d: want a new one in %d-%d", p, portLow, portLow+portSpan-1)
+		}
+		seen[p] = true
+		ln, err := net.Listen("tcp", FreeAddr(t))
+		if err != nil {
+			t.Fatalf("FreeAddr gave a port that cannot be bound: %v", err)
+		}
+		ln.Close()
+	}
 }
