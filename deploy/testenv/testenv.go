@@ -138,7 +138,9 @@ func NewTopic(t testing.TB, prefix string) string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	name := unsafeTopic.ReplaceAllString(prefix, "_") + "-" + hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	// A broker started seconds ago, under the whole suite's parallel load,
+	// took over 15 s once (CI, 2026-12-03) to host a new topic's leaders.
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	resp, err := adm.CreateTopic(ctx, 8, 1, nil, name)
 	if err == nil {

@@ -113,7 +113,9 @@ func (j *Job) wait(ctx context.Context, failed int) time.Duration {
 	if failed > 0 {
 		return min(gap<<min(failed-1, 16), j.cfg.Interval)
 	}
-	d, ok, err := j.st.NextDue(ctx, j.cfg.Sales)
+	rctx, cancel := context.WithTimeout(ctx, j.cfg.Interval)
+	defer cancel()
+	d, ok, err := j.st.NextDue(rctx, j.cfg.Sales)
 	if err != nil || !ok {
 		return j.cfg.Interval
 	}
