@@ -420,6 +420,5 @@ func (t *Tool) SetSaleState(ctx context.Context, id int64, state string) (*SaleS
 	if err != nil {
 		return nil, err
 	}
-	action := map[string]string{"": "resumed", sharding.StatePaused: "paused", sharding.StateEnded: "ended"}[state]
-	return &SaleState{Sale: id, Action: action, Status: saleState(s, time.Now()), Version: s.Version, Shards: len(s.Shards)}, nil
+	return &SaleState{Sale: id, Action: stock.StateAction(state), Status: saleState(s, time.Now()), Version: s.Version, Shards: len(s.Shards)}, nil
 }

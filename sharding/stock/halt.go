@@ -73,6 +73,12 @@ var haltRetry = 30 * time.Second
 // haltBackoff spaces the attempts.
 var haltBackoff = backoff.Policy{First: 100 * time.Millisecond, Max: 2 * time.Second}
 
+// StateAction names what moving a sale to state does: "resumed", "paused" or
+// "ended".
+func StateAction(state string) string {
+	return map[string]string{"": "resumed", sharding.StatePaused: "paused", sharding.StateEnded: "ended"}[state]
+}
+
 // setHalt writes state to the halt key of every shard in tags, or deletes the
 // keys when state is "". A key that fails is written again (the write is
 // idempotent) until every key is written or haltRetry passed; then the error
@@ -109,7 +115,7 @@ func (s *Store) setHalt(ctx context.Context, tags []string, state string) error 
 			break
 		}
 	}
-	word := map[string]string{"": "resumed", sharding.StatePaused: "paused", sharding.StateEnded: "ended"}[state]
+	word := StateAction(state)
 	return fmt.Errorf("writing the halt keys of the sale's shards: %d of %d shards (%v) not written after %d s: %w; "+
 		"the sale is only partly %s (%d shards are, the others keep their old state) and its description is unchanged: run the command again",
 		len(pending), len(tags), pending, int(haltRetry.Seconds()), last, word, len(tags)-len(pending))
