@@ -70,6 +70,7 @@ type Applier struct {
 
 	mu    sync.Mutex
 	sales map[int64]cachedSale
+	load  func(context.Context, int64) (*sharding.Sale, error) // reads a layout: redis.LoadSale
 
 	replayFails repeatlog.Failure // the log of failing replays
 	markFails   repeatlog.Failure // the log of failing persisted marks
@@ -89,8 +90,12 @@ func New(cfg Config, st *store.Store, redis *stock.Store, m *obs.Metrics, log *s
 	if cfg.QueueLen < 1 {
 		cfg.QueueLen = 1
 	}
-	return &Applier{cfg: cfg, st: st, redis: redis, m: m, log: log,
+	a := &Applier{cfg: cfg, st: st, redis: redis, m: m, log: log,
 		queue: make(chan []store.Effect, cfg.QueueLen), marks: make(chan []Stored, cfg.QueueLen), sales: map[int64]cachedSale{}}
+	if redis != nil {
+		a.load = redis.LoadSale
+	}
+	return a
 }
 
 // Enqueue hands committed effects to the background worker without waiting.
@@ -260,7 +265,7 @@ func (a *Applier) sale(ctx context.Context, id int64) (*sharding.Sale, error) {
 		return c.sale, nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, saleLoadTimeout)
-	sale, err := a.redis.LoadSale(lctx, id)
+	sale, err := a.load(lctx, id)
 	cancel()
 	if errors.Is(err, stock.ErrNoSale) {
 		sale, err = nil, nil
