@@ -29,7 +29,9 @@ var (
 // salePage serves GET /sale/{saleId} (the page, the same bytes for every
 // sale id and user) and GET /sale/assets/<hashed name>. Nothing here reads
 // the catalog or Redis: the page loads the sale itself, so a CDN may serve
-// it before the gateway knows the sale.
+// it before the gateway knows the sale. An address under /sale/ that names
+// no sale id is a person's typo: it gets the page too (which says so), with
+// 404 and no ETag; a missing asset is a machine's request and gets JSON.
 func (h *Handler) salePage(ctx *fasthttp.RequestCtx, arg []byte) {
 	const route = obs.RoutePage
 	if m := ctx.Method(); string(m) != fasthttp.MethodGet && string(m) != fasthttp.MethodHead {
@@ -37,30 +39,36 @@ func (h *Handler) salePage(ctx *fasthttp.RequestCtx, arg []byte) {
 		return
 	}
 	var a *page.Asset
+	status := fasthttp.StatusOK
 	if name, ok := cutPrefix(arg, "assets/"); ok {
 		a = h.Page.Asset(name)
-	} else if _, ok := parseID(trimSlash(arg)); ok {
+	} else {
 		a = h.Page.Page()
+		if _, ok := parseID(trimSlash(arg)); !ok {
+			status = fasthttp.StatusNotFound
+		}
 	}
 	if a == nil {
 		h.answer(ctx, route, aNotFound)
 		return
 	}
 	r := &ctx.Response
-	r.Header.SetCanonical(hdrETag, a.ETag)
 	r.Header.SetCanonical(hdrCacheControl, a.CacheControl)
-	if page.NotModified(peek(ctx, hdrIfNoneMatch, hdrINMLower), a.ETag) {
-		r.SetStatusCode(fasthttp.StatusNotModified)
-		h.Metrics.Request(route, fasthttp.StatusNotModified)
-		return
+	if status == fasthttp.StatusOK {
+		r.Header.SetCanonical(hdrETag, a.ETag)
+		if page.NotModified(peek(ctx, hdrIfNoneMatch, hdrINMLower), a.ETag) {
+			r.SetStatusCode(fasthttp.StatusNotModified)
+			h.Metrics.Request(route, fasthttp.StatusNotModified)
+			return
+		}
 	}
 	r.Header.SetCanonical(hdrNoSniff, valNoSniff)
 	r.Header.SetCanonical(hdrReferrer, valReferrer)
 	r.Header.SetCanonical(hdrCSP, valCSP)
-	r.SetStatusCode(fasthttp.StatusOK)
+	r.SetStatusCode(status)
 	r.Header.SetContentTypeBytes(a.ContentType)
 	r.SetBodyRaw(a.Body)
-	h.Metrics.Request(route, fasthttp.StatusOK)
+	h.Metrics.Request(route, status)
 }
 
 func cutPrefix(b []byte, p string) ([]byte, bool) {

@@ -55,7 +55,15 @@ func TestSalePage(t *testing.T) {
 	if head.status != 200 || head.body != "" {
 		t.Fatalf("HEAD: %d %q", head.status, head.body)
 	}
-	for _, p := range []string{"/sale/", "/sale/abc", "/sale/0", "/sale/77/x", "/sale/assets/sale.js", "/sale/assets/nope.0123456789ab.js", "/sale/assets/"} {
+	// A person's typo gets the page (it says the address names no sale)
+	// with 404 and no ETag; a missing asset gets JSON.
+	for _, p := range []string{"/sale", "/sale/", "/sale/abc", "/sale/0", "/sale/77/x", "/sale/99999999999999999999"} {
+		nf := do(t, c, "GET", p, "")
+		if nf.status != 404 || nf.body != r.body || nf.header["ETag"] != "" || !strings.HasPrefix(nf.header["Content-Type"], "text/html") {
+			t.Fatalf("GET %s: %d %v, body is the page: %v; want 404, the page, no ETag", p, nf.status, nf.header, nf.body == r.body)
+		}
+	}
+	for _, p := range []string{"/sale/assets/sale.js", "/sale/assets/nope.0123456789ab.js", "/sale/assets/"} {
 		want(t, do(t, c, "GET", p, ""), 404, `{"error":"NOT_FOUND"}`)
 	}
 	want(t, do(t, c, "POST", "/sale/77", ""), 405, `{"error":"METHOD_NOT_ALLOWED"}`)

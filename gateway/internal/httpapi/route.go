@@ -12,8 +12,11 @@ const (
 // follows "/sale/": a sale id or "assets/<name>"). Unknown paths give
 // obs.RouteOther and a nil id. Route allocates nothing.
 func Route(path []byte) (obs.Route, []byte) {
-	if hasPrefix(path, pagePrefix) && len(path) > len(pagePrefix) {
+	if hasPrefix(path, pagePrefix) {
 		return obs.RoutePage, path[len(pagePrefix):]
+	}
+	if string(path) == pagePrefix[:len(pagePrefix)-1] {
+		return obs.RoutePage, nil // "/sale": the page, which says it names no sale
 	}
 	if len(path) <= len(apiPrefix) || string(path[:len(apiPrefix)]) != apiPrefix {
 		return obs.RouteOther, nil

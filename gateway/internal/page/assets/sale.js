@@ -19,8 +19,9 @@
     buy: $('buy'), retry: $('retry'), order: $('order'), orderH: $('order-h'), orderText: $('order-text'),
     payLeft: $('pay-left'), pay: $('pay'), cancel: $('cancel'), orderId: $('order-id'),
     who: $('who'), signin: $('signin'), userId: $('user-id'), signout: $('signout'),
+    items: $('items'), account: $('account'),
   };
-  const m = /^\/sale\/([1-9][0-9]{0,9})\/?$/.exec(location.pathname);
+  const m = /^\/sale\/([1-9][0-9]{0,18})\/?$/.exec(location.pathname);
   const saleId = m ? m[1] : null;
 
   let sale = null;          // the sale description
@@ -37,6 +38,8 @@
   let busyTries = 0;          // 503s of the queue waited out in this attempt
   let inQueue = false;        // this attempt has been answered QUEUED
   let timers = [];
+  // The order the page knows of is kept in localStorage, shared by this
+  // browser's tabs (a 'storage' event tells the others), for its user.
   const orderKey = () => 'flashsale.order.' + saleId;
 
   const now = () => Date.now() + offset;
@@ -62,11 +65,18 @@
     }
     try { tok ? localStorage.setItem(tokenName, tok) : localStorage.removeItem(tokenName); } catch (e) { /* private mode */ }
   }
+  function tokenClaims(tok) {
+    try { return JSON.parse(atob(tok.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))) || {}; } catch (e) { return {}; }
+  }
   function tokenUser(tok) {
-    try {
-      const p = JSON.parse(atob(tok.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
-      return p.sub ? String(p.sub) : null;
-    } catch (e) { return null; }
+    const p = tok ? tokenClaims(tok) : {};
+    return p.sub ? String(p.sub) : null;
+  }
+  // tokenExpired: the token's exp (if it has one) is past by the server's
+  // clock. The gateway decides; this only spares the buyer a refused click.
+  function tokenExpired(tok) {
+    const exp = tokenClaims(tok).exp;
+    return typeof exp === 'number' && exp * 1000 <= now();
   }
 
   // ---- talking to the gateway -------------------------------------------
@@ -109,6 +119,10 @@
     if (r.status === 404) { sale = null; return 'notfound'; }
     if (!r.ok) return false;
     sale = await r.json();
+    // How old the copy is (a CDN's Age): an old copy must not undo a
+    // SOLD_OUT answer the page had since.
+    const age = parseInt(r.headers.get('Age') || '0', 10);
+    sale.asOf = now() - (age > 0 ? age * 1000 : 0);
     sale.start = Date.parse(sale.startsAt);
     sale.end = Date.parse(sale.endsAt);
     sale.queueOpens = sale.queueOpensAt ? Date.parse(sale.queueOpensAt) : null;
@@ -132,7 +146,8 @@
   function renderSale() {
     document.title = sale.name + ' – flash sale';
     el.title.textContent = sale.name;
-    const fmt = (t) => new Date(t).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+    const fmt = (t) => new Date(t).toLocaleString(undefined,
+      { day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
     el.when.textContent = 'From ' + fmt(sale.start) + ' to ' + fmt(sale.end);
     el.list.replaceChildren();
     el.choices.replaceChildren();
@@ -170,7 +185,9 @@
     const o = opts || {};
     state = s;
     main.dataset.state = s;
-    main.setAttribute('aria-busy', String(['loading', 'ticket', 'busy', 'buying', 'processing', 'paying', 'cancelling', 'proof'].includes(s)));
+    // Busy only while loading: aria-busy on main would hold back the
+    // announcements of the status line inside it.
+    main.setAttribute('aria-busy', String(s === 'loading'));
     el.status.textContent = status || '';
     el.alert.textContent = o.alert || '';
     el.progress.hidden = !['ticket', 'busy', 'buying', 'processing', 'paying', 'cancelling', 'proof', 'queued'].includes(s);
@@ -178,12 +195,21 @@
     const inOrder = ['processing', 'reserved', 'paying', 'paid', 'cancelling', 'cancelled', 'expired', 'failed'].includes(s) && orderId;
     el.order.hidden = !inOrder;
     el.pay.hidden = el.cancel.hidden = s !== 'reserved';
-    el.buy.hidden = !!inOrder && s !== 'cancelled' && s !== 'expired';
-    // After a cancelled or expired order (or an error) the buyer may buy
-    // again while the sale is open.
-    el.buy.disabled = !(s === 'open' || (['cancelled', 'expired', 'error'].includes(s) && sale && phase() === 'open'));
+    // After a cancelled, expired or failed order the buyer may buy again;
+    // after an error the retry button is the one way on.
+    el.buy.hidden = (!!inOrder && !afterOrder(s)) || !!o.retry || s === 'notfound';
+    showBuyable();
     if (o.focus) o.focus.focus();
   }
+  const afterOrder = (s) => ['cancelled', 'expired', 'failed'].includes(s);
+  // showBuyable turns "buy" on while the sale is open, also after an order
+  // ended (kept up to date by the clock: a unit comes back). It stays in the
+  // tab order when off (aria-disabled, not disabled).
+  function showBuyable() {
+    const on = state === 'open' || (afterOrder(state) && sale && phase() === 'open');
+    el.buy.setAttribute('aria-disabled', String(!on));
+  }
+  const buyOff = () => el.buy.getAttribute('aria-disabled') === 'true';
 
   function every(ms, fn) { fn(); const t = setInterval(fn, ms); timers.push(t); return t; }
   function stopTimers() { timers.forEach(clearInterval); timers = []; }
@@ -196,7 +222,7 @@
     if (sale.status === 'PAUSED') return 'paused';
     if (t < sale.start) return 'countdown';
     // A SOLD_OUT answer outranks a description a second or two old.
-    if (sale.status === 'SOLD_OUT' || t - soldOutSeen < 5000) return 'soldout';
+    if (sale.status === 'SOLD_OUT' || t - soldOutSeen < 5000 || sale.asOf < soldOutSeen) return 'soldout';
     return 'open';
   }
   // countdownText is the line under the items: time to the start, time
@@ -215,14 +241,20 @@
     signin: 'Sign in to buy.',
     ended: 'This sale is over.',
     paused: 'The sale is paused for a moment. This page carries on by itself when it resumes.',
-    soldout: 'Everything has been sold. Units of unpaid orders may come back: this page shows it.',
+    soldout: 'Everything has been sold. When an unpaid order expires or is cancelled, its unit goes back on sale: keep this page open to see it.',
   };
   // showPhase follows the clock and the sale: the countdown line always, the
   // state only while no purchase or order owns the page.
   function showPhase() {
     const p = phase();
-    el.countdown.textContent = countdownText(p);
+    // While the buyer's order owns the page, the line is about the order
+    // (its timer below), not the sale: no "Sold out" over "Paid".
+    el.countdown.textContent = ownOrder() ? '' : countdownText(p);
+    // (A tab opened before this buyer's purchase in another tab learns of
+    // it through localStorage, not by asking the gateway at the sell-out:
+    // every open page would ask at once.)
     if (idle() && state !== p) set(p, phaseStatus[p]);
+    if (afterOrder(state)) showBuyable();
     // A sale with a pre-queue: join it by itself once it opens, so the
     // buyer's place is drawn at the start like everyone else's.
     if (state === 'countdown' && joinAt && now() >= joinAt) {
@@ -245,10 +277,11 @@
   // The idle phases follow the clock and the sale; the order flow owns the
   // page while it runs.
   const idle = () => ['loading', 'signin', 'countdown', 'open', 'ended', 'paused', 'soldout'].includes(state);
+  const ownOrder = () => ['processing', 'reserved', 'paying', 'paid', 'cancelling'].includes(state);
 
   // ---- buying ------------------------------------------------------------
   async function buy() {
-    if (el.buy.disabled) return;
+    if (buyOff()) return;
     if (orderId) { forgetOrder(); orderId = null; }
     if (held) {
       const t = held.ticket;
@@ -334,7 +367,7 @@
     const code = r.body.error;
     if (r.status === 202 || (r.status === 409 && code === 'ALREADY_PURCHASED' && r.body.orderId)) {
       orderId = r.body.orderId;
-      try { sessionStorage.setItem(orderKey(), orderId); } catch (e) { /* ignore */ }
+      rememberOrder();
       return track(r.status === 409 ? 'You already have an order in this sale.' : '');
     }
     if (r.status === 403 && (code === 'TICKET_INVALID' || code === 'TICKET_REQUIRED') && !ticketRetried) {
@@ -357,13 +390,13 @@
     if (r.status === 410 && code === 'SALE_ENDED') { sale.status = 'ENDED'; el.countdown.textContent = countdownText('ended'); return set('ended', 'This sale is over.', { focus: el.title }); }
     if (r.status === 503 && code === 'SALE_PAUSED') { sale.status = 'PAUSED'; el.countdown.textContent = countdownText('paused'); return set('paused', 'The sale is paused for a moment. Nothing was bought. This page carries on when it resumes.'); }
     if (r.status === 403 && code === 'SALE_NOT_STARTED') { await syncClock(); return set('countdown', 'The sale has not started yet.'); }
-    if (r.status === 401) { setToken(null); return set('signin', '', { alert: 'Your sign-in has expired. Sign in again to buy.' }); }
+    if (r.status === 401) return signedOut();
     if (r.status === 429) {
       set('limited', '', { alert: 'Too many tries at once. Trying again in ' + r.retryAfter + ' s…' });
       await sleep(r.retryAfter * 1000);
       return again();
     }
-    if (r.status === 403) return set('error', '', { alert: 'The purchase was refused (' + (code || r.status) + '). Nothing was bought.', retry: true });
+    if (r.status === 403) return set('error', '', { alert: 'The purchase was refused. Nothing was bought. (' + (code || r.status) + ')', retry: true });
     if (r.status === 503) return set('error', '', { alert: 'The shop is very busy: nothing was bought. Try again in a moment.', retry: true });
     if (r.status === 0) return set('error', '', { alert: 'No connection to the shop. Check your network and try again.', retry: true });
     return set('error', '', { alert: 'Something went wrong (' + (code || r.status) + '). Try again.', retry: true });
@@ -376,8 +409,17 @@
     set('processing', (note ? note + ' ' : '') + 'Processing your order: do not close this page…', { focus: el.orderH });
     el.orderText.textContent = 'Your unit is held while the order is being recorded.';
     el.payLeft.textContent = '';
+    let down = 0; // failed polls in a row
     for (let i = 0; ; i++) {
       const r = await call('GET', '/orders/' + orderId);
+      if (r.status === 0 || r.status >= 500) {
+        if (++down === 3 && state === 'processing') {
+          el.status.textContent = 'Still recording your order. The connection to the shop is interrupted: this page keeps trying, and your unit stays held.';
+        }
+      } else if (down >= 3 && state === 'processing') {
+        el.status.textContent = 'Connected again. Processing your order: do not close this page…';
+      }
+      if (r.status !== 0 && r.status < 500) down = 0;
       if (r.status === 200) {
         if (r.body.status !== 'PENDING') return showOrder(r.body);
         if (r.body.persisted) return showOrder(r.body);
@@ -399,16 +441,49 @@
   async function findOrder() {
     if (orderId || !getToken() || !sale || now() < sale.start) return;
     const r = await call('GET', '/sales/' + saleId + '/order');
+    if (r.status === 401) return signedOut();
     if (r.status !== 200 || !r.body.orderId || orderId) return;
     orderId = r.body.orderId;
-    try { sessionStorage.setItem(orderKey(), orderId); } catch (e) { /* ignore */ }
+    if (r.body.status === 'PENDING') rememberOrder();
     if (r.body.status === 'PENDING' && !r.body.persisted) return track('You have an order in this sale.');
     el.orderId.textContent = orderId;
     showOrder(r.body);
   }
 
+  function rememberOrder() {
+    try { localStorage.setItem(orderKey(), tokenUser(getToken()) + ':' + orderId); } catch (e) { /* private mode */ }
+  }
   function forgetOrder() {
-    try { sessionStorage.removeItem(orderKey()); } catch (e) { /* ignore */ }
+    try { localStorage.removeItem(orderKey()); } catch (e) { /* private mode */ }
+  }
+  // savedOrder is the order remembered for the signed-in user, or null.
+  function savedOrder() {
+    let v = null;
+    try { v = localStorage.getItem(orderKey()); } catch (e) { return null; }
+    const user = tokenUser(getToken());
+    if (!v || !user || !v.startsWith(user + ':')) return null;
+    return v.slice(user.length + 1) || null;
+  }
+  // sharedOrder follows the other tabs: an order made in one is shown in
+  // the others, and one paid or cancelled there is settled here.
+  function sharedOrder(ev) {
+    if (ev.key !== orderKey() || !sale) return;
+    const id = savedOrder();
+    // (A tab showing an order that ended follows the buyer's next one.)
+    if (id && id !== orderId && (idle() || afterOrder(state))) { orderId = id; track('You have an order in this sale.'); }
+    else if (!id && orderId && state === 'reserved') settle();
+  }
+
+  // signedOut forgets a token the gateway refused (expired, or not one of
+  // its own) and asks for a new sign-in; the order, if any, is found again
+  // after it.
+  function signedOut() {
+    setToken(null);
+    orderId = null;
+    stopTimers();
+    startClock();
+    showAccount();
+    set('signin', phaseStatus.signin, { alert: 'Your sign-in is no longer valid (it expired or was not recognised). Sign in again to buy.' });
   }
 
   function showOrder(o) {
@@ -417,7 +492,10 @@
     orderExpires = Date.parse(o.expiresAt);
     const s = o.status;
     if (s === 'PENDING') {
-      set('reserved', 'Reserved: pay within ' + clock(orderExpires - now()) + '.', { focus: el.orderH });
+      // The line is announced once, so it names the deadline; the timer
+      // below counts down to it.
+      const by = new Date(orderExpires - offset).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+      set('reserved', 'Reserved: pay by ' + by + '.', { focus: el.orderH });
       el.orderText.textContent = 'One unit is reserved for you.';
       every(500, () => {
         if (state !== 'reserved') return;
@@ -434,9 +512,13 @@
     el.payLeft.textContent = '';
     forgetOrder();
     if (s === 'PAID') { set('paid', 'Paid. Thank you: your order is complete.', { focus: el.orderH }); el.orderText.textContent = 'Your payment went through.'; }
-    else if (s === 'CANCELLED') { set('cancelled', 'Order cancelled. Its unit went back on sale.', { focus: el.orderH }); el.orderText.textContent = 'You cancelled this order.'; orderId = null; }
-    else if (s === 'EXPIRED') { set('expired', 'The time to pay ran out and the order expired; its unit goes back on sale.', { focus: el.orderH }); el.orderText.textContent = 'This order was not paid in time.'; }
-    else { set('failed', 'The order could not be completed. Nothing was charged.', { focus: el.orderH }); el.orderText.textContent = 'Something went wrong recording this order.'; }
+    else {
+      // The unit went back on sale: a SOLD_OUT seen before no longer holds.
+      soldOutSeen = -Infinity;
+      if (s === 'CANCELLED') { set('cancelled', 'Order cancelled. Its unit went back on sale.', { focus: el.orderH }); el.orderText.textContent = 'You cancelled this order.'; }
+      else if (s === 'EXPIRED') { set('expired', 'The time to pay ran out and the order expired; its unit goes back on sale.', { focus: el.orderH }); el.orderText.textContent = 'This order was not paid in time.'; }
+      else { set('failed', 'The order could not be completed and nothing was charged. You can try to buy again.', { focus: el.orderH }); el.orderText.textContent = 'Something went wrong recording this order.'; }
+    }
   }
 
   async function act(what) {
@@ -451,7 +533,15 @@
     if (r.status === 409 && code === 'ORDER_CANCELLED') return showOrder({ status: 'CANCELLED', expiresAt: new Date(orderExpires).toISOString() });
     if (r.status === 409) return showOrder({ status: 'FAILED', expiresAt: new Date(orderExpires).toISOString() });
     if (r.status === 429) { await sleep(r.retryAfter * 1000); state = 'reserved'; return act(what); }
-    set('reserved', '', { alert: (paying ? 'The payment' : 'The cancellation') + ' did not go through (' + (code || r.status) + '). Your order is still reserved: try again.' });
+    const thing = paying ? 'The payment' : 'The cancellation';
+    if (r.status === 0) {
+      // The reply was lost, not the request: look before saying anything.
+      const o = await call('GET', '/orders/' + orderId);
+      if (o.status === 200 && o.body.status !== 'PENDING') return showOrder(o.body);
+      return set('reserved', '', { alert: 'No connection to the shop: ' + thing.toLowerCase() + ' was not confirmed. Your order is still reserved: try again.' });
+    }
+    if (r.status === 503) return set('reserved', '', { alert: 'The shop is very busy: ' + thing.toLowerCase() + ' did not go through. Your order is still reserved: try again in a moment.' });
+    set('reserved', '', { alert: thing + ' did not go through. Your order is still reserved: try again. (' + (code || r.status) + ')' });
   }
 
   // settle polls the order until it leaves PENDING.
@@ -494,20 +584,26 @@
     showAccount();
     state = 'loading';
     showPhase();
-    (el.buy.disabled ? el.title : el.buy).focus();
+    (buyOff() ? el.title : el.buy).focus();
     findOrder();
   }
 
   // ---- start -------------------------------------------------------------
+  // startClock runs showPhase every 250 ms, once however often called;
+  // stopTimers leaves it running.
+  let clockTimer = null;
   function startClock() {
-    every(250, showPhase);
+    if (clockTimer) return;
+    showPhase();
+    clockTimer = setInterval(showPhase, 250);
   }
   // refreshLoop reloads the sale (a cacheable description, at most a second
-  // old): every second while paused or sold out, to notice a resume or
-  // returned stock, else every five.
+  // old): every second while paused, sold out or after the buyer's order
+  // ended, to notice a resume or returned stock; every two while open (a
+  // pause shows soon); else every five.
   async function refreshLoop() {
     for (;;) {
-      await sleep(state === 'paused' || state === 'soldout' ? 1000 : 5000);
+      await sleep(['paused', 'soldout'].includes(state) || afterOrder(state) ? 1000 : state === 'open' ? 2000 : 5000);
       const keep = chosenItem();
       if ((await loadSale()) !== true) continue;
       renderSale();
@@ -519,6 +615,7 @@
   async function init() {
     el.buy.addEventListener('click', buy);
     el.retry.addEventListener('click', () => {
+      if (!sale) { location.reload(); return; }
       state = 'loading';
       showPhase();
       if (state === 'open') buy(); else el.title.focus();
@@ -527,19 +624,36 @@
     el.cancel.addEventListener('click', () => act('cancel'));
     el.signin.addEventListener('submit', devSignIn);
     el.signout.addEventListener('click', () => { setToken(null); forgetOrder(); orderId = null; showAccount(); state = 'loading'; showPhase(); });
-    if (!saleId) { set('notfound', '', { alert: 'This address names no sale.' }); el.countdown.textContent = ''; return; }
+    window.addEventListener('storage', sharedOrder);
+    if (!saleId) return noSale('This address names no sale. Check the link you followed.');
     await syncClock();
     const ok = await loadSale();
-    if (ok === 'notfound') { set('notfound', '', { alert: 'There is no sale ' + saleId + '.' }); el.countdown.textContent = ''; return; }
-    if (!ok) { set('error', '', { alert: 'The sale could not be loaded. Reload the page to try again.' }); return; }
+    if (ok === 'notfound') return noSale('There is no sale ' + saleId + '. Check the link you followed.');
+    if (!ok) { el.buy.hidden = true; showAccount(); set('error', '', { alert: 'The sale could not be loaded.', retry: true }); el.countdown.textContent = ''; return; }
     renderSale();
+    const tok = getToken();
+    const expired = tok && tokenExpired(tok);
+    if (expired) setToken(null);
     showAccount();
     if (sale.queueOpens && now() < sale.start) joinAt = sale.queueOpens;
-    let saved = null;
-    try { saved = sessionStorage.getItem(orderKey()); } catch (e) { /* ignore */ }
-    startClock();
+    const saved = savedOrder();
     refreshLoop();
-    if (saved && getToken()) { orderId = saved; track(''); } else findOrder();
+    if (expired) { startClock(); return signedOut(); }
+    if (saved) { orderId = saved; track(''); startClock(); return; }
+    // The buyer's order, if any, before the page says "sold out" (bounded:
+    // a slow answer is followed by the order when it arrives).
+    await Promise.race([findOrder(), sleep(1500)]);
+    startClock();
+  }
+  function noSale(why) {
+    document.title = 'Sale not found';
+    el.title.textContent = 'Sale not found';
+    el.buy.hidden = true;
+    el.countdown.textContent = '';
+    el.when.textContent = '';
+    el.items.hidden = true;
+    el.account.hidden = true;
+    set('notfound', why);
   }
   init();
 })();

@@ -1,0 +1,150 @@
+package e2e_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/valyala/fasthttp"
+)
+
+// TestBrowserTabsAndBuyingAgain: one buyer with two tabs of one browser,
+// and a second buyer, for a single unit. The tab opened before the purchase
+// shows the order made in the other (not "sold out"); a cancel there is
+// seen in both; the unit goes back on sale; "buy" turns on again by itself
+// in the tabs of the buyer who cancelled (it was off while the item was
+// sold out) and on the second buyer's sold-out page; and the buyer buys
+// again from the other tab.
+func TestBrowserTabsAndBuyingAgain(t *testing.T) {
+	need(t)
+	b := browser(t)
+	s, g := startFrontDoor(t, 1, time.Second, map[string]any{"name": "Two tabs"})
+	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
+	a := newTab(t, b, "tabs-desktop-a", 1280, 900, false)
+	a.do(chromedp.Navigate(url))
+	a.waitState(10*time.Second, nil, "signin")
+	a.signIn("1201")
+	a.waitState(10*time.Second, nil, "open")
+	tabB := a.sibling("tabs-desktop-b", 1280, 900, false)
+	tabB.do(chromedp.Navigate(url))
+	tabB.waitState(10*time.Second, nil, "open")
+	other := newTab(t, b, "tabs-phone-other", 390, 844, true)
+	other.do(chromedp.Navigate(url))
+	other.waitState(10*time.Second, nil, "signin")
+	other.signIn("1202")
+	other.waitState(10*time.Second, nil, "open")
+
+	a.do(chromedp.Click(chromedp.ID("buy")))
+	a.waitState(20*time.Second, nil, "reserved")
+	tabB.waitState(10*time.Second, nil, "reserved")
+	if id, want := tabB.text("order-id"), a.text("order-id"); id != want || id == "" {
+		t.Fatalf("the second tab shows order %q, the buyer's is %q", id, want)
+	}
+	if c := tabB.text("countdown"); c != "" {
+		t.Errorf("the sale's line over the buyer's order: %q", c)
+	}
+	tabB.shot("reserved")
+	other.do(chromedp.Click(chromedp.ID("buy")))
+	other.waitState(10*time.Second, nil, "soldout")
+	other.shot("soldout")
+
+	a.do(chromedp.Click(chromedp.ID("cancel")))
+	a.waitState(20*time.Second, nil, "cancelled")
+	tabB.waitState(20*time.Second, nil, "cancelled")
+	a.shot("cancelled")
+	// The unit is back: every page may buy again, by itself.
+	for _, tb := range []*tab{a, tabB, other} {
+		deadline := time.Now().Add(5 * time.Second)
+		for buyOff(tb) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: buy still off 5 s after the cancel (state %s, countdown %q)", tb.name, tb.state(), tb.text("countdown"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	other.waitState(5*time.Second, nil, "open")
+	other.shot("open-again")
+	tabB.do(chromedp.Click(chromedp.ID("buy")))
+	tabB.waitState(20*time.Second, nil, "reserved")
+	tabB.shot("reserved-again")
+	a.waitState(10*time.Second, nil, "reserved") // the first tab follows
+	t.Logf("screenshots: %s", strings.Join(append(append(a.shots, tabB.shots...), other.shots...), " "))
+}
+
+// TestBrowserRefusedSignIn: a token the gateway does not take (garbage, or
+// expired) signs the buyer out, with the sign-in form back and a message:
+// at the click when it turns bad under an open page, and as the page loads
+// (an expired one by its exp, a garbage one when the page looks for the
+// buyer's order).
+func TestBrowserRefusedSignIn(t *testing.T) {
+	need(t)
+	b := browser(t)
+	s, g := startFrontDoor(t, 5, 0, map[string]any{"name": "Bad tokens"})
+	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
+	seg := func(v string) string { return base64.RawURLEncoding.EncodeToString([]byte(v)) }
+	expired := seg(`{"alg":"HS256","typ":"JWT"}`) + "." + seg(`{"sub":"1301","exp":1}`) + ".c2ln"
+	for _, c := range []struct{ name, token, at string }{
+		{"garbage-click", "not-a-token", "click"},
+		{"garbage-load", "not-a-token", "load"},
+		{"expired", expired, "load"},
+	} {
+		tb := newTab(t, b, "token-phone-"+c.name, 390, 844, true)
+		tb.do(chromedp.Navigate(url))
+		tb.waitState(10*time.Second, nil, "signin")
+		if c.at == "click" {
+			// Signed in, then the shop's token turns bad under the open page.
+			tb.signIn("1301")
+			tb.waitState(10*time.Second, nil, "open")
+			eval[bool](tb, `(localStorage.setItem('flashsale.token', '`+c.token+`'), true)`)
+			tb.do(chromedp.Click(chromedp.ID("buy")))
+		} else {
+			eval[bool](tb, `(localStorage.setItem('flashsale.token', '`+c.token+`'), true)`)
+			tb.do(chromedp.Reload())
+		}
+		tb.waitState(10*time.Second, nil, "signin")
+		if alert := tb.text("alert"); !strings.Contains(alert, "Sign in again") {
+			t.Errorf("%s: alert %q", c.name, alert)
+		}
+		if !eval[bool](tb, `!document.getElementById('signin').hidden && document.getElementById('signout').hidden`) {
+			t.Errorf("%s: the sign-in form is not back (who: %q)", c.name, tb.text("who"))
+		}
+		if tok := eval[string](tb, `localStorage.getItem('flashsale.token') || ''`); tok != "" {
+			t.Errorf("%s: the refused token is kept: %q", c.name, tok)
+		}
+		tb.shot("signed-out")
+	}
+}
+
+// TestBrowserNoSuchSale: a malformed address under /sale/ gets the page
+// with 404, and the page, like the one for an unknown sale id, says so with
+// no buy button.
+func TestBrowserNoSuchSale(t *testing.T) {
+	need(t)
+	b := browser(t)
+	s, g := startFrontDoor(t, 1, 0, map[string]any{"name": "Real one"})
+	for _, c := range []struct {
+		name, path string
+		status     int
+	}{
+		{"malformed", "/sale/abc", 404},
+		{"unknown", fmt.Sprintf("/sale/%d", s.ID+1_000_000), 200}, // the page cannot know without the API
+	} {
+		code, body, err := fasthttp.GetTimeout(nil, "http://"+g.addr+c.path, 5*time.Second)
+		if err != nil || code != c.status || !strings.Contains(string(body), "<!doctype html>") {
+			t.Fatalf("GET %s: %d %v, html %v; want %d and the page", c.path, code, err, strings.Contains(string(body), "<!doctype html>"), c.status)
+		}
+		tb := newTab(t, b, "nosale-phone-"+c.name, 390, 844, true)
+		tb.do(chromedp.Navigate("http://" + g.addr + c.path))
+		tb.waitState(10*time.Second, nil, "notfound")
+		if title, st := tb.text("title"), tb.text("status"); title != "Sale not found" || !strings.Contains(st, "Check the link") {
+			t.Errorf("%s: title %q, status %q", c.name, title, st)
+		}
+		if !eval[bool](tb, `document.getElementById('buy').hidden && document.getElementById('account').hidden`) {
+			t.Errorf("%s: the buy button or the account panel shows", c.name)
+		}
+		tb.shot("notfound")
+	}
+}
