@@ -63,6 +63,12 @@ func TestSalePage(t *testing.T) {
 			t.Fatalf("GET %s: %d %v, body is the page: %v; want 404, the page, no ETag", p, nf.status, nf.header, nf.body == r.body)
 		}
 	}
+	// Another release's hash (a rolling deploy) gets this one's, revalidated.
+	other := do(t, c, "GET", "/sale/assets/sale.0123456789ab.css", "")
+	if other.status != 200 || other.header["Cache-Control"] != "public, no-cache" || other.header["ETag"] == "" ||
+		!strings.HasPrefix(other.header["Content-Type"], "text/css") {
+		t.Fatalf("another release's asset: %d %v", other.status, other.header)
+	}
 	for _, p := range []string{"/sale/assets/sale.js", "/sale/assets/nope.0123456789ab.js", "/sale/assets/"} {
 		want(t, do(t, c, "GET", p, ""), 404, `{"error":"NOT_FOUND"}`)
 	}

@@ -59,15 +59,34 @@ type Asset struct {
 type Site struct {
 	page   *Asset
 	assets map[string]*Asset // by name under AssetPrefix
+	other  []otherRelease    // one per asset, for another release's hash
 }
+
+// otherRelease answers an asset name with a content hash that is not this
+// build's: in a rolling deploy a page from one release (from a CDN, or from
+// another gateway) asks a gateway of the other for its assets. A 404 there
+// would leave the buyer a page without its script; the current asset,
+// revalidated every time (no-cache, this content's ETag), keeps the page
+// working, and no cache keeps it under the wrong name once the deploy is done.
+type otherRelease struct {
+	prefix, ext string // "sale.", ".js"
+	asset       *Asset
+}
+
+// hashLen is the length of the content hash in an asset's name (6 bytes, hex).
+const hashLen = 12
 
 var types = map[string]string{
 	".css": "text/css; charset=utf-8",
 	".js":  "text/javascript; charset=utf-8",
 }
 
-// immutable is the Cache-Control of a content-hashed asset.
-var immutable = []byte("public, max-age=31536000, immutable")
+// immutable is the Cache-Control of a content-hashed asset; revalidate that
+// of an asset asked for by another release's hash.
+var (
+	immutable  = []byte("public, max-age=31536000, immutable")
+	revalidate = []byte("public, no-cache")
+)
 
 // New renders the page for cfg.
 func New(cfg Config) (*Site, error) {
@@ -88,6 +107,9 @@ func New(cfg Config) (*Site, error) {
 		s.assets[name] = &Asset{Name: AssetPrefix + name, Body: body, ContentType: []byte(types[ext]),
 			ETag: etag(sum[:]), CacheControl: immutable}
 		names[f] = AssetPrefix + name
+		o := *s.assets[name]
+		o.CacheControl = revalidate
+		s.other = append(s.other, otherRelease{prefix: strings.TrimSuffix(f, ext) + ".", ext: ext, asset: &o})
 	}
 	tpl, err := files.ReadFile("assets/sale.html")
 	if err != nil {
@@ -112,9 +134,33 @@ func etag(sum []byte) []byte { return []byte(`"` + hex.EncodeToString(sum[:12]) 
 // Page returns the sale page.
 func (s *Site) Page() *Asset { return s.page }
 
-// Asset returns the asset served as AssetPrefix+name, or nil. It allocates
+// Asset returns the asset served as AssetPrefix+name, or nil. A name of
+// this page's assets with another content hash (<base>.<12 hex>.<ext>) gets
+// the current one, to be revalidated (see otherRelease). It allocates
 // nothing.
-func (s *Site) Asset(name []byte) *Asset { return s.assets[string(name)] }
+func (s *Site) Asset(name []byte) *Asset {
+	if a := s.assets[string(name)]; a != nil {
+		return a
+	}
+	for i := range s.other {
+		o := &s.other[i]
+		n := len(o.prefix) + hashLen
+		if len(name) == n+len(o.ext) && string(name[:len(o.prefix)]) == o.prefix &&
+			string(name[n:]) == o.ext && isHex(name[len(o.prefix):n]) {
+			return o.asset
+		}
+	}
+	return nil
+}
+
+func isHex(b []byte) bool {
+	for _, c := range b {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
 
 // Assets returns every asset's served path, for tests and the README.
 func (s *Site) Assets() []string {

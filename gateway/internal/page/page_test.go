@@ -50,6 +50,40 @@ func TestPageNamesItsHashedAssets(t *testing.T) {
 	}
 }
 
+// TestAnotherReleasesHash: in a rolling deploy, a page of one release asks
+// a gateway of another for its assets. Their names (another content hash)
+// get this release's asset, to be revalidated every time; any other name
+// stays unknown.
+func TestAnotherReleasesHash(t *testing.T) {
+	s := Default()
+	for _, c := range []struct{ name, src string }{
+		{"sale.0123456789ab.js", "sale.js"},
+		{"sale.ffffffffffff.css", "sale.css"},
+		{"pow-worker.000000000000.js", "pow-worker.js"},
+	} {
+		a := s.Asset([]byte(c.name))
+		body, _ := files.ReadFile("assets/" + c.src)
+		if a == nil || !bytes.Equal(a.Body, body) {
+			t.Fatalf("%s: not served as %s", c.name, c.src)
+		}
+		if string(a.CacheControl) != "public, no-cache" || len(a.ETag) == 0 {
+			t.Errorf("%s: Cache-Control %q, ETag %q; want no-cache and this content's ETag", c.name, a.CacheControl, a.ETag)
+		}
+	}
+	for _, name := range []string{
+		"sale.0123456789a.js", "sale.0123456789abc.js", "sale.0123456789AB.js", "sale.0123456789ab.css.js",
+		"nope.0123456789ab.js", "sale.0123456789ab.html", "sale.0123456789ab", ".0123456789ab.js", "sale.js.0123456789ab",
+	} {
+		if a := s.Asset([]byte(name)); a != nil {
+			t.Errorf("%s: served (%s)", name, a.Name)
+		}
+	}
+	name := []byte("sale.0123456789ab.js")
+	if n := testing.AllocsPerRun(100, func() { _ = s.Asset(name) }); n != 0 {
+		t.Errorf("another release's asset: %v allocs", n)
+	}
+}
+
 // TestSameFlagsSameBytes: the page depends on the flags only, so gateways
 // with the same flags serve identical bytes (and ETags), and different flags
 // change the ETag.

@@ -600,10 +600,11 @@
   // refreshLoop reloads the sale (a cacheable description, at most a second
   // old): every second while paused, sold out or after the buyer's order
   // ended, to notice a resume or returned stock; every two while open (a
-  // pause shows soon); else every five.
+  // pause shows soon) or while the buyer's order runs (the units left);
+  // else every five.
   async function refreshLoop() {
     for (;;) {
-      await sleep(['paused', 'soldout'].includes(state) || afterOrder(state) ? 1000 : state === 'open' ? 2000 : 5000);
+      await sleep(['paused', 'soldout'].includes(state) || afterOrder(state) ? 1000 : state === 'open' || ownOrder() ? 2000 : 5000);
       const keep = chosenItem();
       if ((await loadSale()) !== true) continue;
       renderSale();
