@@ -26,6 +26,7 @@ func TestSalePage(t *testing.T) {
 		do(t, c, "GET", "/sale/77", e.token(42)),
 		do(t, c, "GET", "/sale/78/", "", "Cookie", "session=abc"),
 		do(t, e.serve("10.9.9.9"), "GET", "/sale/4294967295", e.token(43)),
+		do(t, c, "GET", "/sale/77?utm_source=mail&x=%zz", ""), // the query is not the gateway's
 	} {
 		if other.status != 200 || other.body != r.body || other.header["ETag"] != r.header["ETag"] || other.header["Set-Cookie"] != "" {
 			t.Fatalf("the page differs between users or sales: %d %v", other.status, other.header)
