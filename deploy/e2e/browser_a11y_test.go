@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -201,7 +202,14 @@ func axString(v *accessibility.Value) string {
 	if v == nil {
 		return ""
 	}
-	return strings.Trim(string(v.Value), `"`)
+	var x any
+	if err := json.Unmarshal(v.Value, &x); err != nil {
+		return string(v.Value)
+	}
+	if str, ok := x.(string); ok {
+		return str
+	}
+	return fmt.Sprint(x)
 }
 
 func axProp(n *accessibility.Node, name string) string {

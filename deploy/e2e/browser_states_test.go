@@ -49,11 +49,13 @@ func TestBrowserTabsAndBuyingAgain(t *testing.T) {
 	tabB.shot("reserved")
 	other.do(chromedp.Click(chromedp.ID("buy")))
 	other.waitState(10*time.Second, nil, "soldout")
+	other.audit("soldout")
 	other.shot("soldout")
 
 	a.do(chromedp.Click(chromedp.ID("cancel")))
 	a.waitState(20*time.Second, nil, "cancelled")
 	tabB.waitState(20*time.Second, nil, "cancelled")
+	a.audit("cancelled")
 	a.shot("cancelled")
 	// The unit is back: every page may buy again, by itself.
 	for _, tb := range []*tab{a, tabB, other} {
@@ -114,6 +116,7 @@ func TestBrowserRefusedSignIn(t *testing.T) {
 		if tok := eval[string](tb, `localStorage.getItem('flashsale.token') || ''`); tok != "" {
 			t.Errorf("%s: the refused token is kept: %q", c.name, tok)
 		}
+		tb.audit("signed-out")
 		tb.shot("signed-out")
 	}
 }
@@ -145,6 +148,7 @@ func TestBrowserNoSuchSale(t *testing.T) {
 		if !eval[bool](tb, `document.getElementById('buy').hidden && document.getElementById('account').hidden`) {
 			t.Errorf("%s: the buy button or the account panel shows", c.name)
 		}
+		tb.audit("notfound")
 		tb.shot("notfound")
 	}
 }

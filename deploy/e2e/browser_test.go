@@ -309,6 +309,7 @@ func TestBrowserBuyToPaid(t *testing.T) {
 	}
 	desk.shot("countdown")
 	phone.waitState(5*time.Second, nil, "countdown")
+	phone.audit("countdown")
 	phone.shot("countdown")
 
 	// Buy turns on at the start, not before (the page's clock follows the
@@ -330,6 +331,7 @@ func TestBrowserBuyToPaid(t *testing.T) {
 	desk.waitState(20*time.Second, func(st string) {
 		if st == "processing" && !sawProcessing {
 			sawProcessing = true
+			desk.audit("processing")
 			desk.shot("processing")
 		}
 	}, "reserved")
@@ -466,6 +468,7 @@ func TestBrowserQueuedAdmitted(t *testing.T) {
 			if txt := phone.text("status"); !strings.Contains(txt, "very busy") || !strings.Contains(txt, "asks again by itself") {
 				t.Errorf("busy status %q", txt)
 			}
+			phone.audit("busy")
 			phone.shot("busy")
 		}
 	}, "queued")
@@ -480,6 +483,7 @@ func TestBrowserQueuedAdmitted(t *testing.T) {
 		if st := tb.text("status"); !strings.Contains(st, "You are in the queue") || !strings.Contains(st, "drawn at random") {
 			t.Fatalf("%s: queued status %q", tb.name, st)
 		}
+		tb.audit("queued")
 		tb.shot("queued")
 	}
 	for _, tb := range []*tab{desk, phone} {
@@ -525,6 +529,7 @@ func TestBrowserPaused(t *testing.T) {
 	if st := phone.text("status"); !strings.Contains(st, "paused") || !strings.Contains(st, "Nothing was bought") {
 		t.Fatalf("paused status %q", st)
 	}
+	phone.audit("paused")
 	phone.shot("paused")
 	flashctl(t, "sale", "resume", "--sale", fmt.Sprint(s.ID))
 	phone.waitState(10*time.Second, nil, "open")
