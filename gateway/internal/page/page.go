@@ -103,7 +103,7 @@ func New(cfg Config) (*Site, error) {
 		}
 		sum := sha256.Sum256(body)
 		ext := path.Ext(f)
-		name := strings.TrimSuffix(f, ext) + "." + hex.EncodeToString(sum[:6]) + ext
+		name := strings.TrimSuffix(f, ext) + "." + hex.EncodeToString(sum[:hashLen/2]) + ext
 		s.assets[name] = &Asset{Name: AssetPrefix + name, Body: body, ContentType: []byte(types[ext]),
 			ETag: etag(sum[:]), CacheControl: immutable}
 		names[f] = AssetPrefix + name
