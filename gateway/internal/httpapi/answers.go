@@ -66,7 +66,7 @@ var answers = [numAnswers]answerSpec{
 	aOrderNotFound:    {status: fasthttp.StatusNotFound, body: api.ErrorBody(api.OrderNotFound)},
 	aSaleNotFound:     {status: fasthttp.StatusNotFound, body: api.ErrorBody(api.SaleNotFound)},
 	aNotFound:         {status: fasthttp.StatusNotFound, body: api.ErrorBody(api.NotFound)},
-	aMethodGet:        {status: fasthttp.StatusMethodNotAllowed, body: api.ErrorBody(api.MethodNotAllowed), allow: []byte("GET")},
+	aMethodGet:        {status: fasthttp.StatusMethodNotAllowed, body: api.ErrorBody(api.MethodNotAllowed), allow: []byte("GET, HEAD")},
 	aMethodPost:       {status: fasthttp.StatusMethodNotAllowed, body: api.ErrorBody(api.MethodNotAllowed), allow: []byte("POST")},
 	aRateLimited:      {status: fasthttp.StatusTooManyRequests, body: api.ErrorBody(api.RateLimited)},
 	aUnavailable:      {status: fasthttp.StatusServiceUnavailable, body: api.ErrorBody(api.Unavailable)},

@@ -277,8 +277,19 @@ func TestNotFoundAndMethods(t *testing.T) {
 	}
 	r = do(t, c, "POST", "/api/flash-sales/sales/77", tok)
 	want(t, r, 405, "")
-	if r.header["Allow"] != "GET" {
+	if r.header["Allow"] != "GET, HEAD" {
 		t.Fatalf("Allow %q", r.header["Allow"])
+	}
+	// HEAD is GET without the body, on every GET route; never on a POST one.
+	for _, p := range []string{"/api/flash-sales/sales/77", "/api/flash-sales/time"} {
+		get, head := do(t, c, "GET", p, ""), do(t, c, "HEAD", p, "")
+		if get.status != 200 || head.status != 200 || head.body != "" || head.header["Cache-Control"] != get.header["Cache-Control"] {
+			t.Fatalf("HEAD %s: %d %q %q, GET: %d %q", p, head.status, head.body, head.header["Cache-Control"], get.status, get.header["Cache-Control"])
+		}
+	}
+	want(t, do(t, c, "HEAD", "/api/flash-sales/orders/"+sharding.NewOrderID(77, 1, 1).String(), tok), 404, "")
+	if r = do(t, c, "HEAD", purchasePath, tok); r.status != 405 || r.header["Allow"] != "POST" {
+		t.Fatalf("HEAD purchase: %d Allow %q, want 405 POST", r.status, r.header["Allow"])
 	}
 	want(t, do(t, c, "DELETE", "/api/flash-sales/orders/"+sharding.NewOrderID(77, 1, 1).String(), tok), 405, "")
 	want(t, do(t, c, "GET", "/api/flash-sales/orders/"+sharding.NewOrderID(77, 1, 1).String()+"/pay", tok), 405, "")

@@ -237,10 +237,12 @@ func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {
 	}
 }
 
-// method reports whether the request's method is want (GET or POST); when
-// it is not, it has answered 405 naming want in Allow.
+// method reports whether the request's method is want (GET or POST; a GET
+// route takes HEAD too, which fasthttp answers without the body, as HTTP
+// wants of every GET resource); when it is not, it has answered 405 naming
+// what the route takes in Allow.
 func (h *Handler) method(ctx *fasthttp.RequestCtx, route obs.Route, want string) bool {
-	if string(ctx.Method()) == want {
+	if m := ctx.Method(); string(m) == want || (want == fasthttp.MethodGet && string(m) == fasthttp.MethodHead) {
 		return true
 	}
 	if want == fasthttp.MethodPost {
