@@ -170,13 +170,78 @@ func TestIdempotencyKeyNamesTheSameOrder(t *testing.T) {
 	// Another key is another purchase: the user already holds one.
 	r3 := do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-2")
 	want(t, r3, 409, "")
-	// A released order's key cannot reserve again.
+	// The key's order ended: the same key buys again (SPEC: the user may),
+	// under its next id, and a retry of that purchase replays it.
 	id := orderIDOf(t, r1.body)
 	tag := e.sale.Shards[sharding.HomeShard(42, 77, 2)]
 	if !e.st.release(tag, 7, 42, id, stock.StatusExpired) {
 		t.Fatal("release failed")
 	}
-	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-1"), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id.String()+`"}`)
+	r4 := do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-1")
+	want(t, r4, 202, "")
+	id2 := orderIDOf(t, r4.body)
+	if id2 == id {
+		t.Fatal("the second purchase reused the ended order's id")
+	}
+	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-1"), 202, r4.body)
+	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k-2"), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+id2.String()+`"}`)
+	if j := e.st.journal(); len(j) != 2 || j[1].OrderID != id2 {
+		t.Fatalf("journal %+v, want the two orders", j)
+	}
+}
+
+func TestIdempotencyKeyOrdersAreBounded(t *testing.T) {
+	e := newEnv(t, envOpt{stockPerShard: 2 * maxKeyedOrders, shards: 1})
+	c := e.serve("10.0.0.1")
+	tok := e.token(42)
+	seen := map[sharding.OrderID]bool{}
+	var last sharding.OrderID
+	for i := range maxKeyedOrders {
+		r := do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k")
+		want(t, r, 202, "")
+		if last = orderIDOf(t, r.body); seen[last] {
+			t.Fatalf("purchase %d named order %v again", i, last)
+		}
+		seen[last] = true
+		if !e.st.release(e.sale.Shards[0], 7, 42, last, stock.StatusCancelled) {
+			t.Fatal("release failed")
+		}
+	}
+	// Every id of the key is used and ended: the key names its last order.
+	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k"), 409, `{"error":"ALREADY_PURCHASED","orderId":"`+last.String()+`"}`)
+	// A new key buys.
+	want(t, do(t, c, "POST", purchasePath, tok, "Idempotency-Key", "k2"), 202, "")
+}
+
+// goldKeyedID is the id earlier releases derived for key "k" of user 42,
+// item 7, sale 77.
+const goldKeyedID = "0000004d-3398-8839-a6e0-013485114233"
+
+func TestKeyedOrderIDs(t *testing.T) {
+	a := keyedOrderID([]byte("k"), 77, 7, 42, 0)
+	if a != keyedOrderID([]byte("k"), 77, 7, 42, 0) {
+		t.Fatal("not deterministic")
+	}
+	// The first id is the one earlier releases derived: in-flight retries
+	// across an upgrade name the same order.
+	if got := a.String(); got != goldKeyedID {
+		t.Fatalf("first id of key k: %s, want %s", got, goldKeyedID)
+	}
+	ids := map[sharding.OrderID]string{}
+	for _, c := range []struct {
+		key              string
+		sale, item, user int
+		gen              int
+	}{{"k", 77, 7, 42, 0}, {"k", 77, 7, 42, 1}, {"k", 77, 7, 42, 2}, {"k", 77, 7, 43, 1}, {"k", 77, 8, 42, 1}, {"k\x00\x01", 77, 7, 42, 0}, {"j", 77, 7, 42, 1}} {
+		id := keyedOrderID([]byte(c.key), int64(c.sale), int64(c.item), uint64(c.user), c.gen)
+		if prev, dup := ids[id]; dup {
+			t.Fatalf("%+v and %s share id %v", c, prev, id)
+		}
+		ids[id] = fmt.Sprintf("%+v", c)
+		if id.SaleID() != int64(c.sale) {
+			t.Fatalf("%+v: id %v names sale %d", c, id, id.SaleID())
+		}
+	}
 }
 
 func TestSoldOutSetsTheFlag(t *testing.T) {

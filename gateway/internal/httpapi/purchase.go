@@ -23,6 +23,8 @@ type purchase struct {
 	now  time.Time
 	it   *catalog.Item
 	tok  []byte
+	key  []byte // the Idempotency-Key, nil when none was sent
+	gen  int    // which of the key's orders p.r names (see keyedOrderID)
 	home int
 	r    stock.Reservation
 	rctx context.Context // bounded by the budget
@@ -75,14 +77,14 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 	// SOLD_OUT starts a borrow. The local per-shard view is not trusted for a
 	// refusal: borrows by this and other gateways change it faster than it is
 	// read.
-	p := purchase{h: h, ctx: ctx, now: now, it: it, tok: tok, home: home}
+	p := purchase{h: h, ctx: ctx, now: now, it: it, tok: tok, home: home, key: peek(ctx, hdrIdem, hdrIdemLower)}
 	p.r = stock.Reservation{
 		Tag: sale.Shards[home], SaleID: sale.ID, ItemID: it.Item.ID, UserID: user,
-		OrderID: h.orderID(ctx, sale.ID, it.Item.ID, user), Attempt: h.attempt(),
+		OrderID: h.orderID(p.key, sale.ID, it.Item.ID, user), Attempt: h.attempt(),
 		Created: now, Expires: now.Add(sale.Window()), TTL: h.cfg.OrderTTL, Bound: h.cfg.JournalBound,
 	}
 	p.rctx, _ = h.deadlines.get(now)
-	if h.repeat(ctx, p.rctx, now, sale.ID, p.r.Tag, user, tok, p.r.OrderID) {
+	if p.repeat() {
 		return
 	}
 	defer h.observe(route, now)
@@ -140,8 +142,18 @@ func (p *purchase) decided(res stock.Result) {
 		p.answer(aSoldOut)
 	case stock.AlreadyPurchased:
 		h.winners.add(p.tok, sale.ID, res.OrderID)
+		if p.laterOrder(res.OrderID) {
+			// A retry of this key's purchase after an earlier one ended:
+			// the same 202 as the order's first answer.
+			h.answerOrder(p.ctx, route, aAccepted, res.OrderID, stock.StatusPending)
+			return
+		}
 		h.answerOrder(p.ctx, route, aAlreadyPurchased, res.OrderID, "")
 	case stock.IDUsed:
+		if p.nextOrder() {
+			p.run()
+			return
+		}
 		h.answerOrder(p.ctx, route, aAlreadyPurchased, res.OrderID, "")
 	case stock.Reserved:
 		h.winners.add(p.tok, sale.ID, res.OrderID)
@@ -309,45 +321,86 @@ func (h *Handler) stillHeld(ctx *fasthttp.RequestCtx, now time.Time, sale *catal
 // find it and answer ALREADY_PURCHASED, at several times the cost in Redis.
 // It reports false, having answered nothing, when the click must go on to the
 // script: an unknown bearer, no record (the order was cancelled or expired,
-// and the user may buy again), or a record naming this very order id (an
-// Idempotency-Key retry, which the script replays). A Redis error answers 503:
-// nothing was reserved.
-func (h *Handler) repeat(ctx *fasthttp.RequestCtx, rctx context.Context, now time.Time, saleID int64, tag string, user uint64, tok []byte, oid sharding.OrderID) bool {
+// and the user may buy again), or a record naming one of this click's
+// Idempotency-Key orders (a retry, which the script replays). A Redis error
+// answers 503: nothing was reserved.
+func (p *purchase) repeat() bool {
+	h, saleID := p.h, p.r.SaleID
 	if h.cfg.NoRepeatRead {
 		return false
 	}
-	known, ok := h.winners.lookup(tok, saleID)
+	known, ok := h.winners.lookup(p.tok, saleID)
 	if !ok {
 		return false
 	}
-	held, found, err := h.Store.Holder(rctx, tag, user)
+	held, found, err := h.Store.Holder(p.rctx, p.r.Tag, p.r.UserID)
 	switch {
 	case err != nil:
 		h.Metrics.RedisError()
-		h.answer(ctx, obs.RoutePurchase, aUnavailable)
-	case !found || held == oid:
+		p.answer(aUnavailable)
+	case !found || held == p.r.OrderID || p.laterOrder(held):
 		return false
 	default:
 		if held != known {
-			h.winners.add(tok, saleID, held)
+			h.winners.add(p.tok, saleID, held)
 		}
-		h.answerOrder(ctx, obs.RoutePurchase, aAlreadyPurchased, held, "")
+		h.answerOrder(p.ctx, obs.RoutePurchase, aAlreadyPurchased, held, "")
 	}
-	h.observe(obs.RoutePurchase, now)
+	h.observe(obs.RoutePurchase, p.now)
 	return true
 }
 
-// orderID names the order: a hash of (sale, user, item, Idempotency-Key) when
-// the client sent a key, so that a retry names the same order on any gateway,
-// else a fresh id from the per-process seed and counter.
-func (h *Handler) orderID(ctx *fasthttp.RequestCtx, saleID, itemID int64, user uint64) sharding.OrderID {
-	key := peek(ctx, hdrIdem, hdrIdemLower)
+// maxKeyedOrders bounds the orders one Idempotency-Key names for its user in
+// a sale: each time the key's order has ended (expired, cancelled, failed)
+// the same key buys again under the next of its ids (see keyedOrderID). Past
+// the bound the key's click answers 409 naming its last order.
+const maxKeyedOrders = 16
+
+// nextOrder moves p to the key's next order id after the reserve script found
+// the current one used and ended; false without a key or past the bound.
+func (p *purchase) nextOrder() bool {
+	if len(p.key) == 0 || p.gen+1 >= maxKeyedOrders {
+		return false
+	}
+	p.gen++
+	p.r.OrderID = keyedOrderID(p.key, p.r.SaleID, p.r.ItemID, p.r.UserID, p.gen)
+	return true
+}
+
+// laterOrder reports whether held, the order the user holds, is one of the
+// key's orders after p's: the click retries the purchase that bought it.
+func (p *purchase) laterOrder(held sharding.OrderID) bool {
+	if len(p.key) == 0 {
+		return false
+	}
+	for g := p.gen + 1; g < maxKeyedOrders; g++ {
+		if keyedOrderID(p.key, p.r.SaleID, p.r.ItemID, p.r.UserID, g) == held {
+			return true
+		}
+	}
+	return false
+}
+
+// orderID names the order: the key's first order id (see keyedOrderID) when
+// the client sent an Idempotency-Key, so that a retry names the same order on
+// any gateway, else a fresh id from the per-process seed and counter.
+func (h *Handler) orderID(key []byte, saleID, itemID int64, user uint64) sharding.OrderID {
 	if len(key) == 0 {
 		n := h.counter.Add(1)
 		return sharding.NewOrderID(saleID, sharding.Mix64(h.seedHi+n*0x9e3779b97f4a7c15), uint32(sharding.Mix64(h.seedLo^n)))
 	}
+	return keyedOrderID(key, saleID, itemID, user, 0)
+}
+
+// keyedOrderID is the gen-th order id of an Idempotency-Key: a SHA-256 of
+// (sale, user, item, key), under another prefix and with gen from the second
+// on (the first is the id earlier releases derived).
+func keyedOrderID(key []byte, saleID, itemID int64, user uint64, gen int) sharding.OrderID {
 	var buf [256]byte
 	b := append(buf[:0], "flashsale-order-v1\x00"...)
+	if gen > 0 {
+		b = append(append(buf[:0], "flashsale-order-v2\x00"...), byte(gen))
+	}
 	b = binary.BigEndian.AppendUint64(b, uint64(saleID))
 	b = binary.BigEndian.AppendUint64(b, user)
 	b = binary.BigEndian.AppendUint64(b, uint64(itemID))
