@@ -152,3 +152,57 @@ func TestBrowserNoSuchSale(t *testing.T) {
 		tb.shot("notfound")
 	}
 }
+
+// TestBrowserRateLimited: a buyer over the per-user bucket (a gateway run
+// with -user-rate 0.2 -user-burst 1: one request each 5 s) is told once, in
+// the alert, that nothing was bought and that the page tries again by
+// itself; the status line counts the Retry-After seconds down, one a
+// second; then the purchase goes through without another click.
+func TestBrowserRateLimited(t *testing.T) {
+	need(t)
+	b := browser(t)
+	s, g := startFrontDoor(t, 1, 0, map[string]any{"name": "Quick hands"}, "-user-rate", "0.2", "-user-burst", "1")
+	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
+	tb := newTab(t, b, "limited-phone", 390, 844, true)
+	tb.do(chromedp.Navigate(url))
+	tb.waitState(10*time.Second, nil, "signin")
+	tb.signIn("1401")
+	tb.waitState(10*time.Second, nil, "open")
+	// Spend the buyer's one token (the page may have already), so the click
+	// meets the limit.
+	spend := fmt.Sprintf(`fetch('/api/flash-sales/sales/%d/order', {headers: {Authorization: 'Bearer ' + localStorage.getItem('flashsale.token')}}).then((r) => r.status)`, s.ID)
+	if code := eval[int](tb, spend); code != 404 && code != 429 {
+		t.Fatalf("spending the bucket: %d", code)
+	}
+	tb.do(chromedp.Click(chromedp.ID("buy")))
+	tb.waitState(5*time.Second, nil, "limited")
+	if alert := tb.text("alert"); !strings.Contains(alert, "nothing was bought") || !strings.Contains(alert, "tries again by itself") {
+		t.Errorf("alert %q", alert)
+	}
+	tb.audit("limited")
+	tb.shot("limited")
+	var counts []int // the seconds the status line showed, in order
+	for deadline := time.Now().Add(15 * time.Second); tb.state() == "limited" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var n int
+		if _, err := fmt.Sscanf(tb.text("status"), "Trying again in %d s", &n); err != nil {
+			t.Fatalf("status %q: %v", tb.text("status"), err)
+		}
+		if len(counts) == 0 || counts[len(counts)-1] != n {
+			counts = append(counts, n)
+		}
+	}
+	// The ticket and then the purchase may each meet the limit: a second
+	// wait starts again from at most 5.
+	if len(counts) < 2 || counts[0] > 5 {
+		t.Fatalf("the countdown showed %v seconds, want it counting down from at most 5", counts)
+	}
+	for i := 1; i < len(counts); i++ {
+		if counts[i] != counts[i-1]-1 && (counts[i-1] != 1 || counts[i] > 5) {
+			t.Fatalf("the countdown went %v, want one second less each step", counts)
+		}
+	}
+	tb.waitState(30*time.Second, nil, "reserved")
+	tb.audit("reserved")
+	tb.shot("reserved")
+	t.Logf("countdown %v; screenshots: %s", counts, strings.Join(tb.shots, " "))
+}

@@ -391,15 +391,22 @@
     if (r.status === 503 && code === 'SALE_PAUSED') { sale.status = 'PAUSED'; el.countdown.textContent = countdownText('paused'); return set('paused', 'The sale is paused for a moment. Nothing was bought. This page carries on when it resumes.'); }
     if (r.status === 403 && code === 'SALE_NOT_STARTED') { await syncClock(); return set('countdown', 'The sale has not started yet.'); }
     if (r.status === 401) return signedOut();
-    if (r.status === 429) {
-      set('limited', '', { alert: 'Too many tries at once. Trying again in ' + r.retryAfter + ' s…' });
-      await sleep(r.retryAfter * 1000);
-      return again();
-    }
+    if (r.status === 429) return limited(r.retryAfter, again);
     if (r.status === 403) return set('error', '', { alert: 'The purchase was refused. Nothing was bought. (' + (code || r.status) + ')', retry: true });
     if (r.status === 503) return set('error', '', { alert: 'The shop is very busy: nothing was bought. Try again in a moment.', retry: true });
     if (r.status === 0) return set('error', '', { alert: 'No connection to the shop. Check your network and try again.', retry: true });
     return set('error', '', { alert: 'Something went wrong (' + (code || r.status) + '). Try again.', retry: true });
+  }
+
+  // limited waits out a 429's Retry-After, counting the seconds down on the
+  // status line (the alert is said once), then repeats the request.
+  async function limited(secs, again) {
+    set('limited', '', { alert: 'Too many tries at once: nothing was bought yet. This page tries again by itself.' });
+    for (let s = secs; s > 0; s--) {
+      el.status.textContent = 'Trying again in ' + s + ' s…';
+      await sleep(1000);
+    }
+    return again();
   }
 
   // ---- the order ---------------------------------------------------------
