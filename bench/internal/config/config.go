@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -161,18 +162,34 @@ func Load(args []string, getenv func(string) string, usage io.Writer) (Config, e
 	raw := rawFlags{redis: strings.Join(c.Redis, ",")}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(usage)
+	fs.Usage = func() {
+		fmt.Fprintf(usage, "usage: bench [flags]              a load run: -scenario %s\n", strings.Join(Scenarios, ", "))
+		fmt.Fprintln(usage, "       bench merge [flags] DIR... one result from the shards of a run on many machines")
+		fmt.Fprintln(usage, "       bench compare A B          two results side by side")
+		fmt.Fprintln(usage, "\nflags:")
+		fs.PrintDefaults()
+	}
 	c.register(fs, &raw)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q (flags only)", fs.Arg(0))
+		return c, unexpectedArg(fs.Arg(0))
 	}
 	c.Args = append([]string(nil), args...)
 	if err := c.parseRaw(raw); err != nil {
 		return c, err
 	}
 	return c, c.resolve()
+}
+
+// unexpectedArg says what to type instead of a word among the flags: a
+// scenario's name is given with -scenario.
+func unexpectedArg(a string) error {
+	if slices.Contains(Scenarios, a) {
+		return fmt.Errorf("unexpected argument %q: a scenario is chosen with -scenario %s", a, a)
+	}
+	return fmt.Errorf("unexpected argument %q (flags only; the subcommands are merge and compare, first)", a)
 }
 
 // rawFlags are the flags parsed after the flag set: lists, ranges, times.

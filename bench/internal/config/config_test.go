@@ -36,7 +36,8 @@ func TestBadFlagsGiveClearErrors(t *testing.T) {
 		{[]string{"-shard", "a/b"}, `-shard "a/b"`},
 		{[]string{"-shard", "1/3"}, "give the same -seed to all"},
 		{[]string{"-start-at", "tomorrow"}, `-start-at "tomorrow": want an RFC 3339 time`},
-		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"extra"}, `unexpected argument "extra" (flags only; the subcommands are merge and compare, first)`},
+		{[]string{"flash-crowd"}, `unexpected argument "flash-crowd": a scenario is chosen with -scenario flash-crowd`},
 	}
 	for _, c := range cases {
 		_, err := Load(append(append([]string{}, base...), c.args...), env(nil), io.Discard)
@@ -49,6 +50,20 @@ func TestBadFlagsGiveClearErrors(t *testing.T) {
 	}
 	if _, err := Load([]string{"-dev"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "no items") {
 		t.Errorf("no items: err = %v", err)
+	}
+}
+
+// -h prints what bench does, its subcommands and its flags, and is not an
+// error of the run.
+func TestHelpNamesScenariosAndSubcommands(t *testing.T) {
+	var out strings.Builder
+	if _, err := Load([]string{"-h"}, env(nil), &out); err != ErrHelp {
+		t.Fatalf("-h: err = %v, want ErrHelp", err)
+	}
+	for _, want := range []string{"usage: bench [flags]", "-scenario steady, flash-crowd, bots, retry-storm", "bench merge [flags] DIR...", "bench compare A B", "-think duration"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("-h output lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 
