@@ -76,6 +76,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"sale", "resume", "--sale", "x"}, `invalid value "x" for flag -sale`},
 		{[]string{"sale", "end", "--sale", "5", "now"}, `unexpected argument "now"`},
 		{[]string{"sale", "list", "--sale", "5"}, "flag provided but not defined: -sale"},
+		{[]string{"sale", "list", "--status", "LIVE"}, `sale list: --status "LIVE": want SCHEDULED, ACTIVE, SOLD_OUT, PAUSED, ENDED`},
+		{[]string{"sale", "list", "--last", "-1"}, "sale list: --last -1: want 0 (all) or more"},
 		{[]string{"toolbox", "--every", "0s"}, "toolbox: --every must be at least 1s"},
 		{[]string{"toolbox", "--every", "soon"}, `invalid value "soon" for flag -every`},
 		{[]string{"toolbox", "--writer-group", ""}, "toolbox: --writer-group and --orders-topic must not be empty"},

@@ -239,9 +239,15 @@ func saleCreateFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, erro
 	}
 }
 
-func saleListFlags(*flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+func saleListFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var f ListFilter
+	status := fs.String("status", "", "only sales in these `STATES`, comma separated: "+strings.Join(saleStates, ", ")+" (default: all)")
+	fs.IntVar(&f.Last, "last", 0, "only the `N` sales that start last (after --status; 0: all)")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
-		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) { return t.ListSales(ctx) })
+		if err := f.parse(*status); err != nil {
+			return 0, err
+		}
+		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) { return t.ListSales(ctx, f) })
 	}
 }
 

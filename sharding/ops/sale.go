@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,9 +147,41 @@ type SaleList struct {
 	Sales []SaleLine `json:"sales"`
 }
 
-// ListSales lists every sale in PostgreSQL, newest start first, with its
-// status from the description in Redis.
-func (t *Tool) ListSales(ctx context.Context) (*SaleList, error) {
+// saleStates are the statuses `sale list` shows (and "?" for a sale Redis
+// lacks).
+var saleStates = []string{"SCHEDULED", "ACTIVE", "SOLD_OUT", "PAUSED", "ENDED"}
+
+// ListFilter narrows `sale list`: States (empty: all), then the Last sales
+// (0: all).
+type ListFilter struct {
+	States []string
+	Last   int
+}
+
+// parse reads --status (names in any case) and checks --last.
+func (f *ListFilter) parse(status string) error {
+	if f.Last < 0 {
+		return usagef("sale list: --last %d: want 0 (all) or more", f.Last)
+	}
+	for _, v := range strings.Split(status, ",") {
+		if v = strings.ToUpper(strings.TrimSpace(v)); v == "" {
+			continue
+		}
+		if !slices.Contains(saleStates, v) {
+			return usagef("sale list: --status %q: want %s", v, strings.Join(saleStates, ", "))
+		}
+		f.States = append(f.States, v)
+	}
+	return nil
+}
+
+func (f *ListFilter) keeps(status string) bool {
+	return len(f.States) == 0 || slices.Contains(f.States, status)
+}
+
+// ListSales lists the sales in PostgreSQL that f keeps, newest start first,
+// with their status from the description in Redis.
+func (t *Tool) ListSales(ctx context.Context, f ListFilter) (*SaleList, error) {
 	if err := t.needDB(); err != nil {
 		return nil, err
 	}
@@ -159,6 +192,9 @@ func (t *Tool) ListSales(ctx context.Context) (*SaleList, error) {
 	now := time.Now()
 	rep := &SaleList{Sales: []SaleLine{}}
 	for _, r := range rows {
+		if f.Last > 0 && len(rep.Sales) == f.Last {
+			break
+		}
 		status := "?"
 		if s, err := t.Store.LoadSale(ctx, r.ID); err == nil {
 			if status = saleState(s, now); status == "ACTIVE" {
@@ -169,6 +205,9 @@ func (t *Tool) ListSales(ctx context.Context) (*SaleList, error) {
 			}
 		} else if !errors.Is(err, stock.ErrNoSale) {
 			return nil, err
+		}
+		if !f.keeps(status) {
+			continue
 		}
 		rep.Sales = append(rep.Sales, SaleLine{Sale: r.ID, Name: r.Name, Status: status, StartsAt: r.StartsAt.UTC(), EndsAt: r.EndsAt.UTC(),
 			Window: r.Window.String(), Shards: r.Shards, Items: r.Items, Quantity: r.Quantity, Sold: r.Sold})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,6 +89,27 @@ func TestSaleCommands(t *testing.T) {
 	setStock(0, 0, 0, 0)
 	if st := listed(); st != "SOLD_OUT" {
 		t.Fatalf("sale list with no unit left: %s, want SOLD_OUT", st)
+	}
+	// --status keeps the sales in those states (any case), --last the newest.
+	filtered := func(args ...string) []SaleLine {
+		code, out, errOut := runMain(append([]string{"--json", "sale", "list"}, args...)...)
+		var list SaleList
+		if err := json.Unmarshal([]byte(out), &list); code != ExitOK || err != nil {
+			t.Fatalf("sale list %v: exit %d, %v\n%s%s", args, code, err, out, errOut)
+		}
+		return list.Sales
+	}
+	has := func(ls []SaleLine) bool {
+		return slices.ContainsFunc(ls, func(l SaleLine) bool { return l.Sale == id })
+	}
+	if ls := filtered("--status", "sold_out,paused"); !has(ls) || slices.ContainsFunc(ls, func(l SaleLine) bool { return l.Status != "SOLD_OUT" && l.Status != "PAUSED" }) {
+		t.Fatalf("--status sold_out,paused: %+v", ls)
+	}
+	if ls := filtered("--status", "ENDED"); has(ls) {
+		t.Fatalf("--status ENDED lists the sold-out sale %d", id)
+	}
+	if ls := filtered("--last", "1"); len(ls) != 1 {
+		t.Fatalf("--last 1: %d sales", len(ls))
 	}
 	setStock(2, 2, 2, 1)
 	if st := listed(); st != "ACTIVE" {
