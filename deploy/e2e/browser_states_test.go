@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -204,5 +205,23 @@ func TestBrowserRateLimited(t *testing.T) {
 	tb.waitState(30*time.Second, nil, "reserved")
 	tb.audit("reserved")
 	tb.shot("reserved")
+	// A pay that meets the limit says it waits, then pays by itself.
+	if code := eval[int](tb, spend); code != 404 && code != 429 {
+		t.Fatalf("spending the bucket: %d", code)
+	}
+	tb.do(chromedp.Click(chromedp.ID("pay")))
+	var lines []string // the status lines seen until paid
+	for deadline := time.Now().Add(30 * time.Second); tb.state() != "paid"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not paid 30 s after the click: state %s, status lines %q", tb.state(), lines)
+		}
+		if st := tb.text("status"); len(lines) == 0 || lines[len(lines)-1] != st {
+			lines = append(lines, st)
+		}
+	}
+	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Paying… the shop is busy: trying again in ") }) {
+		t.Errorf("the pay's 429 was not said; status lines seen: %q", lines)
+	}
+	tb.shot("paid")
 	t.Logf("countdown %v; screenshots: %s", counts, strings.Join(tb.shots, " "))
 }

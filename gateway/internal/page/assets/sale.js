@@ -539,7 +539,13 @@
     if (r.status === 409 && code === 'ORDER_PAID') return showOrder({ status: 'PAID', expiresAt: new Date(orderExpires).toISOString() });
     if (r.status === 409 && code === 'ORDER_CANCELLED') return showOrder({ status: 'CANCELLED', expiresAt: new Date(orderExpires).toISOString() });
     if (r.status === 409) return showOrder({ status: 'FAILED', expiresAt: new Date(orderExpires).toISOString() });
-    if (r.status === 429) { await sleep(r.retryAfter * 1000); state = 'reserved'; return act(what); }
+    if (r.status === 429) {
+      // Nothing happened yet: wait out Retry-After, saying so, and ask again.
+      el.status.textContent = (paying ? 'Paying' : 'Cancelling') + '… the shop is busy: trying again in ' + r.retryAfter + ' s.';
+      await sleep(r.retryAfter * 1000);
+      state = 'reserved';
+      return act(what);
+    }
     const thing = paying ? 'The payment' : 'The cancellation';
     if (r.status === 0) {
       // The reply was lost, not the request: look before saying anything.
