@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,15 +190,16 @@ func (b *Batcher) Unconfirmed() int64 { return b.unconfirmed.Load() }
 func (b *Batcher) refresh() {
 	ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 	defer cancel()
-	b.reroute(ctx)
+	_, _ = b.reroute(ctx)
 }
 
 // reroute reads the slot map and routes the batches by it; it returns the
-// new route, or nil (the last one kept) when the map could not be read.
-func (b *Batcher) reroute(ctx context.Context) *route {
+// new route, or nil and the error (the last route kept) when the map could
+// not be read.
+func (b *Batcher) reroute(ctx context.Context) (*route, error) {
 	top, err := Topology(ctx, b.c)
 	if err != nil {
-		return nil
+		return nil, err
 	}
 	nodes := b.c.Nodes()
 	old := b.route.Load()
@@ -206,7 +208,7 @@ func (b *Batcher) reroute(ctx context.Context) *route {
 		r.nodes[i], r.acks[i] = nodes[m.Addr], old.ackOf(m.Addr)
 	}
 	b.route.Store(r)
-	return r
+	return r, nil
 }
 
 // Sync routes the batches by the slot map as it is now, and fails when a
@@ -214,11 +216,16 @@ func (b *Batcher) reroute(ctx context.Context) *route {
 // failover the periodic refresh (BatcherRefresh) could still send a
 // purchase's batch to the dead master for seconds after every master
 // answered, so /readyz must not turn green before the route has the new
-// one. Where there is no slot map (a single Redis) it does nothing.
+// one. Where there is no slot map (a single Redis answers CLUSTER SLOTS
+// with an error) it does nothing; a slot map that could not be read (the
+// node asked is down, the time ran out) fails, as the route may be stale.
 func (b *Batcher) Sync(ctx context.Context) error {
-	r := b.reroute(ctx)
-	if r == nil {
+	r, err := b.reroute(ctx)
+	switch {
+	case noSlotMap(err):
 		return nil
+	case err != nil:
+		return fmt.Errorf("batcher: %w", err)
 	}
 	for i, m := range r.top.Masters {
 		if r.nodes[i] == nil {
@@ -226,6 +233,13 @@ func (b *Batcher) Sync(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// noSlotMap reports the error of CLUSTER SLOTS on a Redis that is not a
+// cluster member ("ERR This instance has cluster support disabled").
+func noSlotMap(err error) bool {
+	var rerr *rueidis.RedisError
+	return errors.As(err, &rerr) && strings.Contains(rerr.Error(), "cluster support disabled")
 }
 
 // refreshSoon reads the slot map again in the background, once at a time: a

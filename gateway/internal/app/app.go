@@ -155,6 +155,17 @@ func (a *App) connectRedis() error {
 	cfg := a.cfg
 	ropt := cfg.Redis.ClientOption()
 	ropt.DisableCache, ropt.MaxFlushDelay, ropt.PipelineMultiplex = true, cfg.RedisFlushDelay, cfg.RedisMultiplex
+	// No retries inside rueidis: it retries a read-only command that met a
+	// broken connection (or LOADING, CLUSTERDOWN) with a backoff that grows
+	// to a second, until the context ends. In a failover a purchase's
+	// reading of a dead master's shard then held its batch lane, and every
+	// purchase queued behind it, for the whole budget, and a reading begun
+	// before the promotion outlived it: /readyz was green and the next
+	// borrow still timed out (fresh-clone TestFaultMasterKill). A failed
+	// call now fails at once; the purchase answers 503 (nothing reserved)
+	// and each background loop (relay, catalog, sold-out poll) tries again
+	// on its own pace. Redirects (MOVED, ASK) are still followed.
+	ropt.DisableRetry = true
 	var err error
 	if a.redis, err = rueidis.NewClient(ropt); err != nil {
 		return fmt.Errorf("connecting to redis %v: %w", cfg.Redis.Addrs, err)

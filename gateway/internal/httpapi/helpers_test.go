@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -49,9 +50,36 @@ func (f *fakeSource) Available(_ context.Context, sale *sharding.Sale, itemID in
 	return out, nil
 }
 
+// ReadStock reads the shards as stock.Store.ReadStock does: a shard in
+// the store's unread set reads stock.Unknown.
 func (f *fakeSource) ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
-	return f.Available(ctx, sale, itemID)
+	out, _ := f.Available(ctx, sale, itemID)
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	for i, tag := range sale.Shards {
+		if f.st.unread[tag] {
+			out[i] = stock.Unknown
+		}
+	}
+	return out, nil
 }
+
+// MoveOut takes up to want units from the donor shard (Borrower); a shard
+// in the unread set does not answer.
+func (f *fakeSource) MoveOut(_ context.Context, itemID int64, from, _ string, want int64) (string, int64, error) {
+	f.st.mu.Lock()
+	defer f.st.mu.Unlock()
+	if f.st.unread[from] {
+		return "", 0, errRedisDown
+	}
+	k := stockKey{from, itemID}
+	n := min(want, f.st.stock[k])
+	f.st.stock[k] -= n
+	f.st.moves++
+	return fmt.Sprintf("move-%d", f.st.moves), n, nil
+}
+
+func (f *fakeSource) DropMove(context.Context, string, string) error { return nil }
 
 type stockKey struct {
 	tag  string
@@ -65,8 +93,10 @@ type fakeStore struct {
 	stock   map[stockKey]int64
 	buyers  map[string]map[uint64]sharding.OrderID
 	records map[sharding.OrderID]*fakeRecord
-	events  []fakeEvent // the journal, over every shard
-	err     error       // returned by every call when set
+	events  []fakeEvent     // the journal, over every shard
+	err     error           // returned by every call when set
+	unread  map[string]bool // shards whose stock reading and moves fail (fakeSource)
+	moves   int
 	// lostReply makes Reserve apply the script and then report an error, as
 	// when the reply is lost on the way back.
 	lostReply bool
@@ -383,6 +413,7 @@ type envOpt struct {
 	waitingRoom        *sharding.Room
 	powDifficulty      int
 	dev                bool // the development sign-in, with testSecret
+	borrow             bool // the handler borrows from the fakeSource
 }
 
 // testFrontDoorRing signs the queue passes and challenges of newEnv's handlers.
@@ -417,6 +448,10 @@ func newEnv(t testing.TB, o envOpt) *env {
 		st.stock[stockKey{tag, 7}] = o.stockPerShard
 	}
 	src := &fakeSource{st: st, sales: []*sharding.Sale{sale}}
+	var borrower Borrower
+	if o.borrow {
+		borrower = src
+	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cat := catalog.New(src, catalog.Config{Log: quiet})
 	if err := cat.Refresh(context.Background(), now); err != nil {
@@ -434,7 +469,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 		Catalog: cat, Store: st, Verifier: v,
 		IPLimit:   limit.New(limit.Config{Rate: 0.001, Burst: o.ipBurst, MaxKeys: 1024}),
 		UserLimit: limit.New(limit.Config{Rate: 0.001, Burst: o.userBurst, MaxKeys: 1024}),
-		Metrics:   obs.New(), Log: quiet, Tickets: o.tickets,
+		Metrics:   obs.New(), Log: quiet, Tickets: o.tickets, Borrower: borrower,
 		// The room has no Redis client: a poll with a pass must not need one.
 		Room: must(room.New(nil, room.Config{Ring: testFrontDoorRing, Log: quiet})), Proofs: pow.NewIssuer(testFrontDoorRing, 0),
 	})

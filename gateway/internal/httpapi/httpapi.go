@@ -68,12 +68,13 @@ type Store interface {
 // Borrower moves units of an item from a donor shard to a user's home shard
 // that ran dry (stock.Store): MoveOut takes them from the donor, journaled
 // there; the reservation credits them to the home shard in its own script;
-// DropMove then clears the donor's journal. Available reads each shard's
-// units, moves in flight included.
+// DropMove then clears the donor's journal. ReadStock reads each shard's
+// units, moves in flight included; a shard that did not answer reads
+// stock.Unknown and the others still count.
 type Borrower interface {
 	MoveOut(ctx context.Context, itemID int64, from, to string, want int64) (moveID string, units int64, err error)
 	DropMove(ctx context.Context, from, moveID string) error
-	Available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
+	ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
 }
 
 // Verifier checks a bearer token and returns its user id (auth.Verifier). It

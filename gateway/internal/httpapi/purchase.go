@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	mrand "math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -170,11 +171,13 @@ var errBorrow = errors.New("borrowing stock")
 
 // borrow runs one round of serving a user whose home shard is dry: a reading
 // of every shard taken after the dry answer (a reading of zero is confirmed
-// by a second one, see stock.Store.Available; concurrent borrowers of the
-// item share readings, see freshReader); sold out when every shard is at
+// by a second one, see stock.Store.ReadStock; concurrent borrowers of the
+// item share readings, see freshReader); sold out when every shard read
 // zero; else a unit is moved from a donor drawn with odds proportional to its
 // units and reserved for this user in the same script that credits it to the
-// home shard, so no other buyer can take it in between. Each round that finds nothing to
+// home shard, so no other buyer can take it in between. A shard that did not
+// answer (its master down) is no donor, and while the others are dry it
+// makes the answer 503, not SOLD_OUT. Each round that finds nothing to
 // move means another buyer took the units read, so the item makes progress;
 // the loop ends at the budget, with 503 (nothing reserved), never with a
 // SOLD_OUT while a unit remains.
@@ -190,21 +193,26 @@ func (p *purchase) borrow() (stock.Result, bool, error) {
 	}
 	need := time.Now()
 	rem, err := h.reader(it).read(p.rctx, need, h.cfg.Budget, func(ctx context.Context) ([]int64, error) {
-		rem, err := h.Borrower.Available(ctx, it.Sale.Sale, it.Item.ID)
+		rem, err := h.Borrower.ReadStock(ctx, it.Sale.Sale, it.Item.ID)
 		if err == nil {
 			it.Flags.Observe(rem)
 		}
 		return rem, err
 	})
-	if err != nil {
+	if err != nil || len(rem) != len(it.Sale.Shards) {
 		return stock.Result{}, false, errBorrow
 	}
 	donor := pickDonor(rem, p.home)
-	if donor < 0 {
-		if rem[p.home] > 0 { // units arrived meanwhile: try again at home
-			res, err := h.Store.Reserve(p.rctx, p.r)
-			return res, false, err
-		}
+	switch {
+	case donor >= 0:
+	case rem[p.home] > 0: // units arrived meanwhile: try again at home
+		res, err := h.Store.Reserve(p.rctx, p.r)
+		return res, false, err
+	case slices.Contains(rem, stock.Unknown):
+		// The shards that answered are dry, and one that did not (its
+		// master down, a failover under way) may hold units: no SOLD_OUT.
+		return stock.Result{}, false, errBorrow
+	default:
 		return stock.Result{Outcome: stock.SoldOut}, true, nil
 	}
 	from := it.Sale.Shards[donor]
