@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -65,7 +64,7 @@ func TestTransientRedisReplies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Redis: skipped with -short")
 	}
-	down := lonelyClusterNode(t)
+	down := testenv.LoneRedis(t, "--cluster-enabled", "yes") // no slot assigned
 	_, err := down.Do(context.Background(), down.B().Get().Key("k").Build()).ToString()
 	if !strings.HasPrefix(fmt.Sprint(err), "CLUSTERDOWN") || !Transient(fmt.Errorf("loading sales: %w", err)) {
 		t.Errorf("a node serving no slot: %v, Transient = %v, want a CLUSTERDOWN waited out", err, Transient(err))
@@ -80,39 +79,6 @@ func TestTransientRedisReplies(t *testing.T) {
 	if !strings.HasPrefix(fmt.Sprint(err), "NOPERM") || Transient(fmt.Errorf("loading sales: %w", err)) {
 		t.Errorf("a missing permission: %v, Transient = %v, want a NOPERM not waited out", err, Transient(err))
 	}
-}
-
-// lonelyClusterNode starts a redis-server with cluster mode on and no slot
-// assigned, and returns a single-node client of it.
-func lonelyClusterNode(t *testing.T) rueidis.Client {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not on PATH (make up installs it)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-	_ = ln.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--cluster-enabled", "yes", "--dir", dir,
-		"--cluster-config-file", dir+"/nodes.conf", "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var c rueidis.Client
-	for wait := time.Now(); time.Since(wait) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
-		if c, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + port},
-			ForceSingleClient: true, DisableCache: true}); err == nil {
-			t.Cleanup(c.Close)
-			return c
-		}
-	}
-	t.Fatalf("redis-server on %s: %v", port, err)
-	return nil
 }
 
 func TestUntilWaitsOutTransientErrorsAndNotesThem(t *testing.T) {

@@ -5,8 +5,6 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
-	"net"
-	"os/exec"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -466,7 +464,7 @@ func TestBatcherSync(t *testing.T) {
 // TestBatcherSyncSingleRedis: a Redis that is no cluster member has no slot
 // map, and Sync passes over it.
 func TestBatcherSyncSingleRedis(t *testing.T) {
-	c := standalone(t)
+	c := testenv.LoneRedis(t)
 	b := stock.NewBatcher(c, 2, time.Second)
 	t.Cleanup(b.Close)
 	if err := b.Sync(context.Background()); err != nil {
@@ -475,34 +473,4 @@ func TestBatcherSyncSingleRedis(t *testing.T) {
 	if err := b.Do(context.Background(), c.B().Set().Key("k").Value("v").Build()).Error(); err != nil {
 		t.Fatalf("a batch on a single Redis: %v", err)
 	}
-}
-
-// standalone starts a redis-server without cluster mode and returns a client
-// of it.
-func standalone(t *testing.T) rueidis.Client {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not on PATH (make up installs it)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	_ = ln.Close()
-	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for wait := time.Now(); time.Since(wait) < 10*time.Second; time.Sleep(50 * time.Millisecond) {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"127.0.0.1:" + port}, DisableCache: true})
-		if err == nil {
-			t.Cleanup(c.Close)
-			return c
-		}
-	}
-	t.Fatalf("redis-server on %s did not answer", port)
-	return nil
 }

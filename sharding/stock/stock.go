@@ -18,6 +18,8 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -366,12 +368,28 @@ func (s *Store) Release(ctx context.Context, tag string, itemID int64, userID ui
 	return n == 1, nil
 }
 
-// Topology reads the cluster's masters and their slots with CLUSTER SLOTS.
+// Topology reads the cluster's masters and their slots with CLUSTER SLOTS,
+// asking the known nodes in turn until one answers: a node that is down (a
+// dead replica, a master being replaced) must not make the reading fail.
+// An error reply (a Redis that is no cluster member) is an answer.
 func Topology(ctx context.Context, c rueidis.Client) (*sharding.Topology, error) {
-	arr, err := c.Do(ctx, c.B().ClusterSlots().Build()).ToArray()
-	if err != nil {
-		return nil, fmt.Errorf("reading cluster slots: %w", err)
+	nodes := c.Nodes()
+	err := errors.New("no node known")
+	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
+		n := nodes[addr]
+		var arr []rueidis.RedisMessage
+		if arr, err = n.Do(ctx, n.B().ClusterSlots().Build()).ToArray(); err == nil {
+			return parseSlots(arr)
+		}
+		if _, answered := rueidis.IsRedisErr(err); answered || ctx.Err() != nil {
+			break
+		}
 	}
+	return nil, fmt.Errorf("reading cluster slots: %w", err)
+}
+
+// parseSlots reads a CLUSTER SLOTS reply.
+func parseSlots(arr []rueidis.RedisMessage) (*sharding.Topology, error) {
 	byAddr := map[string]*sharding.Master{}
 	var order []string
 	for _, e := range arr {

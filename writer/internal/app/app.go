@@ -11,8 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
 
-	"flashsale/sharding"
 	shared "flashsale/sharding/config"
 	"flashsale/sharding/startup"
 	"flashsale/sharding/stock"
@@ -187,15 +184,7 @@ func (a *App) checks() map[string]obs.Check {
 // is down is not the writer's concern: its WAITs come back short).
 func (a *App) pingRedis(ctx context.Context) error {
 	nodes := a.Redis.Nodes()
-	// CLUSTER SLOTS from the first node that answers: a node that is down
-	// (a replica, say) must not make the check fail by being asked.
-	var top *sharding.Topology
-	err := errors.New("no node known")
-	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
-		if top, err = stock.Topology(ctx, nodes[addr]); err == nil {
-			break
-		}
-	}
+	top, err := stock.Topology(ctx, a.Redis) // from a node that answers
 	if err != nil {
 		return err
 	}
