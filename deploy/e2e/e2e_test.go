@@ -175,7 +175,7 @@ func TestFaultMasterKill(t *testing.T) { nodeKill(t, false) }
 // SIGKILLed instead. Nothing fails over; the master's writes are acknowledged
 // by no replica (counted short, and sent without WAIT until the replica is
 // back: stock.ackState) and the purchases go on: at most a handful of 503s,
-// and the same invariants.
+// the writer's and the gateway's /readyz stay green, and the same invariants.
 func TestFaultReplicaKill(t *testing.T) { nodeKill(t, true) }
 
 func nodeKill(t *testing.T, replicaOnly bool) {
@@ -211,6 +211,10 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	time.Sleep(300 * time.Millisecond)
 	writerReady := make(chan readyzSeen, 1)
 	go func() { writerReady <- watchReadyz(wadmin, victim, !replicaOnly, 15*time.Second) }()
+	gatewayReady := make(chan readyzSeen, 1)
+	if replicaOnly {
+		go func() { gatewayReady <- watchReadyz(a.admin, victim, false, 10*time.Second) }()
+	}
 	var paused chan pauseSeen
 	if !replicaOnly {
 		paused = pauseThroughTheKill(t, s)
@@ -231,6 +235,13 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 		checkReadiness(t, probes, killed)
 	}
 	checkWriterReadyz(t, <-writerReady, victim, replicaOnly)
+	if replicaOnly {
+		// A purchase would still succeed (its master answers, the WAIT is
+		// counted short): the gateway's /readyz must not turn red.
+		if s := <-gatewayReady; s.anyRed != "" {
+			t.Errorf("the gateway's /readyz was red while only a replica was down: %q", s.anyRed)
+		}
+	}
 	<-w.done
 	if err := testenv.Stack(t, "redis-start", victim); err != nil {
 		t.Fatal("could not restart the node")
@@ -296,6 +307,7 @@ type readyzSeen struct {
 	named    bool   // a 503 named the killed node under "redis:"
 	green    bool   // a 200 came after that
 	firstRed string // the first 503 naming Redis at all
+	anyRed   string // the first answer other than 200, whatever it named
 }
 
 // watchReadyz polls the writer's /readyz at admin for within (or, when
@@ -308,6 +320,9 @@ func watchReadyz(admin, node string, untilGreen bool, within time.Duration) read
 			continue
 		}
 		red := string(body)
+		if code != 200 && s.anyRed == "" {
+			s.anyRed = fmt.Sprintf("%d %s", code, red)
+		}
 		switch {
 		case code == 503 && strings.Contains(red, "redis: "):
 			if s.firstRed == "" {
