@@ -169,16 +169,39 @@ func TestFaultGatewayKill(t *testing.T) {
 // left without its order and Q = S + P; /readyz turned red with the outage
 // and green again when a purchase would succeed; and the first second's
 // winners, paying through the kill, have every pay answered 202 PAID.
-func TestFaultMasterKill(t *testing.T) { nodeKill(t, false) }
+func TestFaultMasterKill(t *testing.T) { nodeFault(t, masterKill) }
 
 // TestFaultReplicaKill: the same crowd, and the replica of that master is
 // SIGKILLed instead. Nothing fails over; the master's writes are acknowledged
 // by no replica (counted short, and sent without WAIT until the replica is
 // back: stock.ackState) and the purchases go on: at most a handful of 503s,
 // the writer's and the gateway's /readyz stay green, and the same invariants.
-func TestFaultReplicaKill(t *testing.T) { nodeKill(t, true) }
+func TestFaultReplicaKill(t *testing.T) { nodeFault(t, replicaKill) }
 
-func nodeKill(t *testing.T, replicaOnly bool) {
+// TestFaultMasterFreeze: the same crowd, and that master hangs instead
+// (SIGSTOP: its connections stay open, commands are taken and never
+// answered, a long stall or a partition that drops packets) for longer than
+// cluster-node-timeout, so that its replica is promoted while the scripts
+// sent to it wait in its sockets. Then it resumes (SIGCONT), runs what it
+// was sent, learns it was failed over and turns replica, dropping those
+// writes. The purchases it held were answered 503 at the budget and their
+// voids went on in the background: no 503 became an order, every 202 is in
+// PostgreSQL, Q = S + P, and /readyz was red while a purchase would fail and
+// green once one would succeed.
+func TestFaultMasterFreeze(t *testing.T) { nodeFault(t, masterFreeze) }
+
+// nodeFault is what befalls one Redis node in the TestFault*Kill and
+// TestFaultMasterFreeze tests.
+type nodeFaultKind int
+
+const (
+	masterKill nodeFaultKind = iota
+	replicaKill
+	masterFreeze
+)
+
+func nodeFault(t *testing.T, kind nodeFaultKind) {
+	replicaOnly := kind == replicaKill
 	need(t)
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("needs redis-cli")
@@ -189,6 +212,9 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	victim := master
 	if replicaOnly {
 		victim = replica
+	}
+	if kind == masterFreeze {
+		t.Cleanup(func() { _ = testenv.Stack(t, "redis-thaw", victim) })
 	}
 	healAfter(t, master, victim)
 	topic := "e2e-node-" + randHex()
@@ -219,20 +245,34 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 	if !replicaOnly {
 		paused = pauseThroughTheKill(t, s)
 	}
-	if err := testenv.Stack(t, "redis-kill", victim); err != nil {
-		t.Fatalf("could not kill the node %s", victim)
+	fault := "redis-kill"
+	if kind == masterFreeze {
+		fault = "redis-freeze"
+	}
+	if err := testenv.Stack(t, fault, victim); err != nil {
+		t.Fatalf("could not %s the node %s", fault, victim)
 	}
 	killed := time.Now()
-	t.Logf("killed node %s (master %s, replica %s)", victim, master, replica)
+	t.Logf("%s node %s (master %s, replica %s)", fault, victim, master, replica)
 	var probes []probe
 	if !replicaOnly {
+		promoted := make(chan time.Time, 1)
+		go func() {
+			for testenv.Role(replica) != "master" && time.Since(killed) < 20*time.Second {
+				time.Sleep(50 * time.Millisecond)
+			}
+			promoted <- time.Now()
+		}()
 		checkPaused(t, <-paused, killed)
-		for testenv.Role(replica) != "master" && time.Since(killed) < 20*time.Second {
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Logf("replica %s is %q %v after the kill", replica, testenv.Role(replica), time.Since(killed).Round(10*time.Millisecond))
+		at := <-promoted
+		t.Logf("replica %s is %q %v after the %s", replica, testenv.Role(replica), at.Sub(killed).Round(10*time.Millisecond), fault)
 		probes = <-probed
-		checkReadiness(t, probes, killed)
+		// Once the replica is promoted, a purchase would succeed again: the
+		// gateway must see so within seconds, not wait out a hung
+		// connection to the old master (rueidis's default 10 s).
+		if green := checkReadiness(t, probes, killed); !green.IsZero() && green.Sub(at) > 3*time.Second {
+			t.Errorf("the gateway's /readyz turned green %v after the promotion", green.Sub(at).Round(time.Millisecond))
+		}
 	}
 	checkWriterReadyz(t, <-writerReady, victim, replicaOnly)
 	if replicaOnly {
@@ -242,9 +282,17 @@ func nodeKill(t *testing.T, replicaOnly bool) {
 			t.Errorf("the gateway's /readyz was red while only a replica was down: %q", s.anyRed)
 		}
 	}
+	if kind == masterFreeze {
+		if err := testenv.Stack(t, "redis-thaw", victim); err != nil {
+			t.Fatal("could not thaw the node")
+		}
+		t.Logf("thawed node %s %v after the freeze", victim, time.Since(killed).Round(10*time.Millisecond))
+	}
 	<-w.done
-	if err := testenv.Stack(t, "redis-start", victim); err != nil {
-		t.Fatal("could not restart the node")
+	if kind != masterFreeze {
+		if err := testenv.Stack(t, "redis-start", victim); err != nil {
+			t.Fatal("could not restart the node")
+		}
 	}
 	answers := w.answers
 	after := checkAround(t, w, killed, "the kill")
@@ -650,10 +698,10 @@ func probeReady(g *gateway, s *sale, buyers []buyer, within time.Duration) []pro
 // around a fault (a master's crash, the cluster's restart): it turned red once a purchase had failed, and
 // once green again, the purchase that followed was answered by Redis (202 or
 // 410, not 503).
-func checkReadiness(t *testing.T, ps []probe, killed time.Time) {
+func checkReadiness(t *testing.T, ps []probe, killed time.Time) (green time.Time) {
 	t.Helper()
 	failed := false
-	var red, green time.Time
+	var red time.Time
 	for _, p := range ps {
 		if failed && p.ready == 200 && p.bought == 503 {
 			t.Errorf("/readyz was green %v after the fault and the purchase after it got 503 %s in %v",
@@ -677,6 +725,7 @@ func checkReadiness(t *testing.T, ps []probe, killed time.Time) {
 		t.Logf("/readyz red %v after the fault, green again after %v; the purchase after it: %d in %v", red.Sub(killed).Round(time.Millisecond),
 			green.Sub(killed).Round(time.Millisecond), last.bought, last.took.Round(time.Millisecond))
 	}
+	return green
 }
 
 func brokerKind(t *testing.T) string {

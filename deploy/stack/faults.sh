@@ -13,6 +13,22 @@ cmd_redis_kill() {
 	log "redis $port: killed (SIGKILL)"
 }
 
+# cmd_redis_signal SIG PORT WHAT: send SIG to one cluster node. redis-freeze
+# (SIGSTOP) is a node that hangs with its connections open (a long fork or
+# swap stall, a partition that drops packets): commands are taken and never
+# answered, and past cluster-node-timeout its replica is promoted; redis-thaw
+# (SIGCONT) lets it go on, and a master failed over meanwhile learns so from
+# the cluster bus and turns replica.
+cmd_redis_signal() {
+	local sig=$1 port=$2 pidfile
+	[[ -n $port ]] || die "usage: redis-freeze PORT | redis-thaw PORT"
+	pidfile="$RUN/redis/$port/redis.pid"
+	pid_alive "$pidfile" || die "redis node $port is not running"
+	kill "-$sig" "$(cat "$pidfile")"
+	[[ $sig == CONT ]] && redis_wait_ok "$port"
+	log "redis $port: $3"
+}
+
 # cmd_redis_start PORT brings one node back; with no port, every node (after
 # redis-stop) and waits for cluster_state:ok on all of them.
 cmd_redis_start() {

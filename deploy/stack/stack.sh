@@ -3,7 +3,7 @@
 # PostgreSQL and a Kafka-protocol broker (Apache Kafka in KRaft mode, or the embedded
 # franz-go kfake as a fallback), all on 127.0.0.1. All state lives under <repo>/.run/.
 #
-# Usage: deploy/stack/stack.sh up|down|reset|status|redis-kill PORT|redis-start [PORT]|redis-stop|redis-restart|pg-restart|broker-stop|broker-start|broker-freeze|broker-thaw
+# Usage: deploy/stack/stack.sh up|down|reset|status|redis-kill PORT|redis-start [PORT]|redis-freeze PORT|redis-thaw PORT|redis-stop|redis-restart|pg-restart|broker-stop|broker-start|broker-freeze|broker-thaw
 #   up           start whatever is missing, wait until healthy, write .run/env
 #   down         stop everything this script started (add --purge to delete .run state)
 #   reset        down, delete the data of Redis, PostgreSQL and the broker, up: an empty
@@ -12,6 +12,9 @@
 #                millions of keys measures slower than a new one: reset before a benchmark
 #   status       one line per component; exit code 1 if anything is unhealthy
 #   redis-kill   SIGKILL one cluster node (crash simulation); redis-start brings it back
+#   redis-freeze SIGSTOP one cluster node: it hangs with its connections open (a stall, a
+#                partition); past cluster-node-timeout its replica takes over. redis-thaw
+#                resumes it (a master failed over meanwhile turns replica)
 #   redis-stop   shut every cluster node down (an outage); redis-start with no port
 #                starts them all again
 #   redis-restart  shut every cluster node down and start them again (an operator's restart)
@@ -33,7 +36,7 @@
 #   postgres.sh  pg_up/down/status (private server or external DATABASE_URL)
 #   kafka.sh     broker_up/down/status: Apache Kafka (Maven jar fetch) or kfake
 #   secure.sh    the secure endpoints' CA, certificate and passwords (.run/tls, .run/secrets)
-#   faults.sh    cmd_redis_kill, cmd_redis_start/stop/restart, cmd_pg_restart, cmd_broker_stop/start
+#   faults.sh    cmd_redis_kill, cmd_redis_signal, cmd_redis_start/stop/restart, cmd_pg_restart, cmd_broker_stop/start
 # A new service: a file NAME.sh with NAME_up/NAME_down/NAME_status, sourced below
 # and called from cmd_up/cmd_down/cmd_status. A new tool: one STACK_TOOLS line.
 set -euo pipefail
@@ -129,6 +132,8 @@ main() {
 	status) cmd_status ;;
 	redis-kill) cmd_redis_kill "$@" ;;
 	redis-start) cmd_redis_start "$@" ;;
+	redis-freeze) cmd_redis_signal STOP "${1:-}" "frozen (SIGSTOP): commands are taken, never answered, until redis-thaw" ;;
+	redis-thaw) cmd_redis_signal CONT "${1:-}" "thawed (SIGCONT)" ;;
 	redis-stop) cmd_redis_stop ;;
 	redis-restart) cmd_redis_restart ;;
 	pg-restart) cmd_pg_restart ;;

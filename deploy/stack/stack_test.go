@@ -31,7 +31,7 @@ func TestUsage(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 		t.Fatalf("exit %v, want 2\n%s", err, out)
 	}
-	for _, want := range []string{"up", "down", "--purge", "reset", "status", "redis-kill PORT", "redis-start [PORT]", "redis-stop", "pg-restart",
+	for _, want := range []string{"up", "down", "--purge", "reset", "status", "redis-kill PORT", "redis-start [PORT]", "redis-freeze PORT", "redis-thaw PORT", "redis-stop", "pg-restart",
 		"broker-stop", "broker-start", "REDIS_BASE_PORT", "PG_PORT", "KAFKA_PORT", "KAFKA_CONTROLLER_PORT",
 		"KAFKA_VERSION", "DATABASE_URL", "FLASHSALE_KAFKA=kfake"} {
 		if !strings.Contains(string(out), want) {

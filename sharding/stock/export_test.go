@@ -59,3 +59,7 @@ func (b *Batcher) Routed(ctx context.Context) bool {
 	}
 	return true
 }
+
+// AskFirst makes Topology ask the node at addr first, as if it had answered
+// the last reading.
+func AskFirst(addr string) { lastAnswered.Store(addr) }

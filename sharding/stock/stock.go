@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -370,15 +371,35 @@ func (s *Store) Release(ctx context.Context, tag string, itemID int64, userID ui
 
 // Topology reads the cluster's masters and their slots with CLUSTER SLOTS,
 // asking the known nodes in turn until one answers: a node that is down (a
-// dead replica, a master being replaced) must not make the reading fail.
-// An error reply (a Redis that is no cluster member) is an answer.
+// dead replica, a master being replaced) must not make the reading fail,
+// nor may one that hangs with its connection open (a stalled or frozen
+// node): each node but the last is given at most half of the time left (a
+// second without a deadline), and
+// the node that answered last is asked first. An error reply (a Redis that
+// is no cluster member) is an answer.
 func Topology(ctx context.Context, c rueidis.Client) (*sharding.Topology, error) {
 	nodes := c.Nodes()
+	addrs := slices.Sorted(maps.Keys(nodes))
+	if last, ok := lastAnswered.Load().(string); ok {
+		if i := slices.Index(addrs, last); i > 0 {
+			addrs[0], addrs[i] = addrs[i], addrs[0]
+		}
+	}
 	err := errors.New("no node known")
-	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
-		n := nodes[addr]
+	for i, addr := range addrs {
+		n, nctx, cancel := nodes[addr], ctx, context.CancelFunc(func() {})
+		if i < len(addrs)-1 {
+			wait := time.Second // a caller without a deadline
+			if d, ok := ctx.Deadline(); ok {
+				wait = time.Until(d) / 2
+			}
+			nctx, cancel = context.WithTimeout(ctx, wait)
+		}
 		var arr []rueidis.RedisMessage
-		if arr, err = n.Do(ctx, n.B().ClusterSlots().Build()).ToArray(); err == nil {
+		arr, err = n.Do(nctx, n.B().ClusterSlots().Build()).ToArray()
+		cancel()
+		if err == nil {
+			lastAnswered.Store(addr)
 			return parseSlots(arr)
 		}
 		if _, answered := rueidis.IsRedisErr(err); answered || ctx.Err() != nil {
@@ -387,6 +408,10 @@ func Topology(ctx context.Context, c rueidis.Client) (*sharding.Topology, error)
 	}
 	return nil, fmt.Errorf("reading cluster slots: %w", err)
 }
+
+// lastAnswered is the address of the node whose CLUSTER SLOTS Topology read
+// last (one cluster per process, so one address).
+var lastAnswered atomic.Value
 
 // parseSlots reads a CLUSTER SLOTS reply.
 func parseSlots(arr []rueidis.RedisMessage) (*sharding.Topology, error) {

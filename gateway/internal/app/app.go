@@ -149,6 +149,11 @@ func (a *App) loadRedis(ctx context.Context) error {
 	return a.store.LoadScripts(ctx)
 }
 
+// redisConnTimeout is how long a Redis connection may leave a command
+// unanswered, or take to open, before it is closed as dead (see
+// connectRedis).
+const redisConnTimeout = time.Second
+
 // connectRedis creates the Redis client, the stock store and, with batch
 // lanes, the batcher of the hot path (waiting for ReplicaAcks replicas).
 func (a *App) connectRedis() error {
@@ -166,6 +171,16 @@ func (a *App) connectRedis() error {
 	// and each background loop (relay, catalog, sold-out poll) tries again
 	// on its own pace. Redirects (MOVED, ASK) are still followed.
 	ropt.DisableRetry = true
+	// A node that hangs with its connections open (frozen, stalled, cut off
+	// by a partition that drops packets) answers nothing and breaks nothing.
+	// rueidis closes such a connection, and reads the slot map again, only
+	// after ConnWriteTimeout (ten times the keep-alive by default: 10 s), and
+	// every command of its slots goes to it meanwhile, also after its replica
+	// was promoted (TestFaultMasterFreeze: 7 s of 503s past the promotion).
+	// Every command of this process is a short script or reading answered in
+	// milliseconds, so a second without an answer is a dead node; a new
+	// connection's handshake gets the same second.
+	ropt.ConnWriteTimeout, ropt.Dialer.Timeout = redisConnTimeout, redisConnTimeout
 	var err error
 	if a.redis, err = rueidis.NewClient(ropt); err != nil {
 		return fmt.Errorf("connecting to redis %v: %w", cfg.Redis.Addrs, err)
