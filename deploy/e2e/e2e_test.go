@@ -424,7 +424,7 @@ func checkWriterReadyz(t *testing.T, s readyzSeen, victim string, replicaOnly bo
 // their data but without the scripts, loading their AOF, then waiting out
 // the cluster's own start-up before they serve keys. /readyz must be red
 // while a purchase would fail and green only when one would succeed (the
-// first purchase after green is answered by Redis, not 503); the crowd buys
+// purchases in the 2 s after green are answered by Redis, not 503); the crowd buys
 // again after it; and, with no repair, every 202 is in PostgreSQL, no 503
 // became an order and Q = S + P.
 func TestFaultRedisRestart(t *testing.T) {
