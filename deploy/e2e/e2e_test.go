@@ -213,10 +213,12 @@ func nodeFault(t *testing.T, kind nodeFaultKind) {
 	if replicaOnly {
 		victim = replica
 	}
+	healAfter(t, master, victim)
 	if kind == masterFreeze {
+		// Registered after healAfter, so it runs before it: a node still
+		// frozen when the test stops is thawed before the heal asks it.
 		t.Cleanup(func() { _ = testenv.Stack(t, "redis-thaw", victim) })
 	}
-	healAfter(t, master, victim)
 	topic := "e2e-node-" + randHex()
 	wadmin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
 	startWriter(t, topic, s.ID, "-admin", wadmin)
