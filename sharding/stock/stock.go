@@ -374,9 +374,8 @@ func (s *Store) Release(ctx context.Context, tag string, itemID int64, userID ui
 // dead replica, a master being replaced) must not make the reading fail,
 // nor may one that hangs with its connection open (a stalled or frozen
 // node): each node but the last is given at most half of the time left (a
-// second without a deadline), and
-// the node that answered last is asked first. An error reply (a Redis that
-// is no cluster member) is an answer.
+// second without a deadline), and the node that answered last is asked
+// first. An error reply (a Redis that is no cluster member) is an answer.
 func Topology(ctx context.Context, c rueidis.Client) (*sharding.Topology, error) {
 	nodes := c.Nodes()
 	addrs := slices.Sorted(maps.Keys(nodes))
@@ -410,7 +409,8 @@ func Topology(ctx context.Context, c rueidis.Client) (*sharding.Topology, error)
 }
 
 // lastAnswered is the address of the node whose CLUSTER SLOTS Topology read
-// last (one cluster per process, so one address).
+// last. It only orders the nodes asked: a client that does not know the
+// address (another cluster, a test's own Redis) asks in sorted order.
 var lastAnswered atomic.Value
 
 // parseSlots reads a CLUSTER SLOTS reply.
