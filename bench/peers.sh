@@ -10,7 +10,12 @@
 #                           Kafka meanwhile, on the same cores) vs the OpenResty
 #                           peer's reserve script (no journal, no Kafka); under
 #                           each accepted row, each process group's share of
-#                           the two cores while it ran (bench/peers/cpu.sh)
+#                           the two cores while it ran (bench/peers/cpu.sh);
+#                           and the same against the peer doing the hand-off's
+#                           Redis work (bench/peers/openresty-journal: its
+#                           script also writes the order record and journals
+#                           the event, then WAIT 1 on a master with a replica
+#                           and the AOF; it still relays nothing to Kafka)
 #   already-purchased path: gateway (token cache hit + one Redis round trip:
 #                           the buyer record of a buyer it answered before)
 #                           vs the OpenResty peer (its reserve script, no JWT);
@@ -76,14 +81,14 @@ fi
 # A run stopped before its cleanup leaves its servers on these ports, and a new
 # run would then measure them instead of the binaries it starts (their own
 # start fails on the taken port): stop them first.
-for port in 18070 18081 18090 18092 18094 18096; do
+for port in 18070 18081 18083 18090 18092 18094 18096; do
   for pid in $(ss -Hltnp "sport = :$port" 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
     echo "peers: stopping $(ps -o comm= -p "$pid") (pid $pid), left on port $port by an earlier run" >&2
     kill "$pid" 2>/dev/null || true
   done
 done
 for _ in $(seq 50); do
-  ss -Hltn 2>/dev/null | grep -qE ':(18070|18081|18090|18092|18094|18096) ' || break
+  ss -Hltn 2>/dev/null | grep -qE ':(18070|18081|18083|18090|18092|18094|18096) ' || break
   sleep 0.1
 done
 
@@ -91,7 +96,8 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   [ -f "$RUN/openresty/nginx.pid" ] && kill "$(cat "$RUN/openresty/nginx.pid")" 2>/dev/null || true
-  redis-cli -p 16379 shutdown nosave >/dev/null 2>&1 || true
+  [ -f "$RUN/openresty-journal/nginx.pid" ] && kill "$(cat "$RUN/openresty-journal/nginx.pid")" 2>/dev/null || true
+  for p in 16379 16381 16380; do redis-cli -p $p shutdown nosave >/dev/null 2>&1 || true; done
 }
 trap cleanup EXIT
 
@@ -103,6 +109,16 @@ pids+=($!)
 
 redis-server --port 16379 --bind 127.0.0.1 --save "" --appendonly no --daemonize yes --dir "$RUN" --logfile "$RUN/redis.log" >/dev/null
 PEERDIR=$RUN/openresty PEER_REDIS_PORT=16379 sh "$PEERS/openresty/run.sh"
+# The journaled peer (the accepted rows): a master with one replica, with the
+# stack's persistence (bench/peers/openresty-journal/nginx.conf says what it does).
+for p in 16380 16381; do
+  mkdir -p "$RUN/redis-$p"
+  redis-server --port $p --bind 127.0.0.1 --save "" --appendonly yes --appendfsync everysec --daemonize yes \
+    --dir "$RUN/redis-$p" --logfile "$RUN/redis-$p/redis.log" $([ $p = 16381 ] && echo --replicaof 127.0.0.1 16380) >/dev/null
+done
+mkdir -p "$RUN/openresty-journal"
+sed "s#PEERDIR#$RUN/openresty-journal#g" bench/peers/openresty-journal/nginx.conf >"$RUN/openresty-journal/nginx.conf"
+PEER_REDIS_PORT=16380 nginx -c "$RUN/openresty-journal/nginx.conf" -p "$RUN/openresty-journal" -g "env PEER_REDIS_PORT;"
 # The peer's buyers: users 1..USERS hold an order, and there is stock to spare,
 # so every repeat click runs the script and answers -2 (409).
 redis-cli -p 16379 set '{item:1}:stock' 1000000 >/dev/null
@@ -160,6 +176,15 @@ buy "$tok1" $repeatItem >/dev/null
 echo "setup: repeat item: a click now answers $(buy "$tok1" $repeatItem) (want 409); gateways run with GOMAXPROCS=$GO_PROCS"
 curl -s -o /dev/null -X POST -H 'X-User-Id: 1' http://127.0.0.1:18081/api/flash-sales/items/2/purchase # sets the peer's sold-out flag for item 2
 redis-cli -p 16379 set '{item:3}:stock' 100000000 >/dev/null
+redis-cli -p 16380 set '{item:3}:stock' 100000000 >/dev/null
+# The replica's first full copy waits 5 s (repl-diskless-sync-delay); until it
+# has one, WAIT would time out on every purchase of the journaled peer.
+for _ in $(seq 100); do
+  redis-cli -p 16381 info replication | tr -d '\r' | grep -qx master_link_status:up && break
+  sleep 0.2
+done
+redis-cli -p 16381 info replication | tr -d '\r' | grep -qx master_link_status:up ||
+  { echo "peers: the journaled peer's replica (16381) never synchronised" >&2; exit 1; }
 # Warm the gateway's token cache for the accepted path: every buyer fetches
 # the sale's ticket first, as a browser does before it buys (a walk over all
 # the tokens, which verifies each), then a short purchase warm-up in a sale of
@@ -177,7 +202,8 @@ cpu_watch gateway-2 "$gwpid2"
 cpu_redis_nodes $(echo "$FLASHSALE_REDIS" | tr , '\n' | cut -d: -f2)
 cpu_watch broker $(pgrep -f kafka.Kafka) $(pgrep -x kfake)
 cpu_watch nginx $(pgrep -f 'nginx: worker process')
-cpu_watch peer-redis $(redis-cli -p 16379 info server | tr -d '\r' | awk -F: '$1 == "process_id" {print $2}')
+pidof_redis() { redis-cli -p "$1" info server | tr -d '\r' | awk -F: '$1 == "process_id" {print $2}'; }
+cpu_watch peer-redis $(pidof_redis 16379) $(pidof_redis 16380) $(pidof_redis 16381)
 
 rate() { awk '/Requests\/sec/ {print $2}'; }
 codes() { awk '/Non-2xx/ {print $NF}'; }
@@ -192,6 +218,7 @@ run() { # name, then the wrk arguments (ADUR: the accepted rows' duration)
       [ -n "${PPROF:-}" ] && (wrk_ready 18090 && curl -s -o "$RUN/$name.$(date +%s).pprof" \
         "http://127.0.0.1:18092/debug/pprof/profile?seconds=$((d - 1))") & ;;
     openresty-accept) cpu_during 18081 $((d - 1)) >"$RUN/$name.cpu" & cpu=$! ;;
+    openresty-journal-accept) cpu_during 18083 $((d - 1)) >"$RUN/$name.cpu" & cpu=$! ;;
   esac
   local out; out=$(wrk -t1 -c64 -d${d}s --latency "$@")
   echo "$out" | rate >>"$RUN/$name.txt"
@@ -204,6 +231,7 @@ for r in $(seq "$ROUNDS"); do
   if [ "${ONLY:-}" = accept ]; then
     TOKENS=$RUN/accept-tokens.txt WARMUP=1 run gateway-accept -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- "$(acceptItem "$r")"
     BASE=$((r * 10000000)) USERS=$PEER_USERS run openresty-accept -s bench/peers/accept-peer.lua http://127.0.0.1:18081 -- 3
+    BASE=$((r * 10000000)) USERS=$PEER_USERS run openresty-journal-accept -s bench/peers/accept-peer.lua http://127.0.0.1:18083 -- 3
     continue
   fi
   run gateway-soldout -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18090 -- $soldItem
@@ -214,6 +242,7 @@ for r in $(seq "$ROUNDS"); do
   TOKENS=$RUN/tokens.txt run gateway-repeat-script -s bench/peers/repeat-gateway.lua http://127.0.0.1:18094 -- $repeatItem
   TOKENS=$RUN/accept-tokens.txt WARMUP=1 run gateway-accept -s bench/peers/repeat-gateway.lua http://127.0.0.1:18090 -- "$(acceptItem "$r")"
   BASE=$((r * 10000000)) USERS=$PEER_USERS run openresty-accept -s bench/peers/accept-peer.lua http://127.0.0.1:18081 -- 3
+  BASE=$((r * 10000000)) USERS=$PEER_USERS run openresty-journal-accept -s bench/peers/accept-peer.lua http://127.0.0.1:18083 -- 3
 done
 # Check that each target answered what it was meant to.
 printf 'answers: gateway sold-out %s, limit %s, openresty sold-out %s, gateway repeat %s, openresty repeat %s\n' \
@@ -232,7 +261,7 @@ ratio() {
 }
 echo
 printf 'medians of %d rounds (req/s):' "$ROUNDS"
-for row in gateway-soldout limit openresty-soldout gateway-repeat gateway-repeat-script openresty-repeat gateway-accept openresty-accept; do
+for row in gateway-soldout limit openresty-soldout gateway-repeat gateway-repeat-script openresty-repeat gateway-accept openresty-accept openresty-journal-accept; do
   if [ -s "$RUN/$row.txt" ]; then printf ' %s %.0f' "$row" "$(m "$row")"; fi
 done
 echo
@@ -242,8 +271,10 @@ ratio gateway-repeat openresty-repeat 'ratio already-purchased path, gateway / o
 ratio gateway-repeat-script openresty-repeat '  the same with the reserve script (-repeat-read=false):'
 ratio gateway-accept openresty-accept 'ratio accepted path (new buyers), gateway / openresty:' \
   'target >= 1.5; the gateway journals, waits for a replica and relays to Kafka, the peer does none of it'
+ratio gateway-accept openresty-journal-accept '  the same against the peer doing the hand-off'"'"'s Redis work:' \
+  'its script journals, writes the order record, WAIT 1; no JWT, no Kafka'
 # Every accepted click must have been a 202 (a 409 would mean the tokens ran out).
-for f in "$RUN"/gateway-accept.codes "$RUN"/openresty-accept.codes; do
+for f in "$RUN"/gateway-accept.codes "$RUN"/openresty-accept.codes "$RUN"/openresty-journal-accept.codes; do
   [ -f "$f" ] || continue
   if [ -z "$(tr -d '[:space:]' <"$f")" ]; then
     printf '%s: every answer a 2xx\n' "$(basename "$f" .codes)"
