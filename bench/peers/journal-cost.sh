@@ -77,6 +77,7 @@ variant() {
   local m1 r1 n1
   m1=$(ticks "$pm"); r1=$([ -n "$pr" ] && ticks "$pr" || echo 0); n1=$(nginx_ticks)
   local dm=$((m1 - m0)) dr=$((r1 - r0)) dn=$((n1 - n0))
+  [ -n "${STATS:-}" ] && redis-cli -p 16380 info commandstats | tr -d "\r" | grep -E "evalsha|xadd|hset|wait" >&2
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   if echo "$out" | grep -q Non-2xx; then echo "journal-cost: $v answered non-2xx: $(echo "$out" | grep Non-2xx)" >&2; fi
   us() { echo "$1 * 1000000 / $(getconf CLK_TCK) / ($rps * $DUR)" | bc -l; }
@@ -86,5 +87,5 @@ variant() {
 
 for r in $(seq "$ROUNDS"); do
   echo "round $r"
-  for v in full nowait noreplica noaof noorder bare; do variant $v; done
+  for v in ${VARIANTS:-full nowait noreplica noaof noorder bare}; do variant $v; done
 done
