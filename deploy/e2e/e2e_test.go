@@ -206,7 +206,11 @@ func nodeFault(t *testing.T, kind nodeFaultKind) {
 	if _, err := exec.LookPath("redis-cli"); err != nil {
 		t.Skip("needs redis-cli")
 	}
-	const units, users = 3000, 6000
+	// As many units as buyers, and waves for 12 s: the sale must not sell
+	// out (a 410 from the local flag asks no Redis node) before checkLate's
+	// window opens, up to 9 s in (the fault at 1.5 s, a promotion 3-5 s
+	// after it, then checkLate's bound).
+	const units, users = 12000, 12000
 	s := createSale(t, units, 6, -time.Second)
 	master, replica := firstShardNodes(t, s)
 	victim := master
@@ -328,6 +332,10 @@ const (
 	rueidisRefreshDelay = time.Second
 	gatewayConnTimeout  = time.Second
 	lateMargin          = 500 * time.Millisecond
+	// lateMin is the fewest accepted purchases checkLate wants to see in its
+	// window: without them it would pass on nothing (the waves send 1,000
+	// buyers a second).
+	lateMin = 1000
 )
 
 // checkLate fails the test if a purchase sent once the gateway must have
@@ -345,6 +353,9 @@ func checkLate(t *testing.T, w *waves, promotedAt time.Time, kind nodeFaultKind)
 		}
 	}
 	t.Logf("answers of the waves sent from %v after the promotion on: %v", bound, late)
+	if n := late[202]; n < lateMin {
+		t.Errorf("only %d purchases sent more than %v after the promotion were accepted (want %d at least): the crowd ended or sold out before the check could see the gateway follow the promotion", n, bound, lateMin)
+	}
 	if late[503] > 0 {
 		t.Errorf("%d purchases sent more than %v after the promotion answered 503: the gateway still sent the old master's slots to it", late[503], bound)
 	}
