@@ -19,6 +19,8 @@
 # stack idle; the variants alternate round by round.
 #
 # Usage: bash bench/peers/journal-cost.sh [ROUNDS] [SECONDS]   (defaults 2, 4)
+#   VARIANTS="full bare" runs only those; STATS=1 also prints the master's
+#   INFO commandstats for the script, XADD, HSET and WAIT after each variant.
 set -euo pipefail
 ROUNDS=${1:-2}
 DUR=${2:-4}
@@ -77,7 +79,9 @@ variant() {
   local m1 r1 n1
   m1=$(ticks "$pm"); r1=$([ -n "$pr" ] && ticks "$pr" || echo 0); n1=$(nginx_ticks)
   local dm=$((m1 - m0)) dr=$((r1 - r0)) dn=$((n1 - n0))
-  [ -n "${STATS:-}" ] && redis-cli -p 16380 info commandstats | tr -d "\r" | grep -E "evalsha|xadd|hset|wait" >&2
+  if [ -n "${STATS:-}" ]; then
+    redis-cli -p 16380 info commandstats | tr -d '\r' | grep -E 'cmdstat_(evalsha|xadd|hset|wait):' >&2
+  fi
   rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
   if echo "$out" | grep -q Non-2xx; then echo "journal-cost: $v answered non-2xx: $(echo "$out" | grep Non-2xx)" >&2; fi
   us() { echo "$1 * 1000000 / $(getconf CLK_TCK) / ($rps * $DUR)" | bc -l; }
