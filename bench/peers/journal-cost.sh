@@ -12,6 +12,9 @@
 #   noorder    the script writes no order record (no HSET, no EXPIRE)
 #   bare       none of the hand-off: no journal, no order record, no replica,
 #              no AOF, no WAIT (about the shared peer's own reserve path)
+#   tls        full, with the replica copying over TLS as the stack's nodes
+#              do (tls-replication; the stack's certificates in .run/tls, so
+#              after `make up`; not in the default list)
 #
 # For each it prints the purchases per second (wrk -t1 -c64, every click a new
 # buyer) and the CPU the master, the replica and nginx spent per purchase, from
@@ -52,10 +55,19 @@ variant() {
   case $v in noaof) aof=no ;; noreplica) replica=0 ;; bare) aof=no replica=0 ;; esac
   stop
   rm -rf "$RUN" && mkdir -p "$RUN/16380" "$RUN/16381" "$RUN/ng"
+  local tls=() from=16380
+  if [ "$v" = tls ]; then
+    [ -f "$ROOT/.run/tls/server.pem" ] || { echo "journal-cost: tls needs the stack's certificates: make up first" >&2; return; }
+    # tls-port is the node's port + 10; the replica follows its master there.
+    tls=(--tls-replication yes --tls-cert-file "$ROOT/.run/tls/server.pem" --tls-key-file "$ROOT/.run/tls/server.key"
+      --tls-ca-cert-file "$ROOT/.run/tls/ca.pem" --tls-auth-clients no)
+    from=16390
+  fi
   for p in 16380 16381; do
     [ $p = 16381 ] && [ $replica = 0 ] && continue
     redis-server --port $p --bind 127.0.0.1 --save "" --appendonly $aof --appendfsync everysec --daemonize yes \
-      --dir "$RUN/$p" --logfile "$RUN/$p/redis.log" $([ $p = 16381 ] && echo --replicaof 127.0.0.1 16380) >/dev/null
+      --dir "$RUN/$p" --logfile "$RUN/$p/redis.log" $([ $p = 16381 ] && echo --replicaof 127.0.0.1 $from) \
+      ${tls[@]+"${tls[@]}"} $([ ${#tls[@]} -gt 0 ] && echo --tls-port $((p + 10))) >/dev/null
   done
   if [ $replica = 1 ]; then
     for _ in $(seq 100); do
