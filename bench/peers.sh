@@ -81,14 +81,14 @@ fi
 # A run stopped before its cleanup leaves its servers on these ports, and a new
 # run would then measure them instead of the binaries it starts (their own
 # start fails on the taken port): stop them first.
-for port in 18070 18081 18083 18090 18092 18094 18096; do
+for port in 16379 16380 16381 18070 18081 18083 18090 18092 18094 18096; do
   for pid in $(ss -Hltnp "sport = :$port" 2>/dev/null | grep -o 'pid=[0-9]*' | cut -d= -f2 | sort -u); do
     echo "peers: stopping $(ps -o comm= -p "$pid") (pid $pid), left on port $port by an earlier run" >&2
     kill "$pid" 2>/dev/null || true
   done
 done
 for _ in $(seq 50); do
-  ss -Hltn 2>/dev/null | grep -qE ':(18070|18081|18083|18090|18092|18094|18096) ' || break
+  ss -Hltn 2>/dev/null | grep -qE ':(16379|16380|16381|18070|18081|18083|18090|18092|18094|18096) ' || break
   sleep 0.1
 done
 
