@@ -50,6 +50,11 @@ func TestJournalFullRefusesBeforeWriting(t *testing.T) {
 // The last unit sells: 200 buyers for 200 units over 8 shards, half of them
 // on each of two gateways, all at once. Every one is accepted and Redis ends
 // at 0 (no buyer told SOLD_OUT while a unit remained). Three rounds.
+//
+// A buyer answered 503 tries again, as the sale page does: a borrow that
+// runs out of its budget (250 ms) under the whole suite's load answers 503
+// with nothing reserved (seen once in CI: 199 x 202, 1 x 503, 1 unit left).
+// A 410 at any try fails the test.
 func TestEveryUnitSellsOverTwoGateways(t *testing.T) {
 	for round := range 3 {
 		t.Run(fmt.Sprint("round ", round+1), func(t *testing.T) {
@@ -58,7 +63,9 @@ func TestEveryUnitSellsOverTwoGateways(t *testing.T) {
 			other := second(t, s)
 			base := rand.Uint64N(1<<40) + 1
 			var mu sync.Mutex
-			codes := map[int]int{}
+			codes := map[int]int{}   // each buyer's last answer
+			first := map[int]int{}   // each buyer's first answer
+			retries := map[int]int{} // the answers that made a buyer try again
 			var wg sync.WaitGroup
 			gate := make(chan struct{})
 			for i := range units {
@@ -71,18 +78,33 @@ func TestEveryUnitSellsOverTwoGateways(t *testing.T) {
 					<-gate
 					code := post(t, s.client, "http://"+addr+s.purchasePath(), tok)
 					mu.Lock()
+					first[code]++
+					mu.Unlock()
+					for try := 1; code == 503 && try <= maxRetries; try++ {
+						time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+						mu.Lock()
+						retries[code]++
+						mu.Unlock()
+						code = post(t, s.client, "http://"+addr+s.purchasePath(), tok)
+					}
+					mu.Lock()
 					codes[code]++
 					mu.Unlock()
 				})
 			}
 			close(gate)
 			wg.Wait()
-			if codes[202] != units || s.remaining() != 0 {
-				t.Fatalf("answers %v, %d units left: want %d x 202 and none left", codes, s.remaining(), units)
+			t.Logf("first answers %v; tries again after a 503: %d", first, retries[503])
+			if first[410] > 0 || codes[202] != units || s.remaining() != 0 {
+				t.Fatalf("answers %v (first %v), %d units left: want %d x 202, no 410 and none left", codes, first, s.remaining(), units)
 			}
 		})
 	}
 }
+
+// maxRetries is how often a buyer of TestEveryUnitSellsOverTwoGateways tries
+// again after a 503.
+const maxRetries = 5
 
 // second starts another gateway over s's sale and topic.
 func second(t *testing.T, s *stack) *app.App {

@@ -490,12 +490,16 @@ func TestExpiryRunsAtTheDeadline(t *testing.T) {
 	const n = 50
 	s := newSale(t, st, rs, 3, 4*n)
 	item := s.Items[0].ID
-	events := reserveInRedis(t, rs, s, item, n, 5*time.Second)
-	before := redisLeft(t, rs, s, item)
 	cfg := testConfig(testenv.NewTopic(t, "writer-deadline"), groupName(t), s)
 	cfg.ExpiryInterval = 4 * time.Second
 	a := startApp(t, cfg)
-	produce(t, newProducer(t, cfg.Topic), events)
+	p := newProducer(t, cfg.Topic)
+	// Reserved once the writer runs: its start (and the topic's) took over
+	// 2 s of the orders' 5 s under the whole suite's load, which left too
+	// little of the window to tell a deadline from the interval's tick.
+	events := reserveInRedis(t, rs, s, item, n, 5*time.Second)
+	before := redisLeft(t, rs, s, item)
+	produce(t, p, events)
 	var deadline time.Time
 	for _, e := range events {
 		if e.Expires.After(deadline) {
