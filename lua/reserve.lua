@@ -20,7 +20,8 @@
 -- 0 for none), ARGV[11] move id, ARGV[12] move marker lifetime (s)
 --
 -- Reply: {code, order id, units left}. code 1 reserved (units left -1 on an
--- idempotent replay of the same order id: nothing written), 0 sold out on this
+-- idempotent replay of the same order id: nothing written but the PENDING
+-- order's attempt, which the replay takes over), 0 sold out on this
 -- shard, 2 already purchased (the held order id), 3 order id already used and
 -- finished (or this very attempt was voided), 4 shard frozen (reload the sale
 -- and retry on its new layout), 5 journal full (nothing written: 503), 6 sale
@@ -58,7 +59,16 @@ if credit > 0 and redis.call('EXISTS', KEYS[6]) == 0 then
 end
 local held = redis.call('HGET', KEYS[2], user)
 if held then
-  if held == oid then return {1, oid, -1} end
+  if held == oid then
+    -- A retry of this order (the same Idempotency-Key) takes it over: the
+    -- void of an earlier attempt, still queued after its 503, must not undo
+    -- the order this retry is answered 202 for (void.lua leaves alone an
+    -- order another attempt holds).
+    if redis.call('HGET', KEYS[3], 'status') == 'PENDING' then
+      redis.call('HSET', KEYS[3], 'a', attempt)
+    end
+    return {1, oid, -1}
+  end
   return {2, held, -1}
 end
 local st = redis.call('HGET', KEYS[3], 'status')

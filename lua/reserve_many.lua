@@ -99,7 +99,14 @@ local function one(i)
   end
   local h = held[kBuyers][user]
   if h then
-    if h == oid then return {1, oid, -1} end
+    if h == oid then
+      -- reserve.lua's replay: the PENDING order's attempt becomes this one's.
+      if made[kOrder] or (ord[kOrder] and ord[kOrder][1] == 'PENDING') then
+        redis.call('HSET', kOrder, 'a', attempt)
+        if ord[kOrder] then ord[kOrder][2] = attempt end
+      end
+      return {1, oid, -1}
+    end
     return {2, h, -1}
   end
   local st, sa

@@ -609,3 +609,52 @@ func TestOrderRecordShown(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayTakesTheOrderOver: a purchase retried with the same order id (an
+// Idempotency-Key) while its first attempt's void is still queued (that
+// attempt answered 503: its outcome was unknown and Redis did not take the
+// void in time) is answered Reserved from the order the first attempt made.
+// The queued void, landing after, must leave that order alone: the retry's
+// client was told 202. A void of the retry's own attempt still undoes it.
+// (reserve_many.lua does the same: TestReserveManyMatchesReserveInTurn
+// compares the order records, attempt included, after random replays.)
+func TestReplayTakesTheOrderOver(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := randomSaleID()
+	tag, _ := tagOffFirstMaster(t, c, sale)
+	stockKey := sharding.AppendStockKey(nil, tag, 1)
+	if err := c.Do(ctx, c.B().Set().Key(string(stockKey)).Value("3").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	id := sharding.NewOrderID(sale, 9, 9)
+	first := reservation(tag, 1, 42, id)
+	if res, err := s.Reserve(ctx, first); err != nil || res.Outcome != stock.Reserved {
+		t.Fatalf("the first attempt: %+v %v", res, err)
+	}
+	retry := reservation(tag, 1, 42, id) // another attempt id
+	if res, err := s.Reserve(ctx, retry); err != nil || res.Outcome != stock.Reserved || res.OrderID != id {
+		t.Fatalf("the retry: %+v %v", res, err)
+	}
+	if out, err := s.Void(ctx, first); err != nil || out != stock.VoidNothing {
+		t.Fatalf("the first attempt's void after the retry: %v %v, want %v", out, err, stock.VoidNothing)
+	}
+	if rec, found, err := s.Order(ctx, tag, id); err != nil || !found || rec.Status != stock.StatusPending {
+		t.Fatalf("the order after the late void: %+v %v %v", rec, found, err)
+	}
+	if held, found, err := s.Holder(ctx, tag, 42); err != nil || !found || held != id {
+		t.Fatalf("the buyer record after the late void: %v %v %v", held, found, err)
+	}
+	if n := getInt(t, c, stockKey); n != 2 {
+		t.Fatalf("stock after the late void: %d, want 2", n)
+	}
+	if out, err := s.Void(ctx, retry); err != nil || out != stock.Voided {
+		t.Fatalf("the retry's own void: %v %v, want %v", out, err, stock.Voided)
+	}
+	if _, found, _ := s.Holder(ctx, tag, 42); found {
+		t.Fatal("the retry's void left the buyer record")
+	}
+	if n := getInt(t, c, stockKey); n != 3 {
+		t.Fatalf("stock after the retry's void: %d, want 3", n)
+	}
+}
