@@ -379,12 +379,8 @@ func TestBatcherUnconfirmedWrite(t *testing.T) {
 	s := stock.New(nc)
 	s.SetBatcher(b)
 	ctx := context.Background()
-	sale := randomSaleID()
-	tag, _ := tagOffFirstMaster(t, c, sale)
+	sale, tag := stockedShard(t, c, 1)
 	stockKey := sharding.AppendStockKey(nil, tag, 1)
-	if err := c.Do(ctx, c.B().Set().Key(string(stockKey)).Value("1").Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
 	r := reservation(tag, 1, 7, sharding.NewOrderID(sale, 7, 3))
 	res, err := s.Reserve(ctx, r)
 	if !errors.Is(err, stock.ErrUnconfirmed) {

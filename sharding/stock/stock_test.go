@@ -428,16 +428,25 @@ func TestHolderReadsTheBuyerRecord(t *testing.T) {
 	}
 }
 
+// stockedShard returns a new sale and a shard of it off the first master
+// whose item 1 holds units.
+func stockedShard(t *testing.T, c rueidis.Client, units int) (int64, string) {
+	t.Helper()
+	sale := randomSaleID()
+	tag, _ := tagOffFirstMaster(t, c, sale)
+	key := string(sharding.AppendStockKey(nil, tag, 1))
+	if err := c.Do(context.Background(), c.B().Set().Key(key).Value(strconv.Itoa(units)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	return sale, tag
+}
+
 // reservedOrder reserves order (sale, 9, 9) of user 42 for item 1 on a
 // fresh shard holding 3 units, and returns its shard and id.
 func reservedOrder(t *testing.T, s *stock.Store, c rueidis.Client) (string, sharding.OrderID) {
 	t.Helper()
 	ctx := context.Background()
-	sale := randomSaleID()
-	tag, _ := tagOffFirstMaster(t, c, sale)
-	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 1))).Value("3").Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
+	sale, tag := stockedShard(t, c, 3)
 	id := sharding.NewOrderID(sale, 9, 9)
 	if res, err := s.Reserve(ctx, reservation(tag, 1, 42, id)); err != nil || res.Outcome != stock.Reserved {
 		t.Fatalf("reserve: %+v %v", res, err)
@@ -621,12 +630,8 @@ func TestOrderRecordShown(t *testing.T) {
 func TestReplayTakesTheOrderOver(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()
-	sale := randomSaleID()
-	tag, _ := tagOffFirstMaster(t, c, sale)
+	sale, tag := stockedShard(t, c, 3)
 	stockKey := sharding.AppendStockKey(nil, tag, 1)
-	if err := c.Do(ctx, c.B().Set().Key(string(stockKey)).Value("3").Build()).Error(); err != nil {
-		t.Fatal(err)
-	}
 	id := sharding.NewOrderID(sale, 9, 9)
 	first := reservation(tag, 1, 42, id)
 	if res, err := s.Reserve(ctx, first); err != nil || res.Outcome != stock.Reserved {
