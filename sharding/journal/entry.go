@@ -24,8 +24,7 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"flashsale/sharding"
-	"flashsale/writer/orderevent"
+	"flashsale/sharding/orderevent"
 )
 
 // Entry is one journal entry as the stream holds it.
@@ -34,67 +33,14 @@ type Entry struct {
 	Fields map[string]string // as written by the script
 }
 
-// errEntry wraps every reason an entry cannot be decoded.
-var errEntry = errors.New("malformed journal entry")
-
-// Decode turns an entry into the order event it journals, checking every
-// field's range (the entry comes from another process: Redis).
+// Decode turns an entry into the order event it journals (see
+// orderevent.FromFields: every field's range is checked, the entry comes from
+// another process), naming the entry in any error.
 func (e *Entry) Decode() (orderevent.Event, error) {
-	var ev orderevent.Event
-	f := e.Fields
-	switch f["t"] {
-	case "reserved":
-		ev.Type = orderevent.Reserved
-	case "pay":
-		ev.Type = orderevent.Pay
-	case "cancel":
-		ev.Type = orderevent.Cancel
-	default:
-		return ev, fmt.Errorf("%w %s: type %q", errEntry, e.ID, f["t"])
+	ev, err := orderevent.FromFields(e.Fields)
+	if err != nil {
+		return ev, fmt.Errorf("journal entry %s: %w", e.ID, err)
 	}
-	id, ok := sharding.ParseOrderID([]byte(f["o"]))
-	if !ok {
-		return ev, fmt.Errorf("%w %s: order id %q", errEntry, e.ID, f["o"])
-	}
-	sale, err1 := strconv.ParseInt(f["s"], 10, 64)
-	item, err2 := strconv.ParseInt(f["i"], 10, 64)
-	user, err3 := strconv.ParseUint(f["u"], 10, 64)
-	created, err4 := strconv.ParseInt(f["c"], 10, 64)
-	expires, err5 := strconv.ParseInt(f["x"], 10, 64)
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
-		return ev, fmt.Errorf("%w %s: %v", errEntry, e.ID, err)
-	}
-	switch {
-	case sale <= 0 || sale > sharding.MaxSaleID || id.SaleID() != sale:
-		return ev, fmt.Errorf("%w %s: sale %d (order id of sale %d)", errEntry, e.ID, sale, id.SaleID())
-	case item <= 0:
-		return ev, fmt.Errorf("%w %s: item %d", errEntry, e.ID, item)
-	case user == 0 || user > 1<<63-1:
-		return ev, fmt.Errorf("%w %s: user %d", errEntry, e.ID, user)
-	case created <= 0 || expires < created:
-		return ev, fmt.Errorf("%w %s: created %d, expires %d", errEntry, e.ID, created, expires)
-	}
-	at := created
-	if v, ok := f["at"]; ok {
-		if at, err1 = strconv.ParseInt(v, 10, 64); err1 != nil || at <= 0 {
-			return ev, fmt.Errorf("%w %s: at %q", errEntry, e.ID, v)
-		}
-	}
-	// The writer's own ranges (orderevent.Decode): an entry it would
-	// dead-letter goes to the dead-letter topic from here.
-	for _, t := range [...]struct {
-		name string
-		v    int64
-	}{{"createdAt", created}, {"expiresAt", expires}, {"at", at}} {
-		if t.v < orderevent.MinUnixMilli || t.v > orderevent.MaxUnixMilli {
-			return ev, fmt.Errorf("%w %s: %s %d out of range", errEntry, e.ID, t.name, t.v)
-		}
-	}
-	if w := expires - created; w <= 0 || w > orderevent.MaxPaymentWindow.Milliseconds() {
-		return ev, fmt.Errorf("%w %s: expiresAt %d not after createdAt %d by at most %v", errEntry, e.ID, expires, created, orderevent.MaxPaymentWindow)
-	}
-	ev.OrderID, ev.SaleID, ev.ItemID, ev.UserID = id, sale, item, user
-	ev.Created, ev.Expires, ev.At = time.UnixMilli(created).UTC(), time.UnixMilli(expires).UTC(), time.UnixMilli(at).UTC()
 	return ev, nil
 }
 

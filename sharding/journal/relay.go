@@ -17,8 +17,8 @@ import (
 
 	"flashsale/lua"
 	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/repeatlog"
-	"flashsale/writer/orderevent"
 )
 
 // Shard names one journal: a shard of a sale.

@@ -16,8 +16,8 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
-	"flashsale/writer/orderevent"
 )
 
 type counts struct {

@@ -12,7 +12,7 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
-	"flashsale/writer/orderevent"
+	"flashsale/sharding/orderevent"
 )
 
 // commands is flashctl's command table, in the order the usage lists it.

@@ -15,6 +15,13 @@
 // tables for people or as JSON for scripts (--json). Main parses a command
 // line and runs one command, so a test drives the whole tool without a process.
 //
+// The one import of writer code from sharding is writer/schema: the sale rows
+// and the migrations belong to the writer, which owns PostgreSQL, and `sale
+// create|list|show` write and read those rows through it (a leaf package that
+// imports only package sharding). Everything else crosses the other way:
+// the order event's wire format is sharding/orderevent, below both ends
+// (TestShardingImportsNoWriterCode in package sharding keeps it so).
+//
 // Exit codes: 0 success (and, for reconcile, a clean sale); 1 the command ran
 // and failed: drift or an audit failure found, a refusal, an error; 2 bad
 // command line, nothing done; 3 Redis or PostgreSQL could not be reached,

@@ -27,8 +27,8 @@ import (
 	"flashsale/gateway/internal/config"
 	"flashsale/gateway/internal/httpapi"
 	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
-	"flashsale/writer/orderevent"
 )
 
 var secret = []byte("integration-secret-0123456789")

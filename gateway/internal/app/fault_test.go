@@ -13,8 +13,8 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
-	"flashsale/writer/orderevent"
 )
 
 // TestFaultRedisStallSettles: the master of the sale's only shard stops

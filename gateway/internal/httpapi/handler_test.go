@@ -15,8 +15,8 @@ import (
 
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
-	"flashsale/writer/orderevent"
 )
 
 const purchasePath = "/api/flash-sales/items/7/purchase"

@@ -26,8 +26,8 @@ import (
 	"flashsale/gateway/internal/room"
 	"flashsale/gateway/internal/ticket"
 	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
-	"flashsale/writer/orderevent"
 )
 
 var testSecret = []byte("test-secret-0123456789abcdef")

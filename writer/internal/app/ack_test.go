@@ -9,9 +9,9 @@ import (
 
 	"flashsale/deploy/testenv"
 	shared "flashsale/sharding/config"
+	"flashsale/sharding/orderevent"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/store"
-	"flashsale/writer/orderevent"
 )
 
 // The writer's Redis writes are acknowledged by a replica (WAIT), and one the

@@ -12,10 +12,10 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/ghost"
 	"flashsale/writer/internal/obs"
-	"flashsale/writer/orderevent"
 )
 
 // TestGhostSweep plants the three kinds of reservation the sweep can meet and

@@ -20,12 +20,12 @@ import (
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
 	"flashsale/sharding/ops"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/app"
 	"flashsale/writer/internal/config"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/store"
-	"flashsale/writer/orderevent"
 )
 
 // stack skips unless the real stack is up and the run is not -short.

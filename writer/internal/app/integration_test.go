@@ -17,10 +17,10 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/store"
-	"flashsale/writer/orderevent"
 )
 
 func groupName(t *testing.T) string {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	shared "flashsale/sharding/config"
-	"flashsale/writer/orderevent"
+	"flashsale/sharding/orderevent"
 )
 
 // Config is everything the writer binary can be told.

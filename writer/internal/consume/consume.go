@@ -34,10 +34,10 @@ import (
 
 	"flashsale/sharding/backoff"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/orderevent"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/outbox"
 	"flashsale/writer/internal/store"
-	"flashsale/writer/orderevent"
 )
 
 // Config tunes a Consumer.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"flashsale/sharding"
-	"flashsale/writer/orderevent"
+	"flashsale/sharding/orderevent"
 )
 
 // Stored names one committed reservation whose Redis record is to be marked

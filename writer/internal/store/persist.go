@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
-	"flashsale/writer/orderevent"
 )
 
 // Order statuses, as stored in orders.status and releases.status: the same

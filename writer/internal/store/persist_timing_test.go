@@ -8,8 +8,8 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 	"flashsale/writer/internal/store"
-	"flashsale/writer/orderevent"
 )
 
 // BenchmarkPersist measures PostgreSQL persistence alone: one op is one

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"flashsale/writer/orderevent"
+	"flashsale/sharding/orderevent"
 )
 
 // orderColumns is the six columns of new orders rows, one slice a column, as

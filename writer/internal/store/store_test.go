@@ -15,8 +15,8 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 	"flashsale/writer/internal/store"
-	"flashsale/writer/orderevent"
 )
 
 func TestIsTransient(t *testing.T) {

@@ -1,0 +1,81 @@
+package orderevent
+
+import (
+	"strconv"
+	"time"
+
+	"flashsale/sharding"
+)
+
+// The journal entry's field names, as reserve.lua, reserve_many.lua and
+// act.lua write them (XADD ... t <type> o <order id> ...; a test checks the
+// scripts against this list). FieldAt is optional: a reservation is accepted
+// when it is created, so reserve.lua leaves it out and FromFields takes
+// FieldCreated's value.
+const (
+	FieldType    = "t"  // "reserved", "pay" or "cancel"
+	FieldOrder   = "o"  // order id
+	FieldSale    = "s"  // sale id
+	FieldItem    = "i"  // item id
+	FieldUser    = "u"  // user id
+	FieldCreated = "c"  // unix ms
+	FieldExpires = "x"  // unix ms
+	FieldAt      = "at" // unix ms, pay and cancel only
+)
+
+// Fields lists every field name a journal entry may hold.
+var Fields = [...]string{FieldType, FieldOrder, FieldSale, FieldItem, FieldUser, FieldCreated, FieldExpires, FieldAt}
+
+// FromFields decodes a journal entry's fields (data from another process:
+// Redis) into the event it journals. Any error wraps ErrMalformed and names
+// the field by its JSON member name, then its journal name.
+func FromFields(f map[string]string) (Event, error) {
+	e := Event{Type: parseType(f[FieldType])}
+	if e.Type == 0 {
+		return Event{}, malformed("type (%s) %q is not reserved, pay or cancel", FieldType, f[FieldType])
+	}
+	id, ok := sharding.ParseOrderID([]byte(f[FieldOrder]))
+	if !ok {
+		return Event{}, malformed("orderId (%s) %q is not a flash-sale order id", FieldOrder, f[FieldOrder])
+	}
+	e.OrderID = id
+	var err error
+	if e.SaleID, err = intField(f, "saleId", FieldSale); err != nil {
+		return Event{}, err
+	}
+	if e.ItemID, err = intField(f, "itemId", FieldItem); err != nil {
+		return Event{}, err
+	}
+	if e.UserID, err = strconv.ParseUint(f[FieldUser], 10, 64); err != nil {
+		return Event{}, malformed("userId (%s) %q: %v", FieldUser, f[FieldUser], err.(*strconv.NumError).Err)
+	}
+	if e.Created, err = timeField(f, "createdAt", FieldCreated); err != nil {
+		return Event{}, err
+	}
+	if e.Expires, err = timeField(f, "expiresAt", FieldExpires); err != nil {
+		return Event{}, err
+	}
+	e.At = e.Created
+	if _, ok := f[FieldAt]; ok {
+		if e.At, err = timeField(f, "at", FieldAt); err != nil {
+			return Event{}, err
+		}
+	}
+	return e, e.Validate()
+}
+
+func intField(f map[string]string, name, field string) (int64, error) {
+	n, err := strconv.ParseInt(f[field], 10, 64)
+	if err != nil {
+		return 0, malformed("%s (%s) %q: %v", name, field, f[field], err.(*strconv.NumError).Err)
+	}
+	return n, nil
+}
+
+func timeField(f map[string]string, name, field string) (time.Time, error) {
+	ms, err := intField(f, name, field)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return unixMilli(name, ms)
+}

@@ -1,0 +1,82 @@
+package orderevent
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"flashsale/sharding"
+)
+
+func goodFields() map[string]string {
+	id := sharding.NewOrderID(42, 1, 2)
+	now := time.Now().UnixMilli()
+	return map[string]string{FieldType: "reserved", FieldOrder: id.String(), FieldSale: "42", FieldItem: "7",
+		FieldUser: "1001", FieldCreated: itoa(now), FieldExpires: itoa(now + 600000)}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Every field of a journal entry comes from Redis, another process: each bad
+// one is refused with the field named, and a good one decodes to its event.
+func TestFromFields(t *testing.T) {
+	ev, err := FromFields(goodFields())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Type != Reserved || ev.SaleID != 42 || ev.ItemID != 7 || ev.UserID != 1001 || !ev.At.Equal(ev.Created) {
+		t.Fatalf("decoded %+v", ev)
+	}
+	pay := goodFields()
+	pay[FieldType], pay[FieldAt] = "pay", itoa(time.Now().UnixMilli()+5)
+	if ev, err := FromFields(pay); err != nil || ev.Type != Pay || ev.At.Equal(ev.Created) {
+		t.Fatalf("pay: %+v %v", ev, err)
+	}
+	now := time.Now().UnixMilli()
+	cases := []struct {
+		name, field, value, want string
+	}{
+		{"unknown type", FieldType, "refund", "type"},
+		{"order id", FieldOrder, "not-a-uuid", "orderId"},
+		{"sale not a number", FieldSale, "x", "saleId (s)"},
+		{"sale of another order", FieldSale, "43", "saleId says 43"},
+		{"sale zero", FieldSale, "0", "saleId 0"},
+		{"item zero", FieldItem, "0", "itemId 0"},
+		{"item past int64", FieldItem, "9223372036854775808", "itemId (i)"},
+		{"user zero", FieldUser, "0", "userId 0"},
+		{"user negative", FieldUser, "-1", "userId (u)"},
+		{"user past int64", FieldUser, "18446744073709551615", "userId"},
+		{"created zero", FieldCreated, "0", "createdAt 0"},
+		{"expires before created", FieldExpires, "1", "expiresAt 1"},
+		{"missing expires", FieldExpires, "", "expiresAt (x)"},
+		{"window longer than the writer takes", FieldExpires, itoa(now + 8*24*3600*1000), "expiresAt"},
+		{"at not a number", FieldAt, "soon", "at (at)"},
+		{"at in 2200", FieldAt, "7258118400001", "at 7258118400001"},
+		{"missing item", FieldItem, "", "itemId (i)"},
+	}
+	for _, c := range cases {
+		f := goodFields()
+		f[c.field] = c.value
+		_, err := FromFields(f)
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want a malformed-event error naming %q", c.name, err, c.want)
+		}
+	}
+}
+
+// A journal entry and its Kafka record are one event: FromFields of the
+// fields the scripts write and Decode of AppendJSON agree.
+func TestFieldsAndJSONAgree(t *testing.T) {
+	f := goodFields()
+	f[FieldType], f[FieldAt] = "cancel", f[FieldCreated]
+	ev, err := FromFields(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(AppendJSON(nil, &ev))
+	if err != nil || back != ev {
+		t.Fatalf("Decode(AppendJSON(%+v)) = %+v, %v", ev, back, err)
+	}
+}
