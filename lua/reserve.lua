@@ -19,16 +19,26 @@
 -- ARGV[10] units to credit first (a borrow's move_out took them from a donor;
 -- 0 for none), ARGV[11] move id, ARGV[12] move marker lifetime (s)
 --
--- Reply: {code, order id, units left}. code 1 reserved (units left -1 on an
--- idempotent replay of the same order id: nothing written but the PENDING
--- order's attempt, which the replay takes over), 0 sold out on this
--- shard, 2 already purchased (the held order id), 3 order id already used and
--- finished (or this very attempt was voided), 4 shard frozen (reload the sale
--- and retry on its new layout), 5 journal full (nothing written: 503), 6 sale
--- paused, 7 sale ended by an operator (no reservation: 503 SALE_PAUSED, 410
--- SALE_ENDED; a borrow's credit still arrives, so no unit is lost). A halted
--- shard still answers a holder its order (1 on a replay, 2 already purchased).
+-- Reply: {code, order id, units left}, the code one of these names (the
+-- local below; stock.Outcome numbers them alike, checked by a test):
+--   SOLD_OUT           no unit on this shard: {0, '', 0}
+--   RESERVED           the unit is held for the order id; units left, or -1 on
+--                      an idempotent replay of the same order id (nothing
+--                      written but the PENDING order's attempt, which the
+--                      replay takes over)
+--   ALREADY_PURCHASED  the user holds another active order: its id
+--   ID_USED            the order id was used and finished (or this very
+--                      attempt was voided)
+--   FROZEN             a reshard fences the shard (reload the sale, retry on
+--                      its new layout)
+--   JOURNAL_FULL       the journal holds its bound: nothing written (503)
+--   PAUSED, ENDED      an operator halted the sale: no reservation (503
+--                      SALE_PAUSED, 410 SALE_ENDED); a borrow's credit still
+--                      arrives, so no unit is lost
+-- A halted shard still answers a holder its order (RESERVED on a replay,
+-- ALREADY_PURCHASED).
 -- Everything is checked before the first write, so an error reply changes nothing.
+local SOLD_OUT, RESERVED, ALREADY_PURCHASED, ID_USED, FROZEN, JOURNAL_FULL, PAUSED, ENDED = 0, 1, 2, 3, 4, 5, 6, 7
 if #KEYS ~= 7 or #ARGV ~= 12 then
   return redis.error_reply('ERR reserve: want 7 keys and 12 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
@@ -40,10 +50,10 @@ if user == '' or oid == '' or not tonumber(ARGV[3]) or not tonumber(ARGV[4]) or 
   return redis.error_reply('ERR reserve: bad arguments (user, order id, item, created ms, expires ms, ttl s, sale, bound, attempt, credit, move id, marker ttl s)')
 end
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  return {4, '', -1}
+  return {FROZEN, '', -1}
 end
 if redis.call('XLEN', KEYS[5]) >= bound then
-  return {5, '', -1}
+  return {JOURNAL_FULL, '', -1}
 end
 local raw = redis.call('GET', KEYS[1])
 local n = raw and tonumber(raw)
@@ -67,22 +77,22 @@ if held then
     if redis.call('HGET', KEYS[3], 'status') == 'PENDING' then
       redis.call('HSET', KEYS[3], 'a', attempt)
     end
-    return {1, oid, -1}
+    return {RESERVED, oid, -1}
   end
-  return {2, held, -1}
+  return {ALREADY_PURCHASED, held, -1}
 end
 local st = redis.call('HGET', KEYS[3], 'status')
 if st and not (st == 'VOID' and redis.call('HGET', KEYS[3], 'a') ~= attempt) then
-  return {3, oid, -1}
+  return {ID_USED, oid, -1}
 end
 local halt = redis.call('GET', KEYS[7])
 if halt == 'PAUSED' then
-  return {6, '', -1}
+  return {PAUSED, '', -1}
 elseif halt then
-  return {7, '', -1}
+  return {ENDED, '', -1}
 end
 if n == 0 then
-  return {0, '', 0}
+  return {SOLD_OUT, '', 0}
 end
 redis.call('DECR', KEYS[1])
 redis.call('HSET', KEYS[2], user, oid)
@@ -94,4 +104,4 @@ end
 redis.call('HSET', KEYS[3], 'user', user, 'item', ARGV[3], 'status', 'PENDING', 'created', ARGV[4], 'expires', ARGV[5],
   'a', attempt, 'j', eid)
 redis.call('EXPIRE', KEYS[3], ttl)
-return {1, oid, n - 1}
+return {RESERVED, oid, n - 1}

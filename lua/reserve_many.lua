@@ -4,7 +4,7 @@
 -- reserve.lua's order, follow the previous reservation's (KEYS[7*(i-1)+1..],
 -- ARGV[12*(i-1)+1..]). The reply holds, for each reservation in order, what
 -- reserve.lua would have replied had the calls run one after another in this
--- order: {code, order id, units left}, or an error for a reservation whose
+-- order: {code, order id, units left} (reserve.lua's codes), or an error for a reservation whose
 -- arguments or stock key are malformed (the others still run).
 --
 -- Why: a script call costs Redis far more than the commands it runs (the
@@ -20,6 +20,7 @@
 -- for lack of memory only at its first write: the stock decrements, buyer
 -- records, journal entries and order records of one call are made together
 -- or not at all.
+local SOLD_OUT, RESERVED, ALREADY_PURCHASED, ID_USED, FROZEN, JOURNAL_FULL, PAUSED, ENDED = 0, 1, 2, 3, 4, 5, 6, 7
 local NK, NA = 7, 12
 local n = #KEYS / NK
 if n < 1 or n ~= math.floor(n) or #ARGV ~= n * NA then
@@ -82,10 +83,10 @@ local function one(i)
     return redis.error_reply('ERR reserve: bad arguments (user, order id, item, created ms, expires ms, ttl s, sale, bound, attempt, credit, move id, marker ttl s)')
   end
   if fence[kFence] then
-    return {4, '', -1}
+    return {FROZEN, '', -1}
   end
   if jlen[kJournal] + (added[kJournal] or 0) >= bound then
-    return {5, '', -1}
+    return {JOURNAL_FULL, '', -1}
   end
   local units = stock[kStock]
   if not units then
@@ -105,9 +106,9 @@ local function one(i)
         redis.call('HSET', kOrder, 'a', attempt)
         if ord[kOrder] then ord[kOrder][2] = attempt end
       end
-      return {1, oid, -1}
+      return {RESERVED, oid, -1}
     end
-    return {2, h, -1}
+    return {ALREADY_PURCHASED, h, -1}
   end
   local st, sa
   if made[kOrder] then
@@ -116,16 +117,16 @@ local function one(i)
     st, sa = ord[kOrder][1], ord[kOrder][2]
   end
   if st and not (st == 'VOID' and sa ~= attempt) then
-    return {3, oid, -1}
+    return {ID_USED, oid, -1}
   end
   local hv = halt[kHalt]
   if hv == 'PAUSED' then
-    return {6, '', -1}
+    return {PAUSED, '', -1}
   elseif hv then
-    return {7, '', -1}
+    return {ENDED, '', -1}
   end
   if units == 0 then
-    return {0, '', 0}
+    return {SOLD_OUT, '', 0}
   end
   taken[kStock] = (taken[kStock] or 0) + 1
   held[kBuyers][user] = oid
@@ -143,7 +144,7 @@ local function one(i)
     'a', attempt, 'j', eid)
   redis.call('EXPIRE', kOrder, ttl)
   made[kOrder] = true
-  return {1, oid, units - 1}
+  return {RESERVED, oid, units - 1}
 end
 
 for i = 0, n - 1 do

@@ -8,15 +8,17 @@
 -- ARGV[1] user id, ARGV[2] order id, ARGV[3] attempt id, ARGV[4] lifetime of
 -- the VOID record (s)
 --
--- Reply:
---   1  the attempt had reserved: unit returned, journal entry removed, record VOID;
---   2  the attempt had reserved and a relay already took its event: the order
+-- Reply, by the names of the local below (stock.VoidOutcome numbers them
+-- alike, checked by a test):
+--   1 VOIDED   the attempt had reserved: unit returned, journal entry removed, record VOID;
+--   2 STANDS   the attempt had reserved and a relay already took its event: the order
 --      stands (the caller answers 202, which is then true);
---   3  the attempt had not run: a VOID record now refuses it if it runs later
+--   3 FENCED   the attempt had not run: a VOID record now refuses it if it runs later
 --      (reserve.lua answers 3 to the attempt a VOID record names);
---   0  the order id is held by another attempt (a retry with the same
+--   0 NOTHING  the order id is held by another attempt (a retry with the same
 --      Idempotency-Key) or already finished: nothing to undo;
---  -1  the shard is frozen by a reshard: retry on the new layout.
+--  -1 FROZEN   the shard is frozen by a reshard: retry on the new layout.
+local NOTHING, VOIDED, STANDS, FENCED, FROZEN = 0, 1, 2, 3, -1
 if #KEYS ~= 6 or #ARGV ~= 4 then
   return redis.error_reply('ERR void: want 6 keys and 4 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
@@ -25,7 +27,7 @@ if user == '' or oid == '' or attempt == '' or not ttl or ttl < 1 then
   return redis.error_reply('ERR void: bad arguments (user, order id, attempt, ttl s)')
 end
 if redis.call('EXISTS', KEYS[4]) == 1 then
-  return -1
+  return FROZEN
 end
 local function id_le(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
@@ -38,10 +40,10 @@ local rec = redis.call('HMGET', KEYS[3], 'a', 'j', 'status')
 if rec[1] == false and rec[3] == false then
   redis.call('HSET', KEYS[3], 'status', 'VOID', 'a', attempt, 'user', user)
   redis.call('EXPIRE', KEYS[3], ttl)
-  return 3
+  return FENCED
 end
 if rec[1] ~= attempt or rec[3] ~= 'PENDING' or redis.call('HGET', KEYS[2], user) ~= oid then
-  return 0
+  return NOTHING
 end
 local raw = redis.call('GET', KEYS[1])
 local n = raw and tonumber(raw)
@@ -52,14 +54,14 @@ local j = rec[2]
 if j then
   local taken = redis.call('GET', KEYS[6])
   if taken and id_le(j, taken) then
-    return 2
+    return STANDS
   end
   if redis.call('XDEL', KEYS[5], j) == 0 then
-    return 2
+    return STANDS
   end
 end
 redis.call('HDEL', KEYS[2], user)
 redis.call('INCR', KEYS[1])
 redis.call('HSET', KEYS[3], 'status', 'VOID')
 redis.call('EXPIRE', KEYS[3], ttl)
-return 1
+return VOIDED

@@ -14,16 +14,18 @@
 -- journal entry is deleted and the mark cleared, so the order is PENDING
 -- again (and expires at its deadline as if the request never came).
 --
--- Reply:
---   1  the attempt had journaled the request, no other holds it: entry
+-- Reply, by the names of the local below (stock.VoidOutcome numbers them
+-- alike, checked by a test):
+--   1 VOIDED   the attempt had journaled the request, no other holds it: entry
 --      deleted, mark cleared;
---   2  a relay already took the entry (or the writer committed it): the
+--   2 STANDS   a relay already took the entry (or the writer committed it): the
 --      request stands (the caller answers 202, which is then true);
---   3  the attempt had not run: it is fenced;
---   0  nothing to undo: no such record, the attempt voided before, or the
+--   3 FENCED   the attempt had not run: it is fenced;
+--   0 NOTHING  nothing to undo: no such record, the attempt voided before, or the
 --      request still held by another attempt (which may have been told
 --      202), or for good;
---  -1  the shard is frozen by a reshard: retry on the new layout.
+--  -1 FROZEN   the shard is frozen by a reshard: retry on the new layout.
+local NOTHING, VOIDED, STANDS, FENCED, FROZEN = 0, 1, 2, 3, -1
 if #KEYS ~= 4 or #ARGV ~= 1 then
   return redis.error_reply('ERR void_act: want 4 keys and 1 arg, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
@@ -32,30 +34,30 @@ if not string.match(attempt, '^%d+$') then
   return redis.error_reply('ERR void_act: bad arguments (attempt)')
 end
 if redis.call('EXISTS', KEYS[2]) == 1 then
-  return -1
+  return FROZEN
 end
 local r = redis.call('HMGET', KEYS[1], 'status', 'q', 'qa', 'qj', 'v' .. attempt)
 if r[1] == false or r[5] then
-  return 0 -- no such order, or this attempt was voided before
+  return NOTHING -- no such order, or this attempt was voided before
 end
 redis.call('HSET', KEYS[1], 'v' .. attempt, '1')
 local qa = r[3]
 if not qa or qa == '*' then
-  return r[2] and 0 or 3
+  return r[2] and NOTHING or FENCED
 end
 local rest, held = {}, false
 for a in string.gmatch(qa, '[^,]+') do
   if a == attempt then held = true else rest[#rest + 1] = a end
 end
 if not held then
-  return r[2] and 0 or 3
+  return r[2] and NOTHING or FENCED
 end
 if r[1] ~= 'PENDING' then
-  return 2
+  return STANDS
 end
 if #rest > 0 then
   redis.call('HSET', KEYS[1], 'qa', table.concat(rest, ','))
-  return 0
+  return NOTHING
 end
 local function id_le(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
@@ -67,7 +69,7 @@ end
 local j = r[4]
 local taken = redis.call('GET', KEYS[4])
 if not j or (taken and id_le(j, taken)) or redis.call('XDEL', KEYS[3], j) == 0 then
-  return 2
+  return STANDS
 end
 redis.call('HDEL', KEYS[1], 'q', 'qa', 'qj')
-return 1
+return VOIDED

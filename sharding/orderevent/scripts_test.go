@@ -12,7 +12,6 @@ import (
 // xadd matches a script's XADD call up to its closing parenthesis.
 var xadd = regexp.MustCompile(`(?s)redis\.call\('XADD', [^,]+, '\*',(.*?)\)\n`)
 
-
 // The scripts write the journal fields FromFields reads: every field name an
 // XADD of reserve.lua, reserve_many.lua or act.lua writes is one of Fields,
 // and each script writes every field FromFields requires.

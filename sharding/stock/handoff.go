@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -34,6 +35,14 @@ const (
 	// VoidFenced: the attempt had not run; a late run of it will be refused.
 	VoidFenced VoidOutcome = 3
 )
+
+// voidNames are void.lua's and void_act.lua's names of the outcomes, and
+// voidFrozen their FROZEN: the void did not run (a reshard fences the shard)
+// and comes back as ErrFrozen, so the caller retries it on the new layout as
+// it does a void that could not reach Redis.
+var voidNames = [...]string{VoidNothing: "NOTHING", Voided: "VOIDED", VoidStands: "STANDS", VoidFenced: "FENCED"}
+
+const voidFrozen = -1
 
 func (o VoidOutcome) String() string {
 	switch o {
@@ -72,10 +81,10 @@ func (s *Store) Void(ctx context.Context, r Reservation) (VoidOutcome, error) {
 	if err != nil {
 		return 0, fmt.Errorf("voiding attempt: %w", err)
 	}
-	if n == -1 {
+	if n == voidFrozen {
 		return 0, fmt.Errorf("voiding attempt: %w", ErrFrozen)
 	}
-	if n < 0 || n > 3 {
+	if n < 0 || n >= int64(len(voidNames)) {
 		return 0, fmt.Errorf("voiding attempt: unknown reply %d", n)
 	}
 	return VoidOutcome(n), nil
@@ -96,6 +105,9 @@ const (
 	actCancelled = StatusCancelled
 	actFailed    = StatusFailed
 )
+
+// actReplies are the status strings act.lua answers.
+var actReplies = [...]string{ActOK, ActAgain, ActNotFound, ActFull, ActFrozen, ActVoided, actExpired, actPaid, actCancelled, actFailed}
 
 // ActRequest is an owner's pay or cancel request.
 type ActRequest struct {
@@ -127,8 +139,7 @@ func (s *Store) Act(ctx context.Context, a ActRequest) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("journaling %s: %w", a.Action, err)
 	}
-	switch v {
-	case ActOK, ActAgain, ActNotFound, ActFull, ActFrozen, ActVoided, actExpired, actPaid, actCancelled, actFailed:
+	if slices.Contains(actReplies[:], v) {
 		return v, nil
 	}
 	return "", fmt.Errorf("journaling %s: unknown reply %q", a.Action, v)
@@ -152,10 +163,10 @@ func (s *Store) VoidAct(ctx context.Context, a ActRequest) (VoidOutcome, error) 
 	if err != nil {
 		return 0, fmt.Errorf("voiding %s attempt: %w", a.Action, err)
 	}
-	if n == -1 {
+	if n == voidFrozen {
 		return 0, fmt.Errorf("voiding %s attempt: %w", a.Action, ErrFrozen)
 	}
-	if n < 0 || n > 3 {
+	if n < 0 || n >= int64(len(voidNames)) {
 		return 0, fmt.Errorf("voiding %s attempt: unknown reply %d", a.Action, n)
 	}
 	return VoidOutcome(n), nil

@@ -33,19 +33,17 @@ import (
 
 // ErrFrozen means the shard is frozen by a reshard: reload the sale (its new
 // layout is published within moments) and retry there. Nothing was changed.
+// The ops writes (moves, status, compare-and-set) return it; the purchase
+// path's scripts answer a frozen shard as an outcome value (Frozen,
+// VoidFrozen, ActFrozen).
 var ErrFrozen = errors.New("shard frozen by a reshard")
 
-// ErrPaused and ErrEnded mean an operator paused the sale or ended it early
-// (the shard's halt key, see sharding.AppendHaltKey): no reservation was made.
-var (
-	ErrPaused = errors.New("sale paused by an operator")
-	ErrEnded  = errors.New("sale ended by an operator")
-)
-
-// Outcome is the business result of a reservation attempt.
+// Outcome is the business result of a reservation attempt: the reply code of
+// reserve.lua and reserve_many.lua, whose "reply" header lines name each
+// code (TestReplyCodesMatchTheScripts checks the two lists agree).
 type Outcome uint8
 
-// Outcomes of Reserve.
+// Outcomes of Reserve, numbered as the scripts' reply codes.
 const (
 	// SoldOut: the shard has no unit of the item left.
 	SoldOut Outcome = iota
@@ -57,21 +55,43 @@ const (
 	// IDUsed: the order id was reserved before and has since been released; a
 	// retried request with an old Idempotency-Key gets this.
 	IDUsed
+	// Frozen: a reshard fences the shard; nothing was changed. Reload the
+	// sale's layout and retry there.
+	Frozen
+	// JournalFull: the shard's hand-off journal holds its bound of entries
+	// (the relay cannot reach Kafka); nothing was written.
+	JournalFull
+	// Paused and Ended: an operator paused or ended the sale (the shard's
+	// halt key, see sharding.AppendHaltKey); no reservation was made, but a
+	// borrow's credit arrived.
+	Paused
+	Ended
+	// numOutcomes bounds the reply codes decodeReserve accepts.
+	numOutcomes
 )
 
+// outcomeNames are the scripts' names of the reply codes.
+var outcomeNames = [numOutcomes]string{
+	SoldOut: "SOLD_OUT", Reserved: "RESERVED", AlreadyPurchased: "ALREADY_PURCHASED", IDUsed: "ID_USED",
+	Frozen: "FROZEN", JournalFull: "JOURNAL_FULL", Paused: "PAUSED", Ended: "ENDED",
+}
+
 func (o Outcome) String() string {
-	switch o {
-	case SoldOut:
-		return "sold out"
-	case Reserved:
-		return "reserved"
-	case AlreadyPurchased:
-		return "already purchased"
-	case IDUsed:
-		return "order id used"
+	if o < numOutcomes {
+		return outcomeNames[o]
 	}
 	return "outcome(" + strconv.Itoa(int(o)) + ")"
 }
+
+// Holds reports whether the outcome names an order (Result.OrderID): a
+// reservation, the order the user holds, or the used order id.
+func (o Outcome) Holds() bool { return o == Reserved || o == AlreadyPurchased || o == IDUsed }
+
+// Credited reports whether a Reservation's Credit reached the shard: the
+// script credits it once past its fence and journal checks (Frozen and
+// JournalFull change nothing), before it looks at the buyer, the halt key or
+// the stock.
+func (o Outcome) Credited() bool { return o != Frozen && o != JournalFull }
 
 // Result is what Reserve decided.
 type Result struct {
@@ -148,10 +168,6 @@ func bound(n int) int {
 	return n
 }
 
-// ErrJournalFull means the shard's hand-off journal holds its bound of
-// entries (the relay cannot reach Kafka): nothing was written.
-var ErrJournalFull = errors.New("hand-off journal of the shard is full")
-
 // Reservation names one purchase attempt.
 type Reservation struct {
 	Tag     string // the user's home shard's hash tag
@@ -180,9 +196,10 @@ type Credit struct {
 }
 
 // Reserve runs reserve.lua for r: one round trip (plus the replicas'
-// acknowledgement, see Batcher.SetAcks). It returns ErrFrozen, ErrJournalFull,
-// ErrPaused or ErrEnded when the script refused the reservation; any other
-// error leaves the outcome unknown, and the caller settles it with Void.
+// acknowledgement, see Batcher.SetAcks). Every answer of the script is an
+// Outcome; an error (transport, timeout, an unconfirmed write, a reply that
+// breaks the protocol) leaves the outcome unknown, and the caller settles it
+// with Void.
 func (s *Store) Reserve(ctx context.Context, r Reservation) (Result, error) {
 	// The seven keys and the order id share one allocation: the order key
 	// ends with the id's text.
@@ -305,28 +322,14 @@ func decodeReserve(arr []rueidis.RedisMessage) (Result, error) {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return Result{}, fmt.Errorf("malformed reply: %w", err)
 	}
-	r := Result{Left: left}
-	switch code {
-	case 0:
-		r.Outcome = SoldOut
-		return r, nil
-	case 1:
-		r.Outcome, r.Replay = Reserved, left < 0
-	case 2:
-		r.Outcome = AlreadyPurchased
-	case 3:
-		r.Outcome = IDUsed
-	case 4:
-		return Result{}, ErrFrozen
-	case 5:
-		return Result{}, ErrJournalFull
-	case 6:
-		return Result{}, ErrPaused
-	case 7:
-		return Result{}, ErrEnded
-	default:
+	if code < 0 || code >= int64(numOutcomes) {
 		return Result{}, fmt.Errorf("unknown reply code %d", code)
 	}
+	r := Result{Outcome: Outcome(code), Left: left}
+	if !r.Outcome.Holds() {
+		return r, nil
+	}
+	r.Replay = r.Outcome == Reserved && left < 0
 	oid, ok := sharding.ParseOrderID([]byte(id))
 	if !ok {
 		return Result{}, fmt.Errorf("reply holds a malformed order id %q", id)

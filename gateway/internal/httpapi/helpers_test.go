@@ -156,7 +156,7 @@ func (f *fakeStore) Reserve(_ context.Context, r stock.Reservation) (stock.Resul
 
 func (f *fakeStore) reserve(r stock.Reservation) (stock.Result, error) {
 	if f.bound > 0 && f.backlog() >= f.bound {
-		return stock.Result{}, stock.ErrJournalFull
+		return stock.Result{Outcome: stock.JournalFull, Left: -1}, nil
 	}
 	k := stockKey{r.Tag, r.ItemID}
 	f.stock[k] += r.Credit.Units

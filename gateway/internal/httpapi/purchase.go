@@ -104,22 +104,6 @@ func (p *purchase) run() {
 		}
 	}
 	switch {
-	case errors.Is(err, stock.ErrFrozen):
-		// A reshard froze the shard before the script ran: nothing was
-		// reserved. Load the new layout now; the client's retry uses it.
-		h.Catalog.RefreshSoon()
-		p.answer(aUnavailable)
-	case errors.Is(err, stock.ErrJournalFull):
-		h.Metrics.JournalFull()
-		p.answer(aUnavailable)
-	case errors.Is(err, stock.ErrPaused):
-		// An operator paused the sale and this gateway's copy does not say
-		// so yet: the shard's halt key refused the reservation.
-		h.Catalog.RefreshSoon()
-		p.answer(aSalePaused)
-	case errors.Is(err, stock.ErrEnded):
-		h.Catalog.RefreshSoon()
-		p.answer(aSaleEnded)
 	case errors.Is(err, errBorrow):
 		// Nothing of this attempt ran: the stock reading or the move failed
 		// before any reservation was sent.
@@ -133,11 +117,15 @@ func (p *purchase) run() {
 	}
 }
 
-// decided answers a definite outcome of the reserve script.
+// decided answers a definite outcome of the reserve script: every reply code
+// of reserve.lua is chosen here, in one switch.
 func (p *purchase) decided(res stock.Result) {
 	const route = obs.RoutePurchase
 	h, sale := p.h, p.it.Sale
 	switch res.Outcome {
+	case stock.Reserved:
+		h.winners.add(p.tok, sale.ID, res.OrderID)
+		h.answerOrder(p.ctx, route, aAccepted, res.OrderID, stock.StatusPending)
 	case stock.SoldOut:
 		p.it.Flags.MarkShard(p.home)
 		p.answer(aSoldOut)
@@ -156,9 +144,22 @@ func (p *purchase) decided(res stock.Result) {
 			return
 		}
 		h.answerOrder(p.ctx, route, aAlreadyPurchased, res.OrderID, "")
-	case stock.Reserved:
-		h.winners.add(p.tok, sale.ID, res.OrderID)
-		h.answerOrder(p.ctx, route, aAccepted, res.OrderID, stock.StatusPending)
+	case stock.Frozen:
+		// A reshard froze the shard before the script ran: nothing was
+		// reserved. Load the new layout now; the client's retry uses it.
+		h.Catalog.RefreshSoon()
+		p.answer(aUnavailable)
+	case stock.JournalFull:
+		h.Metrics.JournalFull()
+		p.answer(aUnavailable)
+	case stock.Paused:
+		// An operator paused the sale and this gateway's copy does not say
+		// so yet: the shard's halt key refused the reservation.
+		h.Catalog.RefreshSoon()
+		p.answer(aSalePaused)
+	case stock.Ended:
+		h.Catalog.RefreshSoon()
+		p.answer(aSaleEnded)
 	default:
 		p.settle()
 	}
@@ -232,10 +233,11 @@ func (p *purchase) borrow() (stock.Result, bool, error) {
 	r.Credit = stock.Credit{MoveID: id, Units: k}
 	res, err := h.Store.Reserve(p.rctx, r)
 	it.Flags.Refilled(p.home, k)
-	if err == nil || errors.Is(err, stock.ErrPaused) || errors.Is(err, stock.ErrEnded) {
+	if err == nil && res.Outcome.Credited() {
 		// The units are on the home shard (a halted shard is credited
-		// before it refuses): clear the donor's journal. On failure the
-		// relay's recovery does.
+		// before it refuses, a frozen one or a full journal is not): clear
+		// the donor's journal. Otherwise the relay's recovery finishes the
+		// move.
 		_ = h.Borrower.DropMove(p.rctx, from, id)
 	}
 	return res, false, err
