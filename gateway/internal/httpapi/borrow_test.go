@@ -17,15 +17,11 @@ func (e *env) usersHome(home, n int) []uint64 {
 	return out
 }
 
-func (e *env) setStock(shard int, n int64) {
-	e.st.set(func(f *fakeStore) { f.stock[stockKey{e.sale.Shards[shard], 7}] = n })
-}
+// setStock sets item 7's units on the sale's shard-th shard.
+func (e *env) setStock(shard int, n int64) { e.st.setStock(e.sale.Shards[shard], n) }
 
-func (e *env) stockOf(shard int) int64 {
-	e.st.mu.Lock()
-	defer e.st.mu.Unlock()
-	return e.st.stock[stockKey{e.sale.Shards[shard], 7}]
-}
+// stockOf reads item 7's units on the sale's shard-th shard.
+func (e *env) stockOf(shard int) int64 { return e.st.stockOf(e.sale.Shards[shard]) }
 
 // TestBorrowPastAShardThatDoesNotAnswer: a buyer whose home shard is dry
 // borrows from a shard that answers while another shard's master is down,
@@ -39,7 +35,7 @@ func TestBorrowPastAShardThatDoesNotAnswer(t *testing.T) {
 	e.setStock(0, 0) // dry after the catalog read it
 	e.setStock(1, 5) // its master is down
 	e.setStock(2, 1)
-	e.st.set(func(f *fakeStore) { f.unread = map[string]bool{e.sale.Shards[1]: true} })
+	e.st.set(func(f *scriptStore) { f.unread = map[string]bool{e.sale.Shards[1]: true} })
 
 	r := do(t, c, "POST", purchasePath, e.token(users[0]))
 	want(t, r, 202, "")
@@ -53,7 +49,7 @@ func TestBorrowPastAShardThatDoesNotAnswer(t *testing.T) {
 		t.Fatalf("the 503 left %d journal entries (want 1) and shard 1 at %d (want 5)", n, e.stockOf(1))
 	}
 
-	e.st.set(func(f *fakeStore) { f.unread = nil })
+	e.st.set(func(f *scriptStore) { f.unread = nil })
 	r = do(t, c, "POST", purchasePath, e.token(users[1]))
 	want(t, r, 202, "")
 	if e.stockOf(1) != 4 {

@@ -4,19 +4,21 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
+	"flashsale/deploy/testenv"
 	"flashsale/gateway/internal/auth"
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/limit"
@@ -32,71 +34,21 @@ import (
 
 var testSecret = []byte("test-secret-0123456789abcdef")
 
-// fakeSource serves sales and stock readings from a fakeStore.
-type fakeSource struct {
-	st    *fakeStore
+// scriptStore is the handler tests' Store, Borrower and catalog source: the
+// real scripts (stock.Store) on a redis-server of the test's own, with the
+// faults a test injects around them (an unreachable Redis, a reply lost
+// after the script ran, a void that cannot land). It replaces a Go twin of
+// the scripts that drifted from them: the twin's replay left an order's
+// attempt alone after reserve.lua's replay took it over, so the handler
+// tests modelled the very bug that change had removed.
+type scriptStore struct {
+	t     testing.TB
+	real  *stock.Store
+	c     rueidis.Client
 	sales []*sharding.Sale
-}
 
-func (f *fakeSource) Sales(context.Context) ([]*sharding.Sale, error) { return f.sales, nil }
-
-func (f *fakeSource) Available(_ context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
-	f.st.mu.Lock()
-	defer f.st.mu.Unlock()
-	out := make([]int64, len(sale.Shards))
-	for i, tag := range sale.Shards {
-		out[i] = f.st.stock[stockKey{tag, itemID}]
-	}
-	return out, nil
-}
-
-// ReadStock reads the shards as stock.Store.ReadStock does: a shard in
-// the store's unread set reads stock.Unknown.
-func (f *fakeSource) ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
-	out, _ := f.Available(ctx, sale, itemID)
-	f.st.mu.Lock()
-	defer f.st.mu.Unlock()
-	for i, tag := range sale.Shards {
-		if f.st.unread[tag] {
-			out[i] = stock.Unknown
-		}
-	}
-	return out, nil
-}
-
-// MoveOut takes up to want units from the donor shard (Borrower); a shard
-// in the unread set does not answer.
-func (f *fakeSource) MoveOut(_ context.Context, itemID int64, from, _ string, want int64) (string, int64, error) {
-	f.st.mu.Lock()
-	defer f.st.mu.Unlock()
-	if f.st.unread[from] {
-		return "", 0, errRedisDown
-	}
-	k := stockKey{from, itemID}
-	n := min(want, f.st.stock[k])
-	f.st.stock[k] -= n
-	f.st.moves++
-	return fmt.Sprintf("move-%d", f.st.moves), n, nil
-}
-
-func (f *fakeSource) DropMove(context.Context, string, string) error { return nil }
-
-type stockKey struct {
-	tag  string
-	item int64
-}
-
-// fakeStore mimics the reserve, void, act and order scripts in memory,
-// journal included.
-type fakeStore struct {
-	mu      sync.Mutex
-	stock   map[stockKey]int64
-	buyers  map[string]map[uint64]sharding.OrderID
-	records map[sharding.OrderID]*fakeRecord
-	events  []fakeEvent     // the journal, over every shard
-	err     error           // returned by every call when set
-	unread  map[string]bool // shards whose stock reading and moves fail (fakeSource)
-	moves   int
+	mu  sync.Mutex
+	err error // returned by every call when set
 	// lostReply makes Reserve apply the script and then report an error, as
 	// when the reply is lost on the way back.
 	lostReply bool
@@ -105,254 +57,278 @@ type fakeStore struct {
 	// actErr fails every Act call before it applies.
 	lostActs int
 	actErr   error
-	taken    bool // a relay has taken every journal entry so far
-	bound    int  // journal bound, when > 0
+	// taken makes a relay take every journal entry the moment it is
+	// written (the shard's taken watermark follows the journal's end).
+	taken    bool
+	bound    int             // journal bound of every call, when > 0
+	unread   map[string]bool // shards whose stock reading and moves fail
 	reserves int
 	voids    int
 	holders  int // Holder calls
 	calls    int // every call of the Store interface: what would reach Redis
 }
 
-// redisCalls returns the number of Store calls so far.
-func (f *fakeStore) redisCalls() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls
+func newScriptStore(t testing.TB, sales []*sharding.Sale) *scriptStore {
+	c := testenv.LoneRedis(t)
+	st := &scriptStore{t: t, real: stock.New(c), c: c, sales: sales}
+	if err := st.real.LoadScripts(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
-type fakeRecord struct {
-	stock.OrderRecord
-	attempt uint64
-	event   int    // index in events, -1 when none
-	q       string // accepted request: pay, cancel, exp
-	qEvent  int    // index in events of the request's entry
-	holders map[uint64]bool
-	fenced  map[uint64]bool // voided pay and cancel attempts
-}
-
-type fakeEvent struct {
-	orderevent.Event
-	deleted, taken bool
-}
-
-func newFakeStore() *fakeStore {
-	return &fakeStore{stock: map[stockKey]int64{}, buyers: map[string]map[uint64]sharding.OrderID{}, records: map[sharding.OrderID]*fakeRecord{}}
-}
-
-func (f *fakeStore) Reserve(_ context.Context, r stock.Reservation) (stock.Result, error) {
+// fault runs a Store call's bookkeeping under mu and returns the injected
+// error, if any.
+func (f *scriptStore) fault(count *int) (err error, lost, taken bool, bound int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
-	f.reserves++
-	if f.err != nil {
-		return stock.Result{}, f.err
+	if count != nil {
+		*count++
 	}
-	res, err := f.reserve(r)
-	if f.lostReply {
+	return f.err, f.lostReply, f.taken, f.bound
+}
+
+func (f *scriptStore) Sales(context.Context) ([]*sharding.Sale, error) { return f.sales, nil }
+
+// ReadStock reads the shards as stock.Store.ReadStock does; a shard in the
+// unread set reads stock.Unknown.
+func (f *scriptStore) ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+	out, err := f.real.ReadStock(ctx, sale, itemID)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, tag := range sale.Shards {
+		if f.unread[tag] {
+			out[i] = stock.Unknown
+		}
+	}
+	return out, nil
+}
+
+// MoveOut runs move_out.lua; a shard in the unread set does not answer.
+func (f *scriptStore) MoveOut(ctx context.Context, itemID int64, from, to string, want int64) (string, int64, error) {
+	f.mu.Lock()
+	down := f.unread[from]
+	f.mu.Unlock()
+	if down {
+		return "", 0, errRedisDown
+	}
+	return f.real.MoveOut(ctx, itemID, from, to, want)
+}
+
+func (f *scriptStore) DropMove(ctx context.Context, from, id string) error {
+	return f.real.DropMove(ctx, from, id)
+}
+
+func (f *scriptStore) Reserve(ctx context.Context, r stock.Reservation) (stock.Result, error) {
+	err, lost, taken, bound := f.fault(&f.reserves)
+	if err != nil {
+		return stock.Result{}, err
+	}
+	if bound > 0 {
+		r.Bound = bound
+	}
+	res, err := f.real.Reserve(ctx, r)
+	if taken {
+		f.takeAll(r.Tag)
+	}
+	if lost {
 		return stock.Result{}, errRedisDown
 	}
 	return res, err
 }
 
-func (f *fakeStore) reserve(r stock.Reservation) (stock.Result, error) {
-	if f.bound > 0 && f.backlog() >= f.bound {
-		return stock.Result{Outcome: stock.JournalFull, Left: -1}, nil
-	}
-	k := stockKey{r.Tag, r.ItemID}
-	f.stock[k] += r.Credit.Units
-	b := f.buyers[r.Tag]
-	if b == nil {
-		b = map[uint64]sharding.OrderID{}
-		f.buyers[r.Tag] = b
-	}
-	if held, ok := b[r.UserID]; ok {
-		if held == r.OrderID {
-			return stock.Result{Outcome: stock.Reserved, OrderID: held, Left: -1, Replay: true}, nil
-		}
-		return stock.Result{Outcome: stock.AlreadyPurchased, OrderID: held, Left: -1}, nil
-	}
-	if rec, ok := f.records[r.OrderID]; ok && !(rec.Status == stock.StatusVoid && rec.attempt != r.Attempt) {
-		return stock.Result{Outcome: stock.IDUsed, OrderID: r.OrderID, Left: -1}, nil
-	}
-	if f.stock[k] <= 0 {
-		return stock.Result{Outcome: stock.SoldOut}, nil
-	}
-	f.stock[k]--
-	b[r.UserID] = r.OrderID
-	f.events = append(f.events, fakeEvent{Event: orderevent.Event{Type: orderevent.Reserved, OrderID: r.OrderID, SaleID: r.SaleID,
-		ItemID: r.ItemID, UserID: r.UserID, Created: r.Created, Expires: r.Expires, At: r.Created}, taken: f.taken})
-	f.records[r.OrderID] = &fakeRecord{OrderRecord: stock.OrderRecord{UserID: r.UserID, ItemID: r.ItemID, Status: stock.StatusPending,
-		Created: r.Created, Expires: r.Expires}, attempt: r.Attempt, event: len(f.events) - 1}
-	return stock.Result{Outcome: stock.Reserved, OrderID: r.OrderID, Left: f.stock[k]}, nil
-}
-
-func (f *fakeStore) backlog() int {
-	n := 0
-	for _, e := range f.events {
-		if !e.deleted {
-			n++
-		}
-	}
-	return n
-}
-
-func (f *fakeStore) Void(_ context.Context, r stock.Reservation) (stock.VoidOutcome, error) {
+func (f *scriptStore) Void(ctx context.Context, r stock.Reservation) (stock.VoidOutcome, error) {
+	f.fault(&f.voids)
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls++
-	f.voids++
-	if f.voidErr != nil {
-		return 0, f.voidErr
+	verr := f.voidErr
+	f.mu.Unlock()
+	if verr != nil {
+		return 0, verr
 	}
-	rec, ok := f.records[r.OrderID]
-	if !ok {
-		f.records[r.OrderID] = &fakeRecord{OrderRecord: stock.OrderRecord{UserID: r.UserID, Status: stock.StatusVoid}, attempt: r.Attempt, event: -1}
-		return stock.VoidFenced, nil
-	}
-	if rec.attempt != r.Attempt || rec.Status != stock.StatusPending || f.buyers[r.Tag][r.UserID] != r.OrderID {
-		return stock.VoidNothing, nil
-	}
-	if rec.event >= 0 && (f.events[rec.event].taken || f.events[rec.event].deleted) {
-		return stock.VoidStands, nil
-	}
-	if rec.event >= 0 {
-		f.events[rec.event].deleted = true
-	}
-	delete(f.buyers[r.Tag], r.UserID)
-	f.stock[stockKey{r.Tag, r.ItemID}]++
-	rec.Status = stock.StatusVoid
-	return stock.Voided, nil
+	return f.real.Void(ctx, r)
 }
 
-func (f *fakeStore) Act(_ context.Context, a stock.ActRequest) (string, error) {
+func (f *scriptStore) Act(ctx context.Context, a stock.ActRequest) (string, error) {
+	err, _, taken, bound := f.fault(nil)
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls++
-	if f.err != nil {
-		return "", f.err
-	}
-	if f.actErr != nil {
-		return "", f.actErr
-	}
-	v, err := f.act(a)
-	if f.lostActs > 0 {
+	aerr, lost := f.actErr, f.lostActs > 0
+	if lost {
 		f.lostActs--
+	}
+	f.mu.Unlock()
+	if err != nil {
+		return "", err
+	}
+	if aerr != nil {
+		return "", aerr
+	}
+	if bound > 0 {
+		a.Bound = bound
+	}
+	v, err := f.real.Act(ctx, a)
+	if taken {
+		f.takeAll(a.Tag)
+	}
+	if lost {
 		return "", errRedisDown
 	}
 	return v, err
 }
 
-func (f *fakeStore) act(a stock.ActRequest) (string, error) {
-	rec, ok := f.records[a.OrderID]
-	if ok && rec.fenced[a.Attempt] {
-		return stock.ActVoided, nil
+func (f *scriptStore) VoidAct(ctx context.Context, a stock.ActRequest) (stock.VoidOutcome, error) {
+	f.fault(&f.voids)
+	f.mu.Lock()
+	verr := f.voidErr
+	f.mu.Unlock()
+	if verr != nil {
+		return 0, verr
 	}
-	if !ok || rec.UserID != a.UserID || rec.Status == stock.StatusVoid {
-		return stock.ActNotFound, nil
-	}
-	if rec.Status != stock.StatusPending {
-		return rec.Status, nil
-	}
-	switch {
-	case rec.q == "exp":
-		return stock.StatusExpired, nil
-	case rec.q == a.Action:
-		rec.holders[a.Attempt] = true
-		return stock.ActAgain, nil
-	case rec.q == stock.ActPay:
-		return stock.StatusPaid, nil
-	case rec.q == stock.ActCancel:
-		return stock.StatusCancelled, nil
-	}
-	if !time.Now().Before(rec.Expires) {
-		return stock.StatusExpired, nil
-	}
-	if f.bound > 0 && f.backlog() >= f.bound {
-		return stock.ActFull, nil
-	}
-	typ := orderevent.Pay
-	if a.Action == stock.ActCancel {
-		typ = orderevent.Cancel
-	}
-	f.events = append(f.events, fakeEvent{Event: orderevent.Event{Type: typ, OrderID: a.OrderID, SaleID: a.SaleID, ItemID: rec.ItemID,
-		UserID: a.UserID, Created: rec.Created, Expires: rec.Expires, At: a.At}, taken: f.taken})
-	rec.q, rec.qEvent, rec.holders = a.Action, len(f.events)-1, map[uint64]bool{a.Attempt: true}
-	return stock.ActOK, nil
+	return f.real.VoidAct(ctx, a)
 }
 
-// VoidAct is void_act.lua: fence the attempt; the last holder of the
-// request to let go takes it back unless a relay took it.
-func (f *fakeStore) VoidAct(_ context.Context, a stock.ActRequest) (stock.VoidOutcome, error) {
+func (f *scriptStore) Order(ctx context.Context, tag string, id sharding.OrderID) (stock.OrderRecord, bool, error) {
+	if err, _, _, _ := f.fault(nil); err != nil {
+		return stock.OrderRecord{}, false, err
+	}
+	return f.real.Order(ctx, tag, id)
+}
+
+func (f *scriptStore) Holder(ctx context.Context, tag string, userID uint64) (sharding.OrderID, bool, error) {
+	if err, _, _, _ := f.fault(&f.holders); err != nil {
+		return sharding.OrderID{}, false, err
+	}
+	return f.real.Holder(ctx, tag, userID)
+}
+
+// redisCalls returns the number of Store calls so far.
+func (f *scriptStore) redisCalls() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.calls++
-	f.voids++
-	if f.voidErr != nil {
-		return 0, f.voidErr
+	return f.calls
+}
+
+func (f *scriptStore) counts() (reserves, voids int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reserves, f.voids
+}
+
+func (f *scriptStore) set(fn func(f *scriptStore)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+// do runs a command on the test's Redis, failing the test on an error.
+func (f *scriptStore) do(cmd rueidis.Completed) rueidis.RedisResult {
+	f.t.Helper()
+	r := f.c.Do(context.Background(), cmd)
+	if err := r.Error(); err != nil && !rueidis.IsRedisNil(err) {
+		f.t.Fatal(err)
 	}
-	rec, ok := f.records[a.OrderID]
-	if !ok {
-		return stock.VoidNothing, nil
+	return r
+}
+
+// takeAll moves tag's taken watermark to its journal's last entry, as a
+// relay that took every entry would.
+func (f *scriptStore) takeAll(tag string) {
+	es, _ := f.do(f.c.B().Xrevrange().Key(string(sharding.AppendEventsKey(nil, tag))).End("+").Start("-").Count(1).Build()).AsXRange()
+	if len(es) == 1 {
+		f.do(f.c.B().Set().Key(string(sharding.AppendTakenKey(nil, tag))).Value(es[0].ID).Build())
 	}
-	if rec.fenced == nil {
-		rec.fenced = map[uint64]bool{}
+}
+
+// setStock sets item 7's units on tag's shard.
+func (f *scriptStore) setStock(tag string, n int64) {
+	f.do(f.c.B().Set().Key(string(sharding.AppendStockKey(nil, tag, 7))).Value(strconv.FormatInt(n, 10)).Build())
+}
+
+// stockOf reads item 7's units on tag's shard.
+func (f *scriptStore) stockOf(tag string) int64 {
+	n, err := f.do(f.c.B().Get().Key(string(sharding.AppendStockKey(nil, tag, 7))).Build()).AsInt64()
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	rec.fenced[a.Attempt] = true
-	if !rec.holders[a.Attempt] {
-		if rec.q != "" {
-			return stock.VoidNothing, nil
+	return n
+}
+
+// buyers returns tag's buyer records.
+func (f *scriptStore) buyers(tag string) map[uint64]sharding.OrderID {
+	b, err := f.real.Buyers(context.Background(), tag)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return b
+}
+
+// dropBuyers deletes every buyer record of the sales.
+func (f *scriptStore) dropBuyers() {
+	for _, s := range f.sales {
+		for _, tag := range s.Shards {
+			f.do(f.c.B().Del().Key(string(sharding.AppendBuyersKey(nil, tag))).Build())
 		}
-		return stock.VoidFenced, nil
-	}
-	if rec.Status != stock.StatusPending {
-		return stock.VoidStands, nil
-	}
-	delete(rec.holders, a.Attempt)
-	if len(rec.holders) > 0 {
-		return stock.VoidNothing, nil
-	}
-	if f.events[rec.qEvent].taken {
-		return stock.VoidStands, nil
-	}
-	f.events[rec.qEvent].deleted = true
-	rec.q = ""
-	return stock.Voided, nil
-}
-
-func (f *fakeStore) Order(_ context.Context, _ string, id sharding.OrderID) (stock.OrderRecord, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls++
-	if f.err != nil {
-		return stock.OrderRecord{}, false, f.err
-	}
-	rec, ok := f.records[id]
-	if !ok {
-		return stock.OrderRecord{}, false, nil
-	}
-	r := rec.OrderRecord
-	r.Request = rec.q
-	return r, true, nil
-}
-
-func (f *fakeStore) setStatus(id sharding.OrderID, status string, expires time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	rec := f.records[id]
-	rec.Status = status
-	if !expires.IsZero() {
-		rec.Expires = expires
 	}
 }
 
-// journal returns the events journaled and not voided, in order.
-func (f *fakeStore) journal() []orderevent.Event {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// record reads the order record of id on tag's shard, field by field.
+func (f *scriptStore) record(tag string, id sharding.OrderID) map[string]string {
+	m, err := f.do(f.c.B().Hgetall().Key(string(sharding.AppendOrderKey(nil, tag, id))).Build()).AsStrMap()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return m
+}
+
+// patch sets fields of the order record of id on tag's shard (name, value,
+// ...), as a script or the writer would.
+func (f *scriptStore) patch(tag string, id sharding.OrderID, kv ...string) {
+	cmd := f.c.B().Hset().Key(string(sharding.AppendOrderKey(nil, tag, id))).FieldValue()
+	for i := 0; i+1 < len(kv); i += 2 {
+		cmd = cmd.FieldValue(kv[i], kv[i+1])
+	}
+	f.do(cmd.Build())
+}
+
+// orders returns every order record on tag's shard by order id.
+func (f *scriptStore) orders(tag string) map[sharding.OrderID]map[string]string {
+	prefix := string(sharding.AppendOrderKey(nil, tag, sharding.OrderID{}))
+	prefix = prefix[:len(prefix)-36]
+	keys, err := f.do(f.c.B().Keys().Pattern(prefix + "*").Build()).AsStrSlice()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[sharding.OrderID]map[string]string{}
+	for _, k := range keys {
+		id, ok := sharding.ParseOrderID([]byte(k[len(prefix):]))
+		if !ok {
+			f.t.Fatalf("order key %q", k)
+		}
+		out[id] = f.record(tag, id)
+	}
+	return out
+}
+
+// journal returns the events journaled on the sales' shards and not voided,
+// decoded as the relay decodes them.
+func (f *scriptStore) journal() []orderevent.Event {
 	var out []orderevent.Event
-	for _, e := range f.events {
-		if !e.deleted {
-			out = append(out, e.Event)
+	for _, s := range f.sales {
+		for _, tag := range s.Shards {
+			es, err := f.do(f.c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()).AsXRange()
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			for _, e := range es {
+				ev, err := orderevent.FromFields(e.FieldValues)
+				if err != nil {
+					f.t.Fatalf("journal entry %s: %v", e.ID, err)
+				}
+				out = append(out, ev)
+			}
 		}
 	}
 	return out
@@ -360,35 +336,20 @@ func (f *fakeStore) journal() []orderevent.Event {
 
 // release is the writer's release.lua: the unit back, the buyer record gone,
 // the final status on the record.
-func (f *fakeStore) release(tag string, itemID int64, userID uint64, id sharding.OrderID, status string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.buyers[tag][userID] != id {
-		return false
+func (f *scriptStore) release(tag string, itemID int64, userID uint64, id sharding.OrderID, status string) bool {
+	ok, err := f.real.Release(context.Background(), tag, itemID, userID, id, status)
+	if err != nil {
+		f.t.Fatal(err)
 	}
-	delete(f.buyers[tag], userID)
-	f.stock[stockKey{tag, itemID}]++
-	f.records[id].Status = status
-	return true
+	return ok
 }
 
-func (f *fakeStore) counts() (reserves, voids int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.reserves, f.voids
-}
-
-func (f *fakeStore) set(fn func(f *fakeStore)) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fn(f)
-}
-
-// env is a handler over fakes with one sale (id 77, item 7 with 2 shards).
+// env is a handler with one sale (id 77, item 7 with 2 shards) over the real
+// scripts on a Redis of its own (scriptStore).
 type env struct {
 	t    testing.TB
 	h    *Handler
-	st   *fakeStore
+	st   *scriptStore
 	cat  *catalog.Catalog
 	sale *sharding.Sale
 	// tickets are the handler's ticket keys.
@@ -413,7 +374,7 @@ type envOpt struct {
 	waitingRoom        *sharding.Room
 	powDifficulty      int
 	dev                bool // the development sign-in, with testSecret
-	borrow             bool // the handler borrows from the fakeSource
+	borrow             bool // the handler borrows (scriptStore as its Borrower)
 }
 
 // testFrontDoorRing signs the queue passes and challenges of newEnv's handlers.
@@ -443,17 +404,16 @@ func newEnv(t testing.TB, o envOpt) *env {
 	if o.tickets == nil {
 		o.tickets, _ = ticket.New(testTicketKey, nil, 0)
 	}
-	st := newFakeStore()
+	st := newScriptStore(t, []*sharding.Sale{sale})
 	for _, tag := range sale.Shards {
-		st.stock[stockKey{tag, 7}] = o.stockPerShard
+		st.setStock(tag, o.stockPerShard)
 	}
-	src := &fakeSource{st: st, sales: []*sharding.Sale{sale}}
 	var borrower Borrower
 	if o.borrow {
-		borrower = src
+		borrower = st
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cat := catalog.New(src, catalog.Config{Log: quiet})
+	cat := catalog.New(st, catalog.Config{Log: quiet})
 	if err := cat.Refresh(context.Background(), now); err != nil {
 		t.Fatal(err)
 	}
@@ -582,18 +542,6 @@ var errRedisDown = errors.New("redis: i/o timeout")
 var farFuture = time.Now().Add(24 * 365 * time.Hour)
 
 func homeShard(user uint64) int { return sharding.HomeShard(user, 77, 2) }
-
-func (f *fakeStore) Holder(_ context.Context, tag string, userID uint64) (sharding.OrderID, bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.calls++
-	f.holders++
-	if f.err != nil {
-		return sharding.OrderID{}, false, f.err
-	}
-	id, ok := f.buyers[tag][userID]
-	return id, ok, nil
-}
 
 // counterValue reads a counter of h's registry: the child whose one label
 // has value label.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"flashsale/gateway/internal/auth"
-	"flashsale/sharding"
 )
 
 // TestSalePage: the same bytes for every user and sale id, cacheable, with
@@ -109,7 +108,7 @@ func TestDevSignIn(t *testing.T) {
 		}
 		// The token buys.
 		want(t, do(t, c, "POST", purchasePath, got.Token), 202, "")
-		dev.st.set(func(f *fakeStore) { f.buyers = map[string]map[uint64]sharding.OrderID{} })
+		dev.st.dropBuyers()
 	}
 	for _, bad := range []string{``, `{}`, `{"userId":""}`, `{"userId":"0"}`, `{"userId":"-1"}`, `{"userId":"01"}`,
 		`{"userId":"abc"}`, `{"userId":"99999999999999999999"}`, `{"userId":1.5}`, `not json`, `{"userId":"42"`} {
