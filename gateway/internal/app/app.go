@@ -256,7 +256,7 @@ func (a *App) listen() error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", a.cfg.Listen, err)
 	}
-	a.public = httpapi.NewDeadlineListener(ln, 0)
+	a.public = httpapi.NewDeadlineListener(httpapi.GuardHeads(ln), 0)
 	return nil
 }
 

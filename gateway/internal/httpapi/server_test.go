@@ -47,7 +47,7 @@ func TestUnparsableRequestsGetJSONAndLeakNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(GuardHeads(ln)) }()
 	defer func() { _ = srv.Shutdown() }()
 	auth := "Authorization: Bearer " + token + "\r\n"
 	cases := []struct {
@@ -60,6 +60,11 @@ func TestUnparsableRequestsGetJSONAndLeakNothing(t *testing.T) {
 		{"body too large", "POST /x HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 1000000\r\n\r\n", 413, "BODY_TOO_LARGE"},
 		{"headers too large", "GET /x HTTP/1.1\r\nHost: x\r\n" + auth + "X-Big: " + strings.Repeat("a", 2*ReadBufferSize) + "\r\n\r\n", 431, "HEADERS_TOO_LARGE"},
 		{"body never sent", "POST /x HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 100\r\n\r\n", 408, "REQUEST_TIMEOUT"},
+		// A held-out attack run: lines ending in a bare LF waited for the
+		// read timeout and got 408 (fasthttp waits for a CRLFCRLF that never
+		// comes); GuardHeads refuses them at once.
+		{"bare LF lines", "POST /api/flash-sales/items/1/purchase HTTP/1.1\nHost: x\n" + auth + "Content-Length: 0\n\n", 400, "BAD_REQUEST"},
+		{"bare LF after the request line", "GET /x HTTP/1.1\r\nHost: x\n\r\n", 400, "BAD_REQUEST"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -69,12 +74,18 @@ func TestUnparsableRequestsGetJSONAndLeakNothing(t *testing.T) {
 			}
 			defer conn.Close()
 			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			sent := time.Now()
 			if _, err := io.WriteString(conn, c.raw); err != nil {
 				t.Fatal(err)
 			}
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Only a request that leaves the server waiting may take the
+			// read timeout (1 s) to be answered.
+			if took := time.Since(sent); c.status != 408 && took > 900*time.Millisecond {
+				t.Fatalf("answered %d after %v: the server waited for the read timeout", resp.StatusCode, took)
 			}
 			body, _ := io.ReadAll(resp.Body)
 			if resp.StatusCode != c.status || string(body) != `{"error":"`+c.code+`"}` || resp.Header.Get("Content-Type") != "application/json" {
