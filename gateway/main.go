@@ -28,9 +28,6 @@ func main() {
 	}
 	log := cfg.Log.Logger(os.Stderr)
 	slog.SetDefault(log)
-	for _, w := range cfg.Deprecations {
-		log.Warn(w)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	a, err := app.New(ctx, cfg, app.Options{Log: log})

@@ -117,7 +117,7 @@ func (c *Common) Register(s *Set, parts Parts) {
 	}
 	if parts&UseKafka != 0 {
 		s.Add(Setting{Name: "kafka-brokers", Usage: "Kafka seed brokers, comma separated", Value: List(&c.Kafka.Brokers),
-			Env: []string{"KAFKA_BROKERS"}, Deprecated: []string{"kafka"}})
+			Env: []string{"KAFKA_BROKERS"}})
 		c.Kafka.TLS.register(s, "kafka", "Kafka")
 		s.Add(Setting{Name: "kafka-sasl", Usage: "Kafka SASL mechanism: none, scram-sha-512 or scram-sha-256", Value: OneOf(&c.Kafka.SASL, "", "none", "scram-sha-512", "scram-sha-256")})
 		s.Add(Setting{Name: "kafka-user", Usage: "Kafka SASL user", Value: String(&c.Kafka.User)})
@@ -129,12 +129,10 @@ func (c *Common) Register(s *Set, parts Parts) {
 		s.Add(Setting{Name: "database-password-file", Usage: "file holding the PostgreSQL role's password", Value: File(&c.Postgres.PasswordFile)})
 	}
 	if parts&UseAdmin != 0 {
-		s.Add(Setting{Name: "admin", Usage: "admin listen address: /healthz, /readyz, /metrics", Value: String(&c.Admin),
-			Deprecated: []string{"admin-addr"}})
+		s.Add(Setting{Name: "admin", Usage: "admin listen address: /healthz, /readyz, /metrics", Value: String(&c.Admin)})
 	}
 	if parts&UseShutdown != 0 {
-		s.Add(Setting{Name: "shutdown-grace", Usage: "drain time after SIGINT or SIGTERM", Value: Duration(&c.ShutdownGrace),
-			Deprecated: []string{"shutdown-timeout"}})
+		s.Add(Setting{Name: "shutdown-grace", Usage: "drain time after SIGINT or SIGTERM", Value: Duration(&c.ShutdownGrace)})
 		s.Add(Setting{Name: "start-wait", Usage: "how long to wait at start for a server that is away or starting (/readyz red meanwhile; 0: until stopped)",
 			Value: Duration(&c.StartWait)})
 	}

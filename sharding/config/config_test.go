@@ -60,33 +60,27 @@ func TestDefaults(t *testing.T) {
 func TestPrecedenceAndConventionalNames(t *testing.T) {
 	env := map[string]string{"KAFKA_BROKERS": "k:1, k:2", "DATABASE_URL": "postgres://x@h/db", "FLASHSALE_REDIS": "r:1",
 		"FLASHSALE_LOG_FORMAT": "json", "FLASHSALE_ADMIN": "a:1"}
-	c, s, err := load(t, []string{"-admin", "b:2", "-log-level=debug"}, env)
+	c, _, err := load(t, []string{"-admin", "b:2", "-log-level=debug"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(c.Kafka.Brokers, "|") != "k:1|k:2" || c.Postgres.URL != "postgres://x@h/db" || c.Redis.Addrs[0] != "r:1" ||
-		c.Log.Format != "json" || c.Admin != "b:2" || c.Log.Level != slog.LevelDebug || len(s.Warnings()) != 0 {
-		t.Fatalf("got %+v, warnings %v", c, s.Warnings())
+		c.Log.Format != "json" || c.Admin != "b:2" || c.Log.Level != slog.LevelDebug {
+		t.Fatalf("got %+v", c)
 	}
 }
 
-func TestDeprecatedAliases(t *testing.T) {
-	c, s, err := load(t, []string{"-kafka", "k:9", "-admin-addr=", "-shutdown-timeout", "3s"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Kafka.Brokers[0] != "k:9" || c.Admin != "" || c.ShutdownGrace != 3*time.Second {
-		t.Fatalf("aliases: %+v", c)
-	}
-	w := strings.Join(s.Warnings(), "\n")
-	for _, want := range []string{"-kafka is deprecated: use -kafka-brokers", "-admin-addr is deprecated: use -admin", "-shutdown-timeout is deprecated"} {
-		if !strings.Contains(w, want) {
-			t.Errorf("warnings %q lack %q", w, want)
+// The project has never been released: a setting has one flag name and the
+// environment names of its own rule, and an old spelling is an unknown flag.
+func TestOneNamePerSetting(t *testing.T) {
+	for _, old := range []string{"-kafka", "-admin-addr", "-shutdown-timeout"} {
+		if _, _, err := load(t, []string{old, "x"}, nil); err == nil || !strings.Contains(err.Error(), "flag provided but not defined: "+old) {
+			t.Errorf("%s: %v, want an unknown flag", old, err)
 		}
 	}
-	c, s, err = load(t, nil, map[string]string{"FLASHSALE_SHUTDOWN_TIMEOUT": "4s"})
-	if err != nil || c.ShutdownGrace != 4*time.Second || !strings.Contains(strings.Join(s.Warnings(), ""), "FLASHSALE_SHUTDOWN_TIMEOUT is deprecated: use FLASHSALE_SHUTDOWN_GRACE") {
-		t.Fatalf("deprecated env: %v %v %v", c.ShutdownGrace, s.Warnings(), err)
+	c, _, err := load(t, nil, map[string]string{"FLASHSALE_SHUTDOWN_TIMEOUT": "4s", "FLASHSALE_KAFKA": "k:9"})
+	if err != nil || c.ShutdownGrace == 4*time.Second || (len(c.Kafka.Brokers) > 0 && c.Kafka.Brokers[0] == "k:9") {
+		t.Fatalf("old environment names were read: %+v %v", c, err)
 	}
 }
 
@@ -102,7 +96,7 @@ func TestVersionAndHelp(t *testing.T) {
 	if err := s.Parse([]string{"-h"}, func(string) string { return "" }, &out); !errors.Is(err, ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
-	for _, want := range []string{"usage: prog", "-kafka-brokers a,b,...", "env FLASHSALE_KAFKA_BROKERS, KAFKA_BROKERS", "deprecated -kafka", "default " + DefaultRedis, "-version"} {
+	for _, want := range []string{"usage: prog", "-kafka-brokers a,b,...", "env FLASHSALE_KAFKA_BROKERS, KAFKA_BROKERS", "default " + DefaultRedis, "-version"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, out.String())
 		}
@@ -123,7 +117,6 @@ func TestBadValues(t *testing.T) {
 		{[]string{"-kafka-brokers=a:0"}, nil, "port in 1..65535"},
 		{[]string{"-kafka-brokers="}, nil, "-kafka-brokers names no broker"},
 		{nil, map[string]string{"KAFKA_BROKERS": "a:1", "FLASHSALE_KAFKA_BROKERS": "b:1"}, "environment FLASHSALE_KAFKA_BROKERS and KAFKA_BROKERS disagree"},
-		{[]string{"-kafka=a:1", "-kafka-brokers=b:1"}, nil, "name the same setting"},
 		{[]string{"-log-level=loud"}, nil, `want debug, info, warn or error, not "loud"`},
 		{nil, map[string]string{"FLASHSALE_LOG_FORMAT": "xml"}, `environment FLASHSALE_LOG_FORMAT="xml": want one of text, json`},
 		{[]string{"-shutdown-grace=0s"}, nil, "-shutdown-grace 0s: want a positive duration"},

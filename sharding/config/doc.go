@@ -10,8 +10,8 @@
 // names the tools around them use: -database-url reads DATABASE_URL and
 // -kafka-brokers reads KAFKA_BROKERS (beside FLASHSALE_DATABASE_URL and
 // FLASHSALE_KAFKA_BROKERS; two of them set to different values is an error).
-// Renamed settings keep their old flag and environment names as deprecated
-// aliases: they work, and Set.Warnings says what to use instead.
+// A setting has one name: the project keeps no aliases for old spellings
+// (it has never been released), so an old flag is an unknown flag.
 //
 // Secrets (Redis, Kafka and PostgreSQL passwords) are read from files only
 // (-redis-password-file and so on, say a mounted Kubernetes Secret), never
@@ -23,7 +23,7 @@
 // and shutdown grace to NewCommon.
 //
 // No library: the flag package plus this file's table do what is needed
-// (aliases, conventional names, secrets, per-binary help), and
-// peterbourgon/ff (only v3 is available here) maps environment names by a
-// prefix alone, with no aliases and no redaction.
+// (conventional names, secrets, per-binary help), and peterbourgon/ff (only
+// v3 is available here) maps environment names by a prefix alone, with no
+// conventional names and no redaction.
 package config

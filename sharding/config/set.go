@@ -29,13 +29,8 @@ type Setting struct {
 	Name  string     // flag name; its environment variable is EnvName(Name)
 	Usage string     // what it means, one line
 	Value flag.Value // holds the default until parsed
-	// Env lists further environment names read (not deprecated), like
-	// DATABASE_URL.
+	// Env lists further environment names read, like DATABASE_URL.
 	Env []string
-	// Deprecated lists old flag names; each old name's EnvName is read too.
-	Deprecated []string
-	// DeprecatedEnv lists old environment names that do not follow the rule.
-	DeprecatedEnv []string
 	// FlagOnly settings (a subcommand's arguments) read no environment.
 	FlagOnly bool
 	// Secret settings never show their value in errors or usage.
@@ -51,7 +46,6 @@ type Set struct {
 	usage    string
 	settings []*Setting
 	names    map[string]*Setting
-	warnings []string
 	args     []string
 	out      io.Writer
 }
@@ -65,24 +59,12 @@ func NewSet(program, usage string) *Set {
 // Add registers st; a name used twice is a programming error and panics.
 func (s *Set) Add(st Setting) {
 	st.def = st.Value.String()
-	p := &st
-	for _, n := range append([]string{st.Name}, st.Deprecated...) {
-		if _, dup := s.names[n]; dup || n == "version" || n == "h" || n == "help" {
-			panic("config: flag -" + n + " registered twice")
-		}
-		s.names[n] = p
+	n := st.Name
+	if _, dup := s.names[n]; dup || n == "version" || n == "h" || n == "help" {
+		panic("config: flag -" + n + " registered twice")
 	}
-	s.settings = append(s.settings, p)
-}
-
-// DeprecateEnv adds old environment names to the setting called name
-// (registered before, say by Common.Register).
-func (s *Set) DeprecateEnv(name string, env ...string) {
-	st, ok := s.names[name]
-	if !ok {
-		panic("config: no setting -" + name)
-	}
-	st.DeprecatedEnv = append(st.DeprecatedEnv, env...)
+	s.names[n] = &st
+	s.settings = append(s.settings, &st)
 }
 
 // SetOutput sets where a caller that has no writer of its own at hand sends
@@ -97,30 +79,16 @@ func (s *Set) Output() io.Writer {
 	return s.out
 }
 
-// Warnings returns what Parse found deprecated, one sentence each.
-func (s *Set) Warnings() []string { return s.warnings }
-
 // Args returns the arguments left after the flags.
 func (s *Set) Args() []string { return s.args }
 
-// envNames returns st's environment names: the canonical one, the further
-// ones, then the deprecated ones (and whether each is deprecated).
-func (st *Setting) envNames() (names []string, deprecated []bool) {
+// envNames returns st's environment names: the canonical one, then the
+// further ones.
+func (st *Setting) envNames() []string {
 	if st.FlagOnly {
-		return nil, nil
+		return nil
 	}
-	names = append(names, EnvName(st.Name))
-	deprecated = append(deprecated, false)
-	for _, e := range st.Env {
-		names, deprecated = append(names, e), append(deprecated, false)
-	}
-	for _, d := range st.Deprecated {
-		names, deprecated = append(names, EnvName(d)), append(deprecated, true)
-	}
-	for _, e := range st.DeprecatedEnv {
-		names, deprecated = append(names, e), append(deprecated, true)
-	}
-	return names, deprecated
+	return append([]string{EnvName(st.Name)}, st.Env...)
 }
 
 // Parse reads args (without the program name), then, for every setting no
@@ -131,7 +99,7 @@ func (s *Set) Parse(args []string, getenv func(string) string, out io.Writer) er
 	fs := flag.NewFlagSet(s.program, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	version := fs.Bool("version", false, "print the version and exit")
-	given := map[*Setting]string{}
+	given := map[*Setting]bool{}
 	var errs []error
 	for name, st := range s.names {
 		fs.Var(&flagValue{st: st, name: name, given: given, errs: &errs}, name, st.Usage)
@@ -150,11 +118,8 @@ func (s *Set) Parse(args []string, getenv func(string) string, out io.Writer) er
 	}
 	s.args = fs.Args()
 	for _, st := range s.settings {
-		if old, ok := given[st]; ok && old != st.Name {
-			s.warnings = append(s.warnings, fmt.Sprintf("flag -%s is deprecated: use -%s", old, st.Name))
-		}
-		if _, ok := given[st]; !ok {
-			errs = append(errs, s.fromEnv(st, getenv))
+		if !given[st] {
+			errs = append(errs, fromEnv(st, getenv))
 		}
 	}
 	return errors.Join(errs...)
@@ -162,10 +127,9 @@ func (s *Set) Parse(args []string, getenv func(string) string, out io.Writer) er
 
 // fromEnv sets st from the first of its environment names that is set and
 // refuses two that disagree.
-func (s *Set) fromEnv(st *Setting, getenv func(string) string) error {
-	names, deprecated := st.envNames()
+func fromEnv(st *Setting, getenv func(string) string) error {
 	var from, val string
-	for i, n := range names {
+	for _, n := range st.envNames() {
 		v := getenv(n)
 		if v == "" {
 			continue
@@ -177,9 +141,6 @@ func (s *Set) fromEnv(st *Setting, getenv func(string) string) error {
 			continue
 		}
 		from, val = n, v
-		if deprecated[i] {
-			s.warnings = append(s.warnings, fmt.Sprintf("environment %s is deprecated: use %s", n, names[0]))
-		}
 	}
 	if from == "" {
 		return nil
@@ -193,12 +154,12 @@ func (s *Set) fromEnv(st *Setting, getenv func(string) string) error {
 	return nil
 }
 
-// flagValue is a Setting as seen by package flag under one of its names. It
-// records which name set it and refuses a setting given under two names.
+// flagValue is a Setting as seen by package flag. It records that a flag
+// set it, so the environment is not read for it.
 type flagValue struct {
 	st    *Setting
 	name  string
-	given map[*Setting]string
+	given map[*Setting]bool
 	errs  *[]error
 }
 
@@ -215,10 +176,7 @@ func (f *flagValue) IsBoolFlag() bool {
 }
 
 func (f *flagValue) Set(v string) error {
-	if prev, ok := f.given[f.st]; ok && prev != f.name {
-		*f.errs = append(*f.errs, fmt.Errorf("flags -%s and -%s name the same setting: give one", prev, f.name))
-	}
-	f.given[f.st] = f.name
+	f.given[f.st] = true
 	err := f.st.Value.Set(v)
 	if err != nil && f.st.Secret {
 		// package flag quotes the value in its error; keep it out.
@@ -236,22 +194,13 @@ func (s *Set) PrintUsage(w io.Writer) {
 	for _, st := range s.settings {
 		fmt.Fprintf(w, "  -%s%s\n    \t%s\n", st.Name, placeholder(st), st.Usage)
 		var notes []string
-		if names, dep := st.envNames(); len(names) > 0 {
-			var live []string
-			for i, n := range names {
-				if !dep[i] {
-					live = append(live, n)
-				}
-			}
-			notes = append(notes, "env "+strings.Join(live, ", "))
+		if names := st.envNames(); len(names) > 0 {
+			notes = append(notes, "env "+strings.Join(names, ", "))
 		} else {
 			notes = append(notes, "no env")
 		}
 		if st.def != "" && !st.Secret {
 			notes = append(notes, "default "+st.def)
-		}
-		if len(st.Deprecated) > 0 {
-			notes = append(notes, "deprecated -"+strings.Join(st.Deprecated, ", -"))
 		}
 		fmt.Fprintf(w, "    \t(%s)\n", strings.Join(notes, "; "))
 	}
@@ -264,12 +213,9 @@ func (s *Set) Markdown(w io.Writer) {
 	fmt.Fprintln(w, "| flag | environment | default | meaning |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, st := range s.settings {
-		names, dep := st.envNames()
 		var live []string
-		for i, n := range names {
-			if !dep[i] {
-				live = append(live, "`"+n+"`")
-			}
+		for _, n := range st.envNames() {
+			live = append(live, "`"+n+"`")
 		}
 		env := strings.Join(live, ", ")
 		if env == "" {
@@ -283,7 +229,7 @@ func (s *Set) Markdown(w io.Writer) {
 	}
 }
 
-// Names returns every flag name registered, deprecated ones included, sorted.
+// Names returns every flag name registered, sorted.
 func (s *Set) Names() []string {
 	out := make([]string, 0, len(s.names))
 	for n := range s.names {

@@ -72,9 +72,6 @@ func (e *ConnectError) Unwrap() error { return e.Err }
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, clear bool) int {
 	inv, err := parseLine(args, getenv, stdout)
 	inv.stdout, inv.cfg.Clear = stdout, clear
-	for _, w := range inv.warnings {
-		fmt.Fprintln(stderr, "flashctl:", w)
-	}
 	var ue *UsageError
 	switch {
 	case errors.Is(err, shared.ErrVersion):
@@ -115,13 +112,12 @@ type cmdEnv struct {
 // a group such as `sale`), its flag set and the function that runs it.
 type invocation struct {
 	cmdEnv
-	path     string // "flashctl", "flashctl sale", "flashctl sale pause"
-	set      *shared.Set
-	warnings []string
-	cmd      *command
-	group    string // a group name when path names one
-	fs       *flag.FlagSet
-	run      func(context.Context, *cmdEnv) (int, error)
+	path  string // "flashctl", "flashctl sale", "flashctl sale pause"
+	set   *shared.Set
+	cmd   *command
+	group string // a group name when path names one
+	fs    *flag.FlagSet
+	run   func(context.Context, *cmdEnv) (int, error)
 }
 
 // parseLine reads the global flags (before the command) and the environment,
@@ -131,7 +127,6 @@ func parseLine(args []string, getenv func(string) string, stdout io.Writer) (*in
 	inv := &invocation{cmdEnv: cmdEnv{cfg: Config{Timeout: 2 * time.Minute}}, path: "flashctl"}
 	inv.set = globalSet(&inv.cfg)
 	err := inv.set.Parse(args, getenv, io.Discard)
-	inv.warnings = inv.set.Warnings()
 	switch {
 	case errors.Is(err, shared.ErrVersion):
 		fmt.Fprintln(stdout, shared.VersionLine("flashctl"))

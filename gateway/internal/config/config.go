@@ -40,9 +40,6 @@ type Config struct {
 	// Common is Redis, Kafka, the admin listener (healthz, readyz, metrics,
 	// pprof), logging and the shutdown grace.
 	shared.Common
-	// Deprecations are the deprecated flag and variable names Load met, one
-	// sentence each, for main to log.
-	Deprecations []string `json:"-"`
 
 	Listen string // public fasthttp listener
 	Topic  string // order-event topic
@@ -275,7 +272,6 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	if err := set.Parse(args, getenv, out); err != nil {
 		return c, err
 	}
-	c.Deprecations = set.Warnings()
 	if len(set.Args()) > 0 {
 		return c, fmt.Errorf("unexpected argument %q", set.Args()[0])
 	}

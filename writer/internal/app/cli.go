@@ -56,9 +56,6 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return 2
 	}
 	log := cfg.Log.Logger(stderr)
-	for _, w := range cfg.Deprecations {
-		log.Warn(w)
-	}
 	if len(set.Args()) > 0 {
 		fmt.Fprintf(stderr, "writer %s: unexpected argument %q\n", cmd, set.Args()[0])
 		return 2

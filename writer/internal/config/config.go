@@ -22,8 +22,6 @@ type Config struct {
 	// logging and the shutdown grace (how long the batch in flight may take
 	// after SIGTERM).
 	shared.Common
-	// Deprecations are the deprecated names Load met, for the log.
-	Deprecations []string `json:"-"`
 
 	Topic          string
 	DeadLetter     string
@@ -85,7 +83,6 @@ const RedisCallTimeout = 5 * time.Second
 // order.
 func (c *Config) Register(set *shared.Set) {
 	c.Common.Register(set, shared.UsePostgres|shared.UseRedis|shared.UseKafka|shared.UseAdmin|shared.UseShutdown)
-	set.DeprecateEnv("admin", "FLASHSALE_WRITER_ADMIN")
 	for _, s := range []shared.Setting{
 		{Name: "topic", Usage: "topic of order events", Value: shared.String(&c.Topic)},
 		{Name: "dlq-topic", Usage: "dead-letter topic for undecodable events", Value: shared.String(&c.DeadLetter)},
@@ -98,8 +95,7 @@ func (c *Config) Register(set *shared.Set) {
 		{Name: "retry-max", Usage: "longest backoff between attempts of a batch", Value: shared.Duration(&c.RetryMax)},
 		{Name: "expiry-interval", Usage: "longest time between expiry passes; a pass also runs at each payment deadline (at most 4 a second), so an unpaid order's unit is back on sale about 250 ms after it (an idle pass is one indexed query)", Value: shared.Duration(&c.ExpiryInterval)},
 		{Name: "expiry-batch", Usage: "most orders expired per transaction", Value: shared.Int(&c.ExpiryBatch)},
-		{Name: "sales", Usage: "sale ids whose orders this writer expires and whose outbox it replays, comma separated (empty: all)", Value: shared.IDs(&c.Sales),
-			DeprecatedEnv: []string{"FLASHSALE_WRITER_SALES"}},
+		{Name: "sales", Usage: "sale ids whose orders this writer expires and whose outbox it replays, comma separated (empty: all)", Value: shared.IDs(&c.Sales)},
 		{Name: "outbox-interval", Usage: "period of the replay of Redis effects not yet applied", Value: shared.Duration(&c.OutboxInterval)},
 		{Name: "outbox-grace", Usage: "age before an unapplied outbox row is replayed by any writer", Value: shared.Duration(&c.OutboxGrace)},
 		{Name: "drift-interval", Usage: "period of the online invariant Q - (S + M + P + J) per item of live sales (flashsale_writer_stock_drift_units; 0 turns it off)", Value: shared.Duration(&c.DriftInterval)},
@@ -125,7 +121,6 @@ func Load(set *shared.Set, args []string, getenv func(string) string) (Config, e
 	if err := set.Parse(args, getenv, set.Output()); err != nil {
 		return c, err
 	}
-	c.Deprecations = set.Warnings()
 	return c, errors.Join(c.Common.Resolve(), c.Validate())
 }
 

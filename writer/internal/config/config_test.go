@@ -52,21 +52,6 @@ func TestMigrateBare(t *testing.T) {
 	}
 }
 
-// TestOldNames: the writer's old spellings still work, with a warning.
-func TestOldNames(t *testing.T) {
-	env := map[string]string{"FLASHSALE_WRITER_ADMIN": "127.0.0.1:1", "FLASHSALE_WRITER_SALES": "9", "FLASHSALE_SHUTDOWN_TIMEOUT": "3s"}
-	c, err := load([]string{"-admin-addr=127.0.0.1:2"}, env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Admin != "127.0.0.1:2" || c.Sales[0] != 9 || c.ShutdownGrace != 3*time.Second || len(c.Deprecations) != 3 {
-		t.Fatalf("old names: %+v, warnings %q", c, c.Deprecations)
-	}
-	if c, err = load(nil, map[string]string{"FLASHSALE_WRITER_ADMIN": "127.0.0.1:1"}); err != nil || c.Admin != "127.0.0.1:1" {
-		t.Fatalf("FLASHSALE_WRITER_ADMIN: %v %v", c.Admin, err)
-	}
-}
-
 func TestErrors(t *testing.T) {
 	cases := []struct {
 		args []string
