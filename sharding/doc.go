@@ -8,13 +8,31 @@
 //	{tag}:buyers            hash user id -> order id of the users whose home is the shard
 //	{tag}:o:<orderId>       hash of one order: user, item, status, created, expires
 //	{tag}:journal           hash of unit moves in flight from or to the shard
+//	{tag}:mv:<moveId>       present once the shard was credited by that move
 //	{tag}:frozen            present while a reshard moves the shard away
 //	{tag}:halt              PAUSED or ENDED while an operator halted the sale
+//	{tag}:events            the hand-off journal: a stream of order events
+//	{tag}:relay             lease of the shard's journal relay
+//	{tag}:relay:mark        the relay's ownership mark, deleted only by a clean release
+//	{tag}:taken             the relay's watermark: entries at or below it may be in Kafka
 //
 // so each Lua script, which touches the keys of one shard only, never crosses a
-// slot. Tags are picked at sale creation so that the shards spread evenly over
-// the cluster's masters (PlaceTags), and are stored with the sale: gateways,
-// the writer and the ops tool read them, never recompute them.
+// slot. The keys of a whole sale carry no shard's tag (the waiting room's
+// have tags of their own, one slot per script again):
+//
+//	fs:sales                set of the ids of every sale
+//	fs:sale:<id>            the sale's description (JSON), tags included
+//	fs:relays:<id>          the sale's live journal relays (heartbeats)
+//	fs:drift:<id>           the writer's last drift reading of the sale
+//	fs:reshard:<id>         the sale's reshard journal, while one runs
+//	{room:<id>:<k>}:draw    shard k of the waiting room's random draw
+//	{room:<id>}:state       the waiting room's admission state
+//	{room:<id>}:tail        the waiting room's counter of late arrivals
+//
+// Only this package builds these keys (SaleKey, AppendStockKey and the rest).
+// Tags are picked at sale creation so that the shards spread evenly over the
+// cluster's masters (PlaceTags), and are stored with the sale: gateways, the
+// writer and the ops tool read them, never recompute them.
 //
 // A user's home shard is HomeShard(user, sale, S). The reserve script checks and
 // writes the user's buyer record and takes the unit from the same shard in one
@@ -22,6 +40,6 @@
 // shards: every purchase of one user in one sale runs on the one slot holding that
 // user's buyer record, and Redis runs scripts on one slot one at a time.
 //
-// Sale descriptions live under SaleKey(id) as JSON, and the set of sale ids
-// under SalesKey.
+// How the shards keep, move and read stock is told in stock/DESIGN.md, and
+// the hand-off journal in journal/DESIGN.md.
 package sharding

@@ -69,7 +69,11 @@ func kinds(c *Check) string {
 
 // TestReconcileFindsAndRepairs plants one of each kind of damage and checks
 // that reconcile reports it, changes nothing without --repair, and repairs it
-// with --repair so that Q = S + P afterwards.
+// with --repair so that Q = S + P afterwards. Orphans are released only once
+// the writers' group was read with no lag: the repair once released them on
+// sight, and with a writer stopped or behind for longer than the grace that
+// is every order the relay produced and the writer had not persisted, whose
+// units would then sell twice.
 func TestReconcileFindsAndRepairs(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

@@ -167,8 +167,12 @@ func TestVoidAct(t *testing.T) {
 // besides loading the scripts) answers nil while every shard's master
 // serves keys, and names the shard whose master does not: here a master
 // that holds every client's commands (CLIENT PAUSE ALL), as it answers
-// nothing while it loads its data. A fault test: the pause stalls that
-// master for every other test too.
+// nothing while it loads its data, and one that holds back writes only
+// (CLIENT PAUSE WRITE), as a master being shut down does while it still
+// answers reads. The probe was a plain read until a fresh-clone run of
+// TestFaultRedisRestart saw /readyz green 0.94 s into the restart and the
+// purchase after it answered 503; the WRITE pause fails a plain read. A
+// fault test: the pause stalls that master for every other test too.
 func TestFaultServesShardsNamesAStalledShard(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()

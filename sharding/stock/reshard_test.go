@@ -93,7 +93,10 @@ func TestReshardCopyCheck(t *testing.T) {
 // again: the new shards are live, and a copy of the frozen old ones over them
 // would bring back the units sold since. The state is made by a reshard whose
 // user may not DEL (it stops at the drop of the old shards, after the
-// journal's "published"), with the journal's phase then set back.
+// journal's "published"), with the journal's phase then set back. Such a
+// resume used to copy again: the copy's read-back stopped it, having
+// computed 17 units for the new shards where 16 were left, and before the
+// read-back existed those 17 were written, an oversell.
 func TestReshardResumedAfterPublishDoesNotCopyAgain(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()

@@ -624,7 +624,8 @@ func TestOrderRecordShown(t *testing.T) {
 // attempt answered 503: its outcome was unknown and Redis did not take the
 // void in time) is answered Reserved from the order the first attempt made.
 // The queued void, landing after, must leave that order alone: the retry's
-// client was told 202. A void of the retry's own attempt still undoes it.
+// client was told 202 (before the replay took the order over, that late void
+// undid it). A void of the retry's own attempt still undoes it.
 // (reserve_many.lua does the same: TestReserveManyMatchesReserveInTurn
 // compares the order records, attempt included, after random replays.)
 func TestReplayTakesTheOrderOver(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 // the answer is 503 and the void goes on in the background (see retryQueue);
 // the relay's hold gives it that long before any relay may take the entry,
 // and past that the order stands although the client was told 503: the one
-// case the README lists, counted as voids_total{outcome="gave_up"} or, when
+// case sharding/journal/DESIGN.md names, counted as voids_total{outcome="gave_up"} or, when
 // the background void finds the entry taken, {outcome="stands"}.
 func (p *purchase) settle() {
 	h := p.h

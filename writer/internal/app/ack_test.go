@@ -26,6 +26,10 @@ import (
 //     outbox rows stay undone, and the replay does them again;
 //   - once WAIT is granted, every order expires or stays cancelled, every
 //     outbox row is done, and each unit came back exactly once.
+//
+// Before the writer's writes went through the batcher with WAIT, a release
+// the master answered and a failover then lost was marked done, and its
+// unit stayed reserved until flashctl reconcile --repair.
 func TestUnconfirmedWritesAreRetried(t *testing.T) {
 	stack(t)
 	const n, cancelled = 40, 20
