@@ -1,0 +1,119 @@
+package stock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// The Batcher's acknowledged writes: the WAIT after a batch of writes, and
+// what it learned of each master's replicas.
+
+// ackState is what a Batcher learned of one master's replicas from WAIT.
+// After a WAIT that came back short (the master's replica is down or gone:
+// it waited its whole timeout), the master's next batches go without WAIT,
+// but for one every ackProbe that sees whether the replica is back. A
+// master without its replica would otherwise hold every batch for the
+// whole timeout (50 ms, up to 100 ms with Redis's timer resolution), and
+// its purchases would queue past their budget into 503s. The writes are
+// counted short either way, as they are.
+type ackState struct {
+	short atomic.Bool  // the last WAIT came back short
+	probe atomic.Int64 // when the last WAIT was answered (unix ns)
+}
+
+const ackProbe = 250 * time.Millisecond
+
+// ErrUnconfirmed is the error of an acknowledged write (DoAck, DoReserve)
+// that the master answered and whose WAIT then failed: the connection broke
+// or the batch's time ran out before the replicas' count came. The master
+// may have died before its replicas had the write, so a failover may or may
+// not keep it: the outcome is unknown, as for a lost reply, and the caller
+// settles it the same way (a void, or the idempotent request again). A WAIT
+// that answers with too few replicas is not this: the master is alive and
+// has the write (counted short, see Shortfalls).
+var ErrUnconfirmed = errors.New("stock: write not confirmed (its WAIT failed: the master may be gone)")
+
+// SetAcks makes every write sent with DoAck wait, after its batch, until n
+// replicas of its master acknowledged it or timeout passed (WAIT n timeout,
+// on the connection that carried the batch). n = 0 turns the wait off (a
+// single Redis with no replica). Call it before the Batcher is used.
+func (b *Batcher) SetAcks(n int, timeout time.Duration) {
+	b.acks, b.ackTimeout = max(n, 0), max(timeout, time.Millisecond)
+}
+
+// Shortfalls returns how many acknowledged writes came back with fewer
+// replicas than SetAcks asked for: they were applied by the master, and a
+// failover before the replicas caught up could lose them.
+func (b *Batcher) Shortfalls() int64 { return b.short.Load() }
+
+// Unconfirmed returns how many acknowledged writes were answered
+// ErrUnconfirmed.
+func (b *Batcher) Unconfirmed() int64 { return b.unconfirmed.Load() }
+
+// sendAck sends g's commands to node followed by WAIT, and returns the calls
+// whose command was redirected (it ran nothing), their result set to the
+// redirect.
+func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, st *ackState, g []*call) (redirected []*call) {
+	b.batches.Add(1)
+	cmds, units := b.joinCalls(g, make(rueidis.Commands, 0, len(g)+1))
+	wait := b.waits(st)
+	if node == b.c && !oneSlot(cmds) {
+		// No connection of the master's own (a failover's new master,
+		// before rueidis connects to it): through the cluster client a
+		// keyless WAIT cannot go with writes to several slots (rueidis
+		// panics on the mix), so these go unconfirmed and are counted short.
+		wait = false
+	}
+	if wait {
+		cmds = append(cmds, b.c.B().Wait().Numreplicas(int64(b.acks)).Timeout(b.ackTimeout.Milliseconds()).Build())
+	}
+	res := node.DoMulti(ctx, cmds...)
+	var n int64 // no WAIT (see above and ackState): none acknowledged
+	var unconfirmed error
+	if wait {
+		var err error
+		if n, err = res[len(units)].AsInt64(); err != nil {
+			unconfirmed = fmt.Errorf("%w: %w", ErrUnconfirmed, err)
+			b.refreshSoon()
+		} else if st != nil {
+			st.short.Store(n < int64(b.acks))
+			st.probe.Store(time.Now().UnixNano())
+		}
+	}
+	b.split(units, res[:len(units)])
+	for _, c := range g {
+		if redirect(c.res.Error()) {
+			redirected = append(redirected, c)
+			continue
+		}
+		if c.ack && c.res.Error() == nil {
+			if unconfirmed != nil {
+				c.res = rueidis.NewErrorResult(unconfirmed)
+				b.unconfirmed.Add(1)
+				continue
+			}
+			c.acked = n
+			if n < int64(b.acks) {
+				b.short.Add(1)
+			}
+		}
+	}
+	return redirected
+}
+
+// waits reports whether a batch to the master of st is followed by WAIT: not
+// while its replica is known missing, but for one batch every ackProbe (see
+// ackState).
+func (b *Batcher) waits(st *ackState) bool {
+	if st == nil || !st.short.Load() {
+		return true
+	}
+	now := time.Now().UnixNano()
+	last := st.probe.Load()
+	return now-last >= int64(ackProbe) && st.probe.CompareAndSwap(last, now)
+}
