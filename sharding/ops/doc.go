@@ -15,6 +15,13 @@
 // tables for people or as JSON for scripts (--json). Main parses a command
 // line and runs one command, so a test drives the whole tool without a process.
 //
+// The tree stays on package flag rather than alecthomas/kong: the global
+// settings are sharding/config's (one naming rule for flags and environment,
+// files for secrets, shared with the other binaries), which kong would
+// define a second time in struct tags, and the help text the runbook quotes
+// is the table's own; kong would save the table's forty lines of plumbing
+// and cost both.
+//
 // The one import of writer code from sharding is writer/schema: the sale rows
 // and the migrations belong to the writer, which owns PostgreSQL, and `sale
 // create|list|show` write and read those rows through it (a leaf package that
