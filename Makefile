@@ -5,7 +5,7 @@ STACK := deploy/stack/stack.sh
 BINS := gateway writer bench flashctl
 TEST_TIMEOUT ?= 14m
 
-.PHONY: demo demo-slow test test-unit test-race up down reset status build lint bench bench-peers clean
+.PHONY: demo demo-slow test test-unit test-race chaos up down reset status build lint bench bench-peers clean
 
 demo: build up
 	bash deploy/demo.sh
@@ -23,6 +23,17 @@ test: up
 	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '^TestFault' ./...
 	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -run '^TestFault' ./...
 	$(MAKE) test-race
+
+# chaos runs a seeded fault run of the whole system (deploy/e2e TestFaultChaos):
+# SEED= replays a run (default: a random one, printed first), DURATION= of the
+# crowd and the faults, FAULTS= the most faults, KINDS= a comma-separated
+# subset of the fault kinds. make test runs it once on a fixed seed.
+SEED ?= random
+DURATION ?= 60s
+chaos: up
+	source .run/env && FLASHSALE_REQUIRE_STACK=1 FLASHSALE_CHAOS_SEED=$(SEED) FLASHSALE_CHAOS_DURATION=$(DURATION) \
+		FLASHSALE_CHAOS_FAULTS=$(FAULTS) FLASHSALE_CHAOS_KINDS=$(KINDS) \
+		$(GO) test -count=1 -v -timeout 40m -run '^TestFaultChaos$$' ./deploy/e2e/
 
 # test-race runs the packages with concurrency of their own under the race detector.
 test-race:

@@ -121,6 +121,13 @@ func (p *proc) tail() string {
 
 func start(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
+	return startAs(t, 0, name, args...)
+}
+
+// startAs is start with the process's group id set to gid (0: the test's
+// own), by which testenv.Partitions names it.
+func startAs(t *testing.T, gid uint32, name string, args ...string) *proc {
+	t.Helper()
 	dir := os.Getenv("E2E_LOG_DIR") // to keep the logs: E2E_LOG_DIR=/tmp/e2e go test ...
 	if dir == "" {
 		dir = t.TempDir()
@@ -134,6 +141,9 @@ func start(t *testing.T, name string, args ...string) *proc {
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.Env = append(os.Environ(), "FLASHSALE_REDIS="+strings.Join(testenv.RedisAddrs(), ","),
 		"KAFKA_BROKERS="+strings.Join(testenv.KafkaBrokers(), ","), "DATABASE_URL="+testenv.DatabaseURL())
+	if gid != 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(os.Getuid()), Gid: gid, NoSetGroups: false}}
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -158,6 +168,7 @@ type gateway struct {
 	*proc
 	addr, admin string
 	args        []string
+	gid         uint32 // the process's group id (startAs), 0 for the test's
 }
 
 // startGateway runs a gateway on the default flags but for the test's
@@ -175,7 +186,7 @@ func startGateway(t *testing.T, topic string, s *sale, extra ...string) *gateway
 // restart runs the same gateway again (after a kill).
 func (g *gateway) restart(t *testing.T) {
 	t.Helper()
-	g.proc = start(t, "gateway "+g.addr+" again", g.args...)
+	g.proc = startAs(t, g.gid, "gateway "+g.addr+" again", g.args...)
 }
 
 // waitReady polls /readyz until 200.
@@ -386,6 +397,7 @@ func tally(as []answer) map[int]int {
 type audit struct {
 	active  map[string]uint64 // PENDING or PAID order id -> user
 	all     map[string]string // order id -> status
+	users   map[string]uint64 // order id -> user, every status
 	redis   int64             // units left over all shards
 	buyers  map[string]uint64 // Redis buyer records: order id -> user
 	journal int64             // entries in the hand-off journals
@@ -394,7 +406,7 @@ type audit struct {
 func readAudit(t *testing.T, s *sale, pool *pgxpool.Pool, rs *stock.Store) audit {
 	t.Helper()
 	ctx := context.Background()
-	a := audit{active: map[string]uint64{}, all: map[string]string{}, buyers: map[string]uint64{}}
+	a := audit{active: map[string]uint64{}, all: map[string]string{}, users: map[string]uint64{}, buyers: map[string]uint64{}}
 	rows, err := pool.Query(ctx, `SELECT id::text, user_id, status FROM orders WHERE sale_id = $1`, s.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -406,6 +418,7 @@ func readAudit(t *testing.T, s *sale, pool *pgxpool.Pool, rs *stock.Store) audit
 			t.Fatal(err)
 		}
 		a.all[id] = st
+		a.users[id] = uint64(user)
 		if st == "PENDING" || st == "PAID" {
 			a.active[id] = uint64(user)
 		}

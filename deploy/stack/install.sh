@@ -11,6 +11,7 @@
 STACK_TOOLS=(
 	"chromium chromium" # headless Chromium: the bench report and sale page tests
 	"promtool prometheus" # promtool check/test rules and a real Prometheus for the dashboard test
+	"iptables iptables"   # the chaos run's network partitions (deploy/testenv.Partitions)
 )
 
 # wait_apt: if a background apt-get is running (it logs to /tmp/apt-install.log and

@@ -98,6 +98,13 @@ func NewRedis(t testing.TB) rueidis.Client {
 	return c
 }
 
+// NewRedisClient returns a cluster client over RedisAddrs for code that
+// runs apart from a test's goroutine (a fault injected in the background);
+// the caller closes it.
+func NewRedisClient() (rueidis.Client, error) {
+	return rueidis.NewClient(rueidis.ClientOption{InitAddress: RedisAddrs(), ShuffleInit: true})
+}
+
 // NewPool returns a pgx pool on DatabaseURL, closed when the test ends.
 func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()

@@ -1,0 +1,275 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"flashsale/deploy/testenv"
+	"flashsale/sharding/stock"
+)
+
+// chaosReport is what a chaos run did and found.
+type chaosReport struct {
+	faults     []*fault
+	elapsed    time.Duration
+	buyers     int
+	final      map[int]int // buyers by their last purchase answer
+	attempts   map[int]int // every purchase attempt by answer
+	acts       map[string]map[int]int
+	q, s, p    int64
+	statuses   map[string]int // PostgreSQL's orders by status
+	settleTook time.Duration
+	checks     []string // each invariant and its verdict
+	violations []string // each broken promise, with its orders
+}
+
+// checkChaos waits for the system to settle (every journal empty, no move
+// in flight, every buyer record's order in PostgreSQL, every pay and cancel
+// answered 202 applied), then checks SPEC's invariants, with no repair:
+// P <= Q; one active order per user; every 202 in PostgreSQL; no order for
+// a buyer whose last answer was 503; every pay answered 202 PAID and every
+// cancel answered 202 CANCELLED; Q = S + P; the dead-letter topic empty.
+func checkChaos(t *testing.T, e *chaosEnv, c *chaosCrowd) *chaosReport {
+	t.Helper()
+	r := &chaosReport{final: map[int]int{}, attempts: map[int]int{}, acts: map[string]map[int]int{"pay": {}, "cancel": {}},
+		q: chaosUnits, buyers: len(c.buyers)}
+	for _, b := range c.buyers {
+		r.final[b.final().status]++
+		for _, a := range b.attempts {
+			r.attempts[a.status]++
+		}
+		for _, st := range b.acts {
+			r.acts[b.action][st]++
+		}
+	}
+	pool := testenv.NewPool(t)
+	rs := stock.New(testenv.NewRedis(t))
+	begin := time.Now()
+	a, waiting := settleChaos(t, e, c, pool, rs, 120*time.Second)
+	r.settleTook = time.Since(begin)
+	if waiting != "" {
+		r.violations = append(r.violations, "not settled after 120 s: "+waiting)
+	}
+	r.s, r.p = a.redis, int64(len(a.active))
+	r.statuses = map[string]int{}
+	for _, st := range a.all {
+		r.statuses[st]++
+	}
+	r.check("P <= Q", r.p <= r.q, fmt.Sprintf("P = %d, Q = %d", r.p, r.q))
+	r.check("Q = S + P", r.s+r.p == r.q, fmt.Sprintf("Q = %d, S = %d, P = %d", r.q, r.s, r.p))
+	r.checkUsers(a)
+	r.checkAnswers(c, a)
+	r.checkActs(c, a)
+	n, err := dlqRecords(t, e.topic+".dlq")
+	r.check("dead-letter topic empty", err == nil && n == 0, fmt.Sprintf("%d records (%v)", n, err))
+	return r
+}
+
+// check records an invariant's verdict; a broken one is a violation.
+func (r *chaosReport) check(name string, ok bool, detail string) {
+	verdict := "PASS"
+	if !ok {
+		verdict = "FAIL"
+		r.violations = append(r.violations, name+": "+detail)
+	}
+	r.checks = append(r.checks, fmt.Sprintf("%s %s (%s)", verdict, name, detail))
+}
+
+func (r *chaosReport) checkUsers(a audit) {
+	byUser := map[uint64][]string{}
+	for o, u := range a.active {
+		byUser[u] = append(byUser[u], o)
+	}
+	var bad []string
+	for u, os := range byUser {
+		if len(os) > 1 {
+			slices.Sort(os)
+			bad = append(bad, fmt.Sprintf("user %d: %s", u, strings.Join(os, ", ")))
+		}
+	}
+	r.check("one active order per user", len(bad) == 0, listed(len(byUser), "users with an active order", bad))
+}
+
+// checkAnswers: every order a 202 named is in PostgreSQL; no buyer whose
+// last answer was 503 holds an order of the sale.
+func (r *chaosReport) checkAnswers(c *chaosCrowd, a audit) {
+	userOrders := map[uint64][]string{}
+	for o, u := range a.users {
+		userOrders[u] = append(userOrders[u], o)
+	}
+	var missing, false503 []string
+	told202, told503 := 0, 0
+	for _, b := range c.buyers {
+		for _, ans := range b.attempts {
+			if ans.status != 202 {
+				continue
+			}
+			told202++
+			if _, ok := a.all[ans.order]; !ok {
+				missing = append(missing, fmt.Sprintf("user %d, order %s", b.user, ans.order))
+			}
+		}
+		if b.final().status == 503 {
+			told503++
+			if os := userOrders[b.user]; len(os) > 0 {
+				false503 = append(false503, fmt.Sprintf("user %d (last told %s) holds %s", b.user,
+					strings.TrimSpace(b.final().body), describe(os, a)))
+			}
+		}
+	}
+	r.check("every 202 in PostgreSQL", len(missing) == 0, listed(told202, "202 answers", missing))
+	r.check("no order for a 503", len(false503) == 0, listed(told503, "buyers whose last answer was 503", false503))
+}
+
+// checkActs: every pay answered 202 ends PAID, every cancel CANCELLED.
+func (r *chaosReport) checkActs(c *chaosCrowd, a audit) {
+	for _, action := range []string{"pay", "cancel"} {
+		want := map[string]string{"pay": "PAID", "cancel": "CANCELLED"}[action]
+		var bad []string
+		n := 0
+		for _, b := range c.buyers {
+			if b.action != action || !slices.Contains(b.acts, 202) {
+				continue
+			}
+			n++
+			if st := a.all[b.order]; st != want {
+				bad = append(bad, fmt.Sprintf("order %s is %q", b.order, st))
+			}
+		}
+		r.check(fmt.Sprintf("every %s answered 202 ends %s", action, want), len(bad) == 0, listed(n, action+"s answered 202", bad))
+	}
+}
+
+func describe(orders []string, a audit) string {
+	var s []string
+	for _, o := range orders {
+		s = append(s, o+" "+a.all[o])
+	}
+	return strings.Join(s, ", ")
+}
+
+// listed says how many of n were checked and names the first bad ones.
+func listed(n int, what string, bad []string) string {
+	if len(bad) == 0 {
+		return fmt.Sprintf("%d %s", n, what)
+	}
+	slices.Sort(bad)
+	more := ""
+	if len(bad) > 20 {
+		more, bad = fmt.Sprintf("; and %d more", len(bad)-20), bad[:20]
+	}
+	return fmt.Sprintf("%d of %d %s: %s%s", len(bad), n, what, strings.Join(bad, "; "), more)
+}
+
+// settleChaos waits until the sale has settled and returns its audit, or
+// the audit when within ends and what it still waits for.
+func settleChaos(t *testing.T, e *chaosEnv, c *chaosCrowd, pool *pgxpool.Pool, rs *stock.Store, within time.Duration) (audit, string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		a, waiting := chaosAudit(t, e, c, pool, rs)
+		if waiting == "" || time.Now().After(deadline) {
+			return a, waiting
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// chaosAudit reads the sale as it is laid out now (a reshard moves it) and
+// says what it has not settled yet, "" when nothing.
+func chaosAudit(t *testing.T, e *chaosEnv, c *chaosCrowd, pool *pgxpool.Pool, rs *stock.Store) (audit, string) {
+	t.Helper()
+	ctx := context.Background()
+	cur, err := rs.LoadSale(ctx, e.sale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := readAudit(t, &sale{Sale: cur, item: e.sale.item}, pool, rs)
+	var waiting []string
+	if a.journal > 0 {
+		waiting = append(waiting, fmt.Sprintf("%d journal entries", a.journal))
+	}
+	if moves, err := rs.PendingMoves(ctx, cur); err != nil || len(moves) > 0 {
+		waiting = append(waiting, fmt.Sprintf("%d moves in flight (%v)", len(moves), err))
+	}
+	unpersisted := 0
+	for o := range a.buyers {
+		if _, ok := a.active[o]; !ok {
+			unpersisted++
+		}
+	}
+	if unpersisted > 0 {
+		waiting = append(waiting, fmt.Sprintf("%d buyer records without an active order in PostgreSQL", unpersisted))
+	}
+	unapplied := 0
+	for _, b := range c.buyers {
+		want := map[string]string{"pay": "PAID", "cancel": "CANCELLED"}[b.action]
+		if want != "" && slices.Contains(b.acts, 202) && a.all[b.order] != want {
+			unapplied++
+		}
+	}
+	if unapplied > 0 {
+		waiting = append(waiting, fmt.Sprintf("%d pays or cancels answered 202 not applied", unapplied))
+	}
+	return a, strings.Join(waiting, ", ")
+}
+
+// dlqRecords counts the records of the dead-letter topic (0 when it was
+// never created).
+func dlqRecords(t *testing.T, topic string) (int64, error) {
+	t.Helper()
+	adm := testenv.NewKafkaAdmin(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offs, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	offs.Each(func(o kadm.ListedOffset) {
+		if o.Err == nil {
+			n += o.Offset
+		}
+	})
+	return n, nil
+}
+
+// String renders the report: the faults with their times, the answers by
+// code, the invariants with their verdicts.
+func (r *chaosReport) String(cfg chaosConfig) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos report: seed %d, %v of faults and crowd, %v in all (settled in %v)\n",
+		cfg.seed, cfg.duration, r.elapsed.Round(100*time.Millisecond), r.settleTook.Round(100*time.Millisecond))
+	fmt.Fprintf(&b, "faults (%d):\n", len(r.faults))
+	for _, f := range r.faults {
+		fmt.Fprintf(&b, "  %s\n", f)
+	}
+	fmt.Fprintf(&b, "buyers: %d; last answer by code %s; every attempt %s (0: no answer)\n", r.buyers, codes(r.final), codes(r.attempts))
+	fmt.Fprintf(&b, "pays %s, cancels %s\n", codes(r.acts["pay"]), codes(r.acts["cancel"]))
+	fmt.Fprintf(&b, "orders in PostgreSQL by status: %v\n", r.statuses)
+	for _, c := range r.checks {
+		fmt.Fprintf(&b, "  %s\n", c)
+	}
+	if len(r.violations) == 0 {
+		b.WriteString("every invariant holds\n")
+	} else {
+		fmt.Fprintf(&b, "%d invariants broken\n", len(r.violations))
+	}
+	return b.String()
+}
+
+func codes(m map[int]int) string {
+	var s []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		s = append(s, fmt.Sprintf("%d:%d", k, m[k]))
+	}
+	return "{" + strings.Join(s, " ") + "}"
+}

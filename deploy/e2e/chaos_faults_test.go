@@ -1,0 +1,405 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"flashsale/deploy/testenv"
+	"flashsale/sharding/stock"
+)
+
+// chaosKinds are the faults a chaos run draws from.
+var chaosKinds = []string{
+	"gateway-kill", "writer-kill", "broker-stop", "master-freeze", "master-kill", "replica-kill",
+	"pg-restart", "pause", "reshard", "partition-gateway", "partition-writer",
+}
+
+func isChaosKind(k string) bool { return slices.Contains(chaosKinds, k) }
+
+// fault is one planned fault and, once run, what became of it.
+type fault struct {
+	at     time.Duration // planned, after the start
+	kind   string
+	target int           // gateway or writer index; shard index for Redis faults
+	shard  int           // partition-gateway: the shard whose master is cut off
+	hold   time.Duration // from the injection to the heal
+	shards int           // reshard: the new shard count
+
+	injected, healed time.Duration // after the start; 0 when not done
+	node             string        // the Redis node or port it struck, once known
+	err              error         // why it could not be injected or healed
+}
+
+func (f *fault) String() string {
+	s := fmt.Sprintf("%6.1fs %-17s", f.at.Seconds(), f.kind)
+	switch f.kind {
+	case "gateway-kill", "writer-kill", "partition-writer":
+		s += fmt.Sprintf(" #%d", f.target)
+	case "partition-gateway":
+		s += fmt.Sprintf(" #%d from shard %d's master", f.target, f.shard)
+	case "master-freeze", "master-kill", "replica-kill":
+		s += fmt.Sprintf(" shard %d", f.target)
+	case "reshard":
+		s += fmt.Sprintf(" to %d shards", f.shards)
+	}
+	if f.hold > 0 {
+		s += fmt.Sprintf(" for %.1fs", f.hold.Seconds())
+	}
+	if f.node != "" {
+		s += " [" + f.node + "]"
+	}
+	if f.injected > 0 {
+		s += fmt.Sprintf(" (in %.1fs", f.injected.Seconds())
+		if f.healed > 0 {
+			s += fmt.Sprintf(", healed %.1fs", f.healed.Seconds())
+		}
+		s += ")"
+	}
+	if f.err != nil {
+		s += " FAILED: " + f.err.Error()
+	}
+	return s
+}
+
+// class is the resource a fault takes: faults of one class do not overlap
+// (a node is not frozen while killed), faults of different ones do.
+func (f *fault) class() string {
+	switch f.kind {
+	case "gateway-kill", "writer-kill", "partition-gateway", "partition-writer":
+		return fmt.Sprintf("%s-%d", f.kind, f.target)
+	case "master-freeze", "master-kill", "replica-kill":
+		return "redis"
+	case "pause", "reshard":
+		return "sale"
+	}
+	return f.kind
+}
+
+// planFaults draws the run's schedule from rng: a fault every 1.5-5 s from
+// 2 s in to 4 s before the end, at most cfg.faults, each of a kind drawn
+// from cfg.kinds with its target and how long it lasts, moved later while
+// its class is busy.
+func planFaults(rng *rand.Rand, cfg chaosConfig) []*fault {
+	var out []*fault
+	busy := map[string]time.Duration{}
+	between := func(lo, hi float64) time.Duration {
+		return time.Duration((lo + rng.Float64()*(hi-lo)) * float64(time.Second))
+	}
+	for at := 2 * time.Second; len(out) < cfg.faults && len(cfg.kinds) > 0; {
+		at += between(1.5, 5)
+		if at > cfg.duration-4*time.Second {
+			break
+		}
+		f := &fault{kind: cfg.kinds[rng.IntN(len(cfg.kinds))], target: rng.IntN(2), shard: rng.IntN(chaosShards)}
+		switch f.kind {
+		case "gateway-kill":
+			f.hold = between(0.5, 3)
+		case "writer-kill":
+			f.hold = between(1, 5)
+		case "broker-stop":
+			f.hold = between(3, 10)
+		case "master-freeze":
+			f.target, f.hold = f.shard, between(1, 6) // past 2-3 s its replica takes over
+		case "master-kill":
+			f.target, f.hold = f.shard, between(4, 8)
+		case "replica-kill":
+			f.target, f.hold = f.shard, between(2, 6)
+		case "pause":
+			f.hold = between(1, 4)
+		case "reshard":
+			f.shards = 3 + rng.IntN(4)
+		case "partition-gateway", "partition-writer":
+			f.hold = between(2, 8)
+		}
+		f.at = max(at, busy[f.class()])
+		if f.at > cfg.duration-3*time.Second {
+			continue
+		}
+		busy[f.class()] = f.at + f.hold + time.Second
+		out = append(out, f)
+	}
+	slices.SortStableFunc(out, func(a, b *fault) int { return int(a.at - b.at) })
+	return out
+}
+
+// runFaults runs the plan in the background, each fault at its time but
+// not before the fault of its class before it has healed (a broker's start
+// can take longer than planned), and sends the faults with their outcomes
+// once all are healed.
+func runFaults(t *testing.T, e *chaosEnv, plan []*fault, start time.Time) <-chan []*fault {
+	done := make(chan []*fault, 1)
+	go func() {
+		var wg sync.WaitGroup
+		last := map[string]chan struct{}{} // each class's fault before, closed when healed
+		for _, f := range plan {
+			prev, healed := last[f.class()], make(chan struct{})
+			last[f.class()] = healed
+			wg.Go(func() {
+				defer close(healed)
+				time.Sleep(time.Until(start.Add(f.at)))
+				if prev != nil {
+					<-prev
+				}
+				if f.err = e.inject(t, f); f.err != nil {
+					return
+				}
+				f.injected = time.Since(start)
+				if f.hold == 0 {
+					return
+				}
+				time.Sleep(f.hold)
+				f.err = e.heal(t, f)
+				f.healed = time.Since(start)
+			})
+		}
+		wg.Wait()
+		done <- plan
+	}()
+	return done
+}
+
+// inject strikes f.
+func (e *chaosEnv) inject(t *testing.T, f *fault) error {
+	switch f.kind {
+	case "gateway-kill":
+		g := e.gateways[f.target]
+		_ = g.cmd.Process.Kill()
+		<-g.done
+		return nil
+	case "writer-kill":
+		w := e.writers[f.target]
+		_ = w.cmd.Process.Kill()
+		<-w.done
+		return nil
+	case "broker-stop":
+		return testenv.Stack(t, "broker-stop")
+	case "pg-restart":
+		return testenv.Stack(t, "pg-restart")
+	case "master-freeze", "master-kill", "replica-kill":
+		return e.redisFault(t, f)
+	case "pause":
+		return e.flashctl("sale", "pause", "--sale", strconv.FormatInt(e.sale.ID, 10))
+	case "reshard":
+		return e.reshard(f)
+	case "partition-gateway":
+		return e.cut(f, e.gateways[f.target].gid, func() (string, error) { return e.masterOf(f.shard) })
+	case "partition-writer":
+		return e.cut(f, gidWriter0+uint32(f.target), pgPort)
+	}
+	return fmt.Errorf("unknown fault kind %q", f.kind)
+}
+
+// heal ends f.
+func (e *chaosEnv) heal(t *testing.T, f *fault) error {
+	switch f.kind {
+	case "gateway-kill":
+		e.gateways[f.target].restart(t)
+		return nil
+	case "writer-kill":
+		e.writers[f.target] = startAs(t, gidWriter0+uint32(f.target), fmt.Sprintf("writer %d again", f.target), e.wargs[f.target]...)
+		return nil
+	case "broker-stop":
+		return testenv.Stack(t, "broker-start")
+	case "master-freeze":
+		return testenv.Stack(t, "redis-thaw", f.node)
+	case "master-kill", "replica-kill":
+		return testenv.Stack(t, "redis-start", f.node)
+	case "pause":
+		return e.flashctl("sale", "resume", "--sale", strconv.FormatInt(e.sale.ID, 10))
+	case "partition-gateway", "partition-writer":
+		port, _ := strconv.Atoi(f.node)
+		gid := uint32(gidWriter0 + f.target)
+		if f.kind == "partition-gateway" {
+			gid = e.gateways[f.target].gid
+		}
+		return e.parts.Heal(gid, port)
+	}
+	return nil
+}
+
+// redisFault freezes or kills the master of shard f.target, or kills its
+// replica, as the layout is when it strikes (a reshard or a failover may
+// have moved it).
+func (e *chaosEnv) redisFault(t *testing.T, f *fault) error {
+	port, err := e.masterOf(f.target)
+	if err != nil {
+		return err
+	}
+	f.node = port
+	switch f.kind {
+	case "master-freeze":
+		return testenv.Stack(t, "redis-freeze", port)
+	case "master-kill":
+		return testenv.Stack(t, "redis-kill", port)
+	}
+	if f.node = testenv.ReplicaOf(port); f.node == "" {
+		return fmt.Errorf("master %s has no replica now", port)
+	}
+	return testenv.Stack(t, "redis-kill", f.node)
+}
+
+// reshard changes the sale's shard count to f.shards, or one more when it
+// has that count already (an earlier reshard of the run set it).
+func (e *chaosEnv) reshard(f *fault) error {
+	c, err := testenv.NewRedisClient()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	s, err := stock.New(c).LoadSale(context.Background(), e.sale.ID)
+	if err != nil {
+		return err
+	}
+	if len(s.Shards) == f.shards {
+		f.shards++
+	}
+	f.node = fmt.Sprintf("%d to %d", len(s.Shards), f.shards)
+	return e.flashctl("reshard", "--sale", strconv.FormatInt(e.sale.ID, 10), "--shards", strconv.Itoa(f.shards))
+}
+
+// cut partitions the process of gid from the port resolve names.
+func (e *chaosEnv) cut(f *fault, gid uint32, resolve func() (string, error)) error {
+	if e.parts == nil {
+		return fmt.Errorf("no partitions on this machine (needs root and iptables)")
+	}
+	port, err := resolve()
+	if err != nil {
+		return err
+	}
+	f.node = port
+	n, _ := strconv.Atoi(port)
+	return e.parts.Cut(gid, n)
+}
+
+// masterOf returns the port of the master serving the sale's shard i (i mod
+// the shard count) now.
+func (e *chaosEnv) masterOf(i int) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := testenv.NewRedisClient()
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	rs := stock.New(c)
+	s, err := rs.LoadSale(ctx, e.sale.ID)
+	if err != nil {
+		return "", err
+	}
+	top, err := stock.Topology(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	_, port, _ := strings.Cut(top.MasterOfTag(s.Shards[i%len(s.Shards)]), ":")
+	if port == "" {
+		return "", fmt.Errorf("no master serves shard %d", i)
+	}
+	return port, nil
+}
+
+func pgPort() (string, error) {
+	u, err := url.Parse(testenv.DatabaseURL())
+	if err != nil || u.Port() == "" {
+		return "", fmt.Errorf("PostgreSQL port of %q: %v", testenv.DatabaseURL(), err)
+	}
+	return u.Port(), nil
+}
+
+// flashctl runs the ops tool against the stack.
+func (e *chaosEnv) flashctl(args ...string) error {
+	out, err := exec.Command(filepath.Join(binDir, "flashctl"), append([]string{"--database-url", testenv.DatabaseURL(),
+		"--redis", strings.Join(testenv.RedisAddrs(), ",")}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("flashctl %s: %v: %s", strings.Join(args, " "), err, lastLine(out))
+	}
+	return nil
+}
+
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// healAll ends whatever a fault left behind, as an operator would after an
+// incident: the network, every node running and thawed with its original
+// role, the broker up, the sale resumed and any reshard finished, every
+// process running and ready.
+func (e *chaosEnv) healAll(t *testing.T) {
+	t.Helper()
+	if e.parts != nil {
+		e.parts.Close()
+	}
+	for _, port := range []string{"7001", "7002", "7003", "7004", "7005", "7006"} {
+		_ = testenv.Stack(t, "redis-thaw", port)
+		if testenv.Role(port) == "" {
+			_ = testenv.Stack(t, "redis-start", port)
+		}
+	}
+	for _, port := range []string{"7001", "7002", "7003"} {
+		testenv.HealCluster(t, port)
+	}
+	_ = testenv.Stack(t, "broker-start")
+	id := strconv.FormatInt(e.sale.ID, 10)
+	for try := 0; ; try++ {
+		err := e.flashctl("sale", "resume", "--sale", id)
+		if err == nil || try == 20 {
+			if err != nil {
+				t.Errorf("could not resume the sale: %v", err)
+			}
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	e.finishReshard(t)
+	for k, w := range e.writers {
+		select {
+		case <-w.done:
+			e.writers[k] = startAs(t, gidWriter0+uint32(k), fmt.Sprintf("writer %d at the heal", k), e.wargs[k]...)
+		default:
+		}
+	}
+	for _, g := range e.gateways {
+		select {
+		case <-g.done:
+			g.restart(t)
+		default:
+		}
+		g.waitReady(t, 60*time.Second)
+	}
+}
+
+// finishReshard completes a reshard a fault interrupted (flashctl reshard
+// resumes one with the same command), so that no shard stays frozen.
+func (e *chaosEnv) finishReshard(t *testing.T) {
+	t.Helper()
+	c, err := testenv.NewRedisClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rs := stock.New(c)
+	for try := 0; try < 20; try++ {
+		p, err := rs.PendingReshard(context.Background(), e.sale.ID)
+		if err == nil && p == nil {
+			return
+		}
+		if err == nil {
+			err = e.flashctl("reshard", "--sale", strconv.FormatInt(e.sale.ID, 10), "--shards", strconv.Itoa(p.To))
+		}
+		if err != nil {
+			t.Logf("finishing a reshard: %v", err)
+		}
+		time.Sleep(time.Second)
+	}
+	t.Errorf("a reshard of sale %d is still pending", e.sale.ID)
+}
