@@ -87,3 +87,9 @@ var RoomTick string
 //
 //go:embed reserve_many.lua
 var ReserveMany string
+
+// Fence is a gateway's beat on a shard, which bounds what its relays may
+// take. See fence.lua.
+//
+//go:embed fence.lua
+var Fence string

@@ -8,9 +8,11 @@
 -- KEYS[1] journal stream, KEYS[2] lease of the shard's relay, KEYS[3] the
 -- shard's relay watermark (entries at or below it may have been taken),
 -- KEYS[4] the shard's ownership mark (set by the relay that takes the lease,
--- deleted with it by a clean release)
+-- deleted with it by a clean release), KEYS[5] the shard's fence marks
+-- (fence.lua: gateway id -> its last beat, ms)
 -- ARGV[1] lease token (unique per relay process), ARGV[2] lease lifetime (ms;
--- 0 releases the lease and closes nothing), ARGV[3] hold (ms), ARGV[4]
+-- 0 releases the lease and closes nothing), ARGV[3] hold (ms), ARGV[4] how
+-- long a fence mark holds (ms), ARGV[5]
 -- (optional) the last entry id Kafka acknowledged: every entry up to it is
 -- deleted. A relay takes entries oldest first and acknowledges a prefix of
 -- what it took, so everything up to that id was produced; XTRIM MINID frees
@@ -27,6 +29,15 @@
 -- XTRIM, and new ones get later ids, so the relay's XRANGE up to it reads
 -- exactly what this round closed.
 --
+-- The fence: the cutoff is also no later than the oldest live fence mark
+-- less the hold. A gateway marks a shard only when none of its voids for it
+-- waits to land (fence.lua), so an entry older than the hold at its
+-- gateway's last mark is settled: answered for good, or voided. A gateway
+-- cut off from this master stops marking it, and its last entries wait
+-- here, not taken, until its queued voids have landed and it marks again.
+-- A mark older than ARGV[4] is a gateway gone (or cut off that long): it is
+-- dropped, and its entries are taken as any others.
+--
 -- A lease taken while another relay's ownership mark is there was lost, not
 -- released: its owner died, or could not renew it through an outage in
 -- which a gateway may also have failed to void an attempt. That round closes
@@ -38,18 +49,18 @@
 -- or '' when no entry is old enough or the lease was just taken over from
 -- a lost one, lost (1 or 0)}; {0} when another relay holds the lease; {2}
 -- when the lease was released.
-if #KEYS ~= 4 or #ARGV < 3 or #ARGV > 4 then
-  return redis.error_reply('ERR relay: want 4 keys and 3 or 4 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+if #KEYS ~= 5 or #ARGV < 4 or #ARGV > 5 then
+  return redis.error_reply('ERR relay: want 5 keys and 4 or 5 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
-local token, ttl, hold = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-if token == '' or not ttl or ttl < 0 or not hold or hold < 0 then
-  return redis.error_reply('ERR relay: bad arguments (token, lease ms, hold ms, last acked id)')
+local token, ttl, hold, fenceFor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+if token == '' or not ttl or ttl < 0 or not hold or hold < 0 or not fenceFor or fenceFor <= 0 then
+  return redis.error_reply('ERR relay: bad arguments (token, lease ms, hold ms, fence ms, last acked id)')
 end
 local ackMs, ackSeq
-if #ARGV == 4 then
-  ackMs, ackSeq = string.match(ARGV[4], '^(%d+)%-(%d+)$')
+if #ARGV == 5 then
+  ackMs, ackSeq = string.match(ARGV[5], '^(%d+)%-(%d+)$')
   if not ackMs then
-    return redis.error_reply('ERR relay: bad entry id ' .. ARGV[4])
+    return redis.error_reply('ERR relay: bad entry id ' .. ARGV[5])
   end
 end
 local cur = redis.call('GET', KEYS[2])
@@ -76,7 +87,18 @@ if not cur then
 end
 redis.call('SET', KEYS[2], token, 'PX', ttl)
 local t = redis.call('TIME')
-local cutoff = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - hold
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local fence = now
+local marks = redis.call('HGETALL', KEYS[5])
+for i = 1, #marks, 2 do
+  local at = tonumber(marks[i + 1])
+  if not at or at < now - fenceFor then
+    redis.call('HDEL', KEYS[5], marks[i])
+  elseif at < fence then
+    fence = at
+  end
+end
+local cutoff = fence - hold
 local out = {1, redis.call('XLEN', KEYS[1]), '', '', lost}
 local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
 if #first == 0 then

@@ -116,6 +116,16 @@ func AppendTakenKey(dst []byte, tag string) []byte {
 	return append(dst, ":taken"...)
 }
 
+// AppendFenceMarksKey appends the key of the shard's fence marks: a hash of
+// gateway id -> the last time (unix ms, the master's clock) the gateway
+// beat on the shard with no void of it left to land (fence.lua); a relay
+// takes no entry newer than the oldest live mark less its hold
+// (relay.lua).
+func AppendFenceMarksKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":gws"...)
+}
+
 // AppendNoMoveKey appends the placeholder receiver-marker key that a
 // reservation without a borrowed credit names (reserve.lua never touches it).
 func AppendNoMoveKey(dst []byte, tag string) []byte {

@@ -157,9 +157,9 @@ func TestMetricsLiveScrape(t *testing.T) {
 		"FLASHSALE_RELAY_SALES="+strconv.FormatInt(saleID, 10)))
 	start(t, ctx, filepath.Join(bin, "writer"), []string{"run"}, append(common,
 		"DATABASE_URL="+testenv.DatabaseURL(), "FLASHSALE_DLQ_TOPIC="+dlq,
-		"FLASHSALE_GROUP="+topic+"-writer", "FLASHSALE_WRITER_ADMIN="+wrAdmin,
+		"FLASHSALE_GROUP="+topic+"-writer", "FLASHSALE_ADMIN="+wrAdmin,
 		// Expire only our (empty) sale: other tests share PostgreSQL. The schema is theirs to migrate.
-		"FLASHSALE_WRITER_SALES="+strconv.FormatInt(saleID, 10), "FLASHSALE_MIGRATE=false"))
+		"FLASHSALE_SALES="+strconv.FormatInt(saleID, 10), "FLASHSALE_MIGRATE=false"))
 
 	for binary, addr := range map[string]string{"gateway": gwAdmin, "writer": wrAdmin} {
 		var want []exportedMetric

@@ -63,6 +63,12 @@ type Config struct {
 	// Redis answers again (its queue tries every 250ms at most), and this is
 	// the time it gets to do it before any relay may take the entry.
 	Settle time.Duration
+	// Fence is how long a gateway's fence mark on a shard holds the shard's
+	// relays back after its last beat (default DefaultFence; see Fence and
+	// relay.lua): a gateway that has not beaten a shard for that long is
+	// taken for gone, and its entries are taken. Every gateway and relay of
+	// a fleet must use the same value.
+	Fence time.Duration
 	// Batch is the most entries one round takes (default 512).
 	Batch int
 	// Idle is the pause of a shard's loop after a round that took less than
@@ -101,6 +107,9 @@ func (c *Config) defaults() {
 		c.Hold = 0
 	} else if c.Hold == 0 {
 		c.Hold = time.Second
+	}
+	if c.Fence <= 0 {
+		c.Fence = DefaultFence
 	}
 	if c.Settle < 0 {
 		c.Settle = 0
@@ -355,7 +364,8 @@ func (r *Relay) assign(ctx context.Context, list []Shard, perSale, live map[int6
 // a plain XRANGE (see relay.lua: nothing but this relay's own trim removes
 // them, and every later entry has a later id).
 func (r *Relay) round(ctx context.Context, keys []string, acked string, lease, hold time.Duration) (Round, error) {
-	args := []string{r.token, strconv.FormatInt(lease.Milliseconds(), 10), strconv.FormatInt(hold.Milliseconds(), 10)}
+	args := []string{r.token, strconv.FormatInt(lease.Milliseconds(), 10), strconv.FormatInt(hold.Milliseconds(), 10),
+		strconv.FormatInt(r.cfg.Fence.Milliseconds(), 10)}
 	if acked != "" {
 		args = append(args, acked)
 	}
@@ -416,7 +426,7 @@ func (r *Relay) confirmed(ctx context.Context, keys, args []string) ([]rueidis.R
 func (r *Relay) release(keys []string, acked string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	args := []string{r.token, "0", "0"}
+	args := []string{r.token, "0", "0", "1"}
 	if acked != "" {
 		args = append(args, acked)
 	}

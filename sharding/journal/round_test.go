@@ -27,11 +27,11 @@ func TestRelayRoundClosesWhatItTakes(t *testing.T) {
 	tag := e.sale.Shards[0]
 	events, lease, taken := string(sharding.AppendEventsKey(nil, tag)), string(sharding.AppendRelayLeaseKey(nil, tag)), string(sharding.AppendTakenKey(nil, tag))
 	mark := string(sharding.AppendRelayMarkKey(nil, tag))
-	keys := []string{events, lease, taken, mark}
+	keys := []string{events, lease, taken, mark, string(sharding.AppendFenceMarksKey(nil, tag))}
 	script := rueidis.NewLuaScript(lua.Relay)
 	round := func(token string, hold time.Duration) journal.Round {
 		t.Helper()
-		arr, err := script.Exec(ctx, c, keys, []string{token, "5000", itoa(hold.Milliseconds())}).ToArray()
+		arr, err := script.Exec(ctx, c, keys, []string{token, "5000", itoa(hold.Milliseconds()), "30000"}).ToArray()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +99,7 @@ func TestRelayRoundClosesWhatItTakes(t *testing.T) {
 	if rd = round("heir", 0); rd.Lost || rd.Upto == "" {
 		t.Fatalf("the heir's next round: %+v, want entries closed", rd)
 	}
-	if err := script.Exec(ctx, c, keys, []string{"heir", "0", "0"}).Error(); err != nil {
+	if err := script.Exec(ctx, c, keys, []string{"heir", "0", "0", "1"}).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := c.Do(ctx, c.B().Exists().Key(lease, mark).Build()).AsInt64(); n != 0 {

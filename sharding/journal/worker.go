@@ -29,6 +29,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 		string(sharding.AppendRelayLeaseKey(nil, sh.Tag)),
 		string(sharding.AppendTakenKey(nil, sh.Tag)),
 		string(sharding.AppendRelayMarkKey(nil, sh.Tag)),
+		string(sharding.AppendFenceMarksKey(nil, sh.Tag)),
 	}, fail: r.failure(sh)}
 	for w.step(ctx) {
 	}

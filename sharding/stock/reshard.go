@@ -470,6 +470,7 @@ func (s *Store) dropShards(ctx context.Context, sale *sharding.Sale, tags []stri
 			s.c.B().Del().Key(string(sharding.AppendEventsKey(nil, tag))).Build(),
 			s.c.B().Del().Key(string(sharding.AppendTakenKey(nil, tag))).Build(),
 			s.c.B().Del().Key(string(sharding.AppendRelayMarkKey(nil, tag))).Build(),
+			s.c.B().Del().Key(string(sharding.AppendFenceMarksKey(nil, tag))).Build(),
 			s.c.B().Del().Key(string(sharding.AppendHaltKey(nil, tag))).Build())
 		keys, err := s.shardOrders(ctx, tag, top)
 		if err != nil {

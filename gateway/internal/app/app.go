@@ -50,6 +50,7 @@ type App struct {
 	store    *stock.Store
 	kafka    *kgo.Client
 	Relay    *journal.Relay
+	fence    *journal.Fence
 	verifier *auth.Verifier
 	Catalog  *catalog.Catalog
 	Room     *room.Room // the waiting rooms, ticked every 100 ms while Serve runs
@@ -121,10 +122,16 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	if err := a.newRelay(opt); err != nil {
 		return nil, err
 	}
+	a.fence = journal.NewFence(a.redis, journal.FenceConfig{Hold: cfg.RelayFence, Tags: a.liveTags, Pending: a.pendingVoids})
 	if a.Handler, err = a.newHandler(opt); err != nil {
 		return nil, err
 	}
 	if err := wait.Until(ctx, a.loadRedis); err != nil {
+		return nil, err
+	}
+	// The first fence beat before the first request: without its marks this
+	// gateway may journal nothing (httpapi.Deps.Fence).
+	if err := wait.Until(ctx, a.fence.Beat); err != nil {
 		return nil, err
 	}
 	a.server = httpapi.NewServer(a.Handler.Handle, httpapi.ServerConfig{
@@ -211,11 +218,19 @@ func (a *App) newRelay(opt Options) error {
 		return fmt.Errorf("creating the relay's kafka producer: %w", err)
 	}
 	a.Relay = journal.New(journal.Config{
-		Topic: cfg.Topic, Lease: cfg.RelayLease, Hold: cfg.RelayHold, Settle: cfg.RelaySettle, Log: a.log,
+		Topic: cfg.Topic, Lease: cfg.RelayLease, Hold: cfg.RelayHold, Settle: cfg.RelaySettle, Fence: cfg.RelayFence, Log: a.log,
 		Acks: cfg.ReplicaAcks, AckTimeout: cfg.ReplicaTimeout,
 		Recover: a.store.RecoverStalled, Cold: a.coldShard,
 	}, a.redis, a.kafka, a.shards, a.Metrics.Relay())
 	return nil
+}
+
+// pendingVoids adds to dst the shards where a void of this gateway waits to
+// land, which its fence does not beat.
+func (a *App) pendingVoids(dst map[string]bool) {
+	if a.Handler != nil {
+		a.Handler.PendingVoidTags(dst)
+	}
 }
 
 // newHandler builds the public handler: the purchase path, the pages, the
@@ -245,7 +260,7 @@ func (a *App) newHandler(opt Options) (*httpapi.Handler, error) {
 		Catalog: a.Catalog, Store: st, Verifier: a.verifier,
 		IPLimit:   limit.New(limit.Config{Rate: cfg.IPRate, Burst: cfg.IPBurst, MaxKeys: cfg.LimitKeys}),
 		UserLimit: limit.New(limit.Config{Rate: cfg.UserRate, Burst: cfg.UserBurst, MaxKeys: cfg.LimitKeys}),
-		Metrics:   a.Metrics, Borrower: a.store, Log: a.log, Tickets: tickets, Page: site,
+		Metrics:   a.Metrics, Borrower: a.store, Fence: a.fence, Log: a.log, Tickets: tickets, Page: site,
 		Room: a.Room, Proofs: a.proofs, ProofLevel: &pow.Level{Operator: cfg.PowDifficulty, Auto: cfg.PowAutoRate},
 	}), nil
 }
@@ -302,6 +317,13 @@ func (a *App) Serve(ctx context.Context) error {
 			a.Relay.Run(relayCtx)
 		}
 	}()
+	// The fence beats until the last request was answered (it outlives ctx
+	// through the drain): a stale mark would refuse the requests draining.
+	fenceDone := make(chan struct{})
+	go func() {
+		defer close(fenceDone)
+		a.fence.Run(relayCtx)
+	}()
 	a.log.Info("gateway serving", "listen", a.Addr(), "admin", a.AdminAddr())
 	var serveErr error
 	select {
@@ -323,6 +345,7 @@ func (a *App) Serve(ctx context.Context) error {
 	// once instead of after the lease's lifetime.
 	stopRelay()
 	<-relayDone
+	<-fenceDone
 	a.Close()
 	a.log.Info("gateway stopped")
 	return serveErr
@@ -332,6 +355,7 @@ func (a *App) Serve(ctx context.Context) error {
 func (a *App) Close() {
 	if a.Handler != nil {
 		a.Handler.Close()
+		a.leaveFence()
 	}
 	if a.kafka != nil {
 		a.kafka.Close()
@@ -351,6 +375,20 @@ func (a *App) Close() {
 	}
 	if a.admin != nil {
 		_ = a.admin.Close() // and its listener
+	}
+}
+
+// leaveFence removes this gateway's fence marks when no void of it is left
+// to land, so that the relays need not wait the fence's time for it; with
+// voids left, the marks stay until they are taken for gone.
+func (a *App) leaveFence() {
+	if a.fence == nil || a.redis == nil || a.Handler.RetriesPending() > 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := a.fence.Leave(ctx); err != nil {
+		a.log.Warn("leaving the fence: the relays wait for the marks to age out", "err", err)
 	}
 }
 
@@ -411,6 +449,9 @@ func (a *App) ready(ctx context.Context) error {
 		if e := a.batcher.Sync(ctx); e != nil {
 			err = fmt.Errorf("redis: %w", e)
 		}
+	}
+	if err == nil {
+		err = a.fence.Ready(time.Now())
 	}
 	a.readyAt, a.readyErr, a.readyErrs = time.Now(), err, errs
 	return err

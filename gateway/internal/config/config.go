@@ -28,6 +28,7 @@ import (
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
 	shared "flashsale/sharding/config"
+	"flashsale/sharding/journal"
 )
 
 // DevJWTSecret is the HS256 secret used when -dev is set and no secret is
@@ -126,6 +127,10 @@ type Config struct {
 	RelayHold   time.Duration
 	RelaySettle time.Duration
 	RelayLease  time.Duration
+	// RelayFence is how long a gateway's fence mark on a shard holds the
+	// shard's relays back after its last beat (journal.Config.Fence); the
+	// whole fleet uses one value.
+	RelayFence time.Duration
 	// RelaySales limits the relay to these sales' journals; empty means
 	// every sale (production). Tests that share one Redis set it.
 	RelaySales []int64
@@ -173,6 +178,7 @@ func Default() Config {
 		RelayHold:       time.Second,
 		RelaySettle:     2 * time.Second,
 		RelayLease:      3 * time.Second,
+		RelayFence:      journal.DefaultFence,
 		RedisFlushDelay: 0,
 		RedisBatchLanes: 16,
 		RepeatRead:      true,
@@ -228,10 +234,11 @@ func (c *Config) settings(set *shared.Set) {
 		{Name: "replica-timeout", Usage: "longest wait for the replicas; a shortfall is counted and the order stands", Value: shared.Duration(&c.ReplicaTimeout)},
 		{Name: "journal-bound", Usage: "most entries in a shard's hand-off journal before purchases on it answer 503", Value: shared.Int(&c.JournalBound)},
 		{Name: "relay", Usage: "run the journal relay (Redis to Kafka) in this process", Value: shared.Bool(&c.Relay)},
-		{Name: "relay-hold", Usage: "age a journal entry must reach before a relay takes it; must exceed -budget plus -release-budget", Value: shared.Duration(&c.RelayHold)},
+		{Name: "relay-hold", Usage: "age a journal entry must reach before a relay takes it; must exceed -budget plus -release-budget plus the fence's 200ms transit", Value: shared.Duration(&c.RelayHold)},
 		{Name: "relay-sales", Usage: "sale ids whose journals the relay moves, comma separated (empty: every sale)", Value: shared.IDs(&c.RelaySales)},
 		{Name: "relay-settle", Usage: "after a relay could not see a shard (an outage, a lease taken over from a dead relay) it takes nothing until the shard answered for -relay-hold plus this: the time a gateway has to void the attempts it lost replies of", Value: shared.Duration(&c.RelaySettle)},
 		{Name: "relay-lease", Usage: "lifetime of a shard's relay lease: a dead gateway's shards are taken over within it", Value: shared.Duration(&c.RelayLease)},
+		{Name: "relay-fence", Usage: "how long a gateway's fence mark on a shard holds the shard's relays back after its last beat: a gateway cut off from a master that long is taken for gone and its entries are relayed (one value for the whole fleet)", Value: shared.Duration(&c.RelayFence)},
 		{Name: "order-ttl", Usage: "lifetime of order records in Redis", Value: shared.Duration(&c.OrderTTL)},
 		{Name: "poll-interval", Usage: "poll of sold-out items for returned stock", Value: shared.Duration(&c.PollInterval)},
 		{Name: "refresh", Usage: "catalog and remaining-stock refresh", Value: shared.Duration(&c.RefreshEvery)},
@@ -462,8 +469,11 @@ func (c *Config) validateHandoff(bad func(string, ...any)) {
 	if c.JournalBound < 1 {
 		bad("-journal-bound %d: want at least 1", c.JournalBound)
 	}
-	if c.Relay && c.RelayHold <= c.Budget+c.ReleaseBudget {
-		bad("-relay-hold %v: must exceed -budget plus -release-budget (%v), the time a gateway has to void a purchase it could not answer", c.RelayHold, c.Budget+c.ReleaseBudget)
+	if c.RelayHold <= c.Budget+c.ReleaseBudget+journal.FenceTransit {
+		bad("-relay-hold %v: must exceed -budget plus -release-budget plus the fence's transit (%v), the time a gateway has to void a purchase it could not answer", c.RelayHold, c.Budget+c.ReleaseBudget+journal.FenceTransit)
+	}
+	if c.RelayFence < 2*time.Second || c.RelayFence > 10*time.Minute {
+		bad("-relay-fence %v: want 2s..10m", c.RelayFence)
 	}
 	if c.Relay && c.RelaySettle < c.ReleaseBudget+250*time.Millisecond {
 		bad("-relay-settle %v: want at least -release-budget plus 250ms (%v), the time a gateway's queue needs to void an attempt once Redis answers again", c.RelaySettle, c.ReleaseBudget+250*time.Millisecond)

@@ -32,14 +32,14 @@ func TestDefaultsNeedASecret(t *testing.T) {
 
 func TestFlagWinsOverEnvironment(t *testing.T) {
 	e := env(map[string]string{
-		"FLASHSALE_JWT_SECRET": "0123456789abcdef0123", "FLASHSALE_BUDGET": "300ms", "FLASHSALE_LISTEN": ":1",
+		"FLASHSALE_JWT_SECRET": "0123456789abcdef0123", "FLASHSALE_BUDGET": "200ms", "FLASHSALE_LISTEN": ":1",
 		"KAFKA_BROKERS": "a:1, b:2", "FLASHSALE_TRUSTED_PROXIES": "10.0.0.0/8,192.0.2.1", "FLASHSALE_DEV": "true",
 	})
 	c, err := Load([]string{"-listen", "127.0.0.1:9999", "-ip-rate=7"}, e, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Listen != "127.0.0.1:9999" || c.Budget != 300*time.Millisecond || c.IPRate != 7 || !c.Dev ||
+	if c.Listen != "127.0.0.1:9999" || c.Budget != 200*time.Millisecond || c.IPRate != 7 || !c.Dev ||
 		len(c.Kafka.Brokers) != 2 || c.Kafka.Brokers[1] != "b:2" || len(c.TrustedProxies) != 2 || c.TrustedProxies[1].Bits() != 32 {
 		t.Fatalf("%+v", c)
 	}

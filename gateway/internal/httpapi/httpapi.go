@@ -138,7 +138,17 @@ type Deps struct {
 	// item's other shards; without it they are told SOLD_OUT until the shard
 	// is refilled.
 	Borrower Borrower
-	Log      *slog.Logger
+	// Fence, when set, says which shards this gateway may journal on now
+	// (journal.Fence): a purchase, pay or cancel on another is answered 503,
+	// nothing sent. Without it every shard may be written.
+	Fence Fence
+	Log   *slog.Logger
+}
+
+// Fence says whether this gateway's fence mark on a shard is fresh enough
+// to journal an entry there (journal.Fence). It must not allocate.
+type Fence interface {
+	Fresh(tag string, now time.Time) bool
 }
 
 // Handler serves the public API. It is safe for concurrent use.
@@ -195,6 +205,23 @@ func (h *Handler) Close() { h.retries.close() }
 
 // RetriesPending returns the voids waiting in the background queue.
 func (h *Handler) RetriesPending() int { return h.retries.pending() }
+
+// PendingVoidTags adds to dst the shards where a void of this gateway waits
+// to land (queued, or being tried): journal.Fence does not beat them.
+func (h *Handler) PendingVoidTags(dst map[string]bool) { h.retries.pendingTags(dst) }
+
+// fenced reports whether tag may not be journaled on now, and then answers
+// 503 on route: this gateway's fence mark there is stale (it could not reach
+// the shard's master lately, or has a void for it still to land), and an
+// entry it wrote could be taken by a relay before a void of it landed.
+func (h *Handler) fenced(ctx *fasthttp.RequestCtx, route obs.Route, tag string, now time.Time) bool {
+	if h.Fence == nil || h.Fence.Fresh(tag, now) {
+		return false
+	}
+	h.Metrics.Fenced()
+	h.answer(ctx, route, aUnavailable)
+	return true
+}
 
 // Handle is the fasthttp request handler.
 func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {

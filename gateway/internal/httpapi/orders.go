@@ -162,6 +162,9 @@ func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs
 		a.Action = stock.ActPay
 	}
 	a.Tag = sale.Shards[sharding.HomeShard(rec.UserID, sale.ID, len(sale.Shards))]
+	if h.fenced(ctx, route, a.Tag, now) {
+		return
+	}
 	rctx, _ := h.deadlines.get(now)
 	v, err := h.Store.Act(rctx, a)
 	if err != nil {

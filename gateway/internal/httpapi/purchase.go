@@ -85,7 +85,7 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 		Created: now, Expires: now.Add(sale.Window()), TTL: h.cfg.OrderTTL, Bound: h.cfg.JournalBound,
 	}
 	p.rctx, _ = h.deadlines.get(now)
-	if p.repeat() {
+	if p.repeat() || h.fenced(ctx, route, p.r.Tag, now) {
 		return
 	}
 	defer h.observe(route, now)

@@ -127,15 +127,16 @@ const retryQueueLen = 4096
 // the net for it. A frozen shard (a reshard) is retried on the sale's new
 // layout.
 type retryQueue struct {
-	h     *Handler
-	mu    sync.Mutex
-	items []retryItem
-	tries int // items taken out by the round under way
-	cap   int
-	wake  chan struct{}
-	quit  chan struct{}
-	once  sync.Once
-	done  chan struct{}
+	h      *Handler
+	mu     sync.Mutex
+	items  []retryItem
+	tries  int             // items taken out by the round under way
+	trying map[string]bool // their shards, old and new tags (see retag)
+	cap    int
+	wake   chan struct{}
+	quit   chan struct{}
+	once   sync.Once
+	done   chan struct{}
 }
 
 // retryItem is one void: of a purchase attempt (r), or of a pay or cancel
@@ -200,6 +201,18 @@ func (q *retryQueue) push(it retryItem) {
 	}
 }
 
+// pendingTags adds to dst the shards of the voids waiting or being tried.
+func (q *retryQueue) pendingTags(dst map[string]bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, it := range q.items {
+		dst[it.tag()] = true
+	}
+	for tag := range q.trying {
+		dst[tag] = true
+	}
+}
+
 // pending returns the number of voids waiting or being tried (one put back
 // by the round under way may count twice until the round ends).
 func (q *retryQueue) pending() int {
@@ -251,18 +264,25 @@ func (q *retryQueue) tryDue(now time.Time) {
 	}
 	q.items = rest
 	q.tries = len(due)
+	q.trying = map[string]bool{}
+	for _, it := range due {
+		q.trying[it.tag()] = true
+	}
 	q.mu.Unlock()
 	if len(due) == 0 {
 		return
 	}
 	defer func() {
 		q.mu.Lock()
-		q.tries = 0
+		q.tries, q.trying = 0, nil
 		q.mu.Unlock()
 	}()
 	byTag := map[string][]retryItem{}
 	for _, it := range due {
 		q.retag(&it)
+		q.mu.Lock()
+		q.trying[it.tag()] = true
+		q.mu.Unlock()
 		byTag[it.tag()] = append(byTag[it.tag()], it)
 	}
 	probes := make([][]retryItem, 0, len(byTag))

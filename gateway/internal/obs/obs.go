@@ -67,6 +67,7 @@ type Metrics struct {
 	voids       [numVoids]prometheus.Counter
 	actVoids    [numVoids]prometheus.Counter
 	journalFull prometheus.Counter
+	fenced      prometheus.Counter
 	soldOut     *prometheus.GaugeVec
 	stock       *prometheus.GaugeVec
 	selling     *prometheus.GaugeVec
@@ -119,7 +120,8 @@ func New() *Metrics {
 		Help: "1 while the sale sells: its window is open and no operator paused or ended it."}, []string{"sale"})
 	m.paused = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "flashsale_gateway_sale_paused",
 		Help: "1 while an operator has paused the sale (flashctl sale pause)."}, []string{"sale"})
-	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, actVoids, m.journalFull, m.soldOut, m.stock, m.selling, m.paused)
+	m.fenced = prometheus.NewCounter(prometheus.CounterOpts{Name: "flashsale_gateway_fenced_total", Help: "Purchases, pays and cancels refused (503, nothing sent) because this gateway's fence mark on the shard was stale (journal.Fence)."})
+	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, actVoids, m.journalFull, m.fenced, m.soldOut, m.stock, m.selling, m.paused)
 	m.relay = newRelayMetrics(reg)
 	m.drift = newDriftMetrics(reg)
 	return m
@@ -201,6 +203,9 @@ func (m *Metrics) ActVoided(outcome int) { m.actVoids[outcome].Inc() }
 
 // JournalFull counts a request refused because the journal was full.
 func (m *Metrics) JournalFull() { m.journalFull.Inc() }
+
+// Fenced counts a request refused because the fence mark was stale.
+func (m *Metrics) Fenced() { m.fenced.Inc() }
 
 // Sale sets the selling and paused gauges of a sale (catalog refresh only).
 func (m *Metrics) Sale(saleID int64, selling, paused bool) {

@@ -1,0 +1,145 @@
+package journal_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/lua"
+	"flashsale/sharding"
+	"flashsale/sharding/journal"
+	"flashsale/sharding/stock"
+)
+
+// fenceRound runs one relay round on tag with hold 0 and the fence time
+// fenceFor, and returns it.
+func fenceRound(t *testing.T, c rueidis.Client, tag string, fenceFor time.Duration) journal.Round {
+	t.Helper()
+	keys := []string{string(sharding.AppendEventsKey(nil, tag)), string(sharding.AppendRelayLeaseKey(nil, tag)),
+		string(sharding.AppendTakenKey(nil, tag)), string(sharding.AppendRelayMarkKey(nil, tag)), string(sharding.AppendFenceMarksKey(nil, tag))}
+	arr, err := rueidis.NewLuaScript(lua.Relay).Exec(context.Background(), c, keys,
+		[]string{"fence-test", "5000", "0", strconv.FormatInt(fenceFor.Milliseconds(), 10)}).ToArray()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := journal.ParseRound(arr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
+// TestFenceHoldsTheRelay: a relay takes no entry newer than a gateway's last
+// fence mark on the shard (less the hold), so an attempt that gateway may
+// still void stays voidable however long it is cut off from the master; a
+// later beat lets the entry go; a mark older than the fence time is a
+// gateway gone, dropped, and no longer holds anything; a gateway that beats
+// no shard holds nothing back.
+func TestFenceHoldsTheRelay(t *testing.T) {
+	e := setup(t, 1)
+	ctx := context.Background()
+	c := e.st.Client()
+	tag := e.sale.Shards[0]
+	var pending bool
+	f := journal.NewFence(c, journal.FenceConfig{Tags: func() []string { return []string{tag} },
+		Pending: func(dst map[string]bool) {
+			if pending {
+				dst[tag] = true
+			}
+		}})
+	if err := f.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !f.Fresh(tag, time.Now()) || f.Fresh("other", time.Now()) || f.Ready(time.Now()) != nil {
+		t.Fatal("a shard just beaten is not fresh, or one never beaten is")
+	}
+	time.Sleep(20 * time.Millisecond)
+	r := e.reserve(t, 1)
+	time.Sleep(20 * time.Millisecond)
+
+	if rd := fenceRound(t, c, tag, time.Minute); rd.Upto != "" && !idBefore(rd.Upto, r) {
+		t.Fatalf("round after the reservation, before the gateway's next beat: took up to %s", rd.Upto)
+	}
+	pending = true // a void of the gateway waits for this shard: no beat
+	if err := f.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rd := fenceRound(t, c, tag, time.Minute); rd.Upto != "" && !idBefore(rd.Upto, r) {
+		t.Fatalf("round while a void waits: took up to %s", rd.Upto)
+	}
+	if out, err := e.st.Void(ctx, r); err != nil || out != stock.Voided {
+		t.Fatalf("void of the fenced entry: %v %v, want voided", out, err)
+	}
+
+	r = e.reserve(t, 2)
+	time.Sleep(20 * time.Millisecond)
+	pending = false
+	if err := f.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rd := fenceRound(t, c, tag, time.Minute); rd.Upto == "" || idBefore(rd.Upto, r) {
+		t.Fatalf("round after the next beat: %+v, want the entry taken", rd)
+	}
+
+	r = e.reserve(t, 3)
+	time.Sleep(300 * time.Millisecond)
+	if rd := fenceRound(t, c, tag, 200*time.Millisecond); rd.Upto == "" || idBefore(rd.Upto, r) {
+		t.Fatalf("round past the fence time of a silent gateway: %+v, want its mark dropped and the entry taken", rd)
+	}
+	if n, _ := c.Do(ctx, c.B().Hlen().Key(string(sharding.AppendFenceMarksKey(nil, tag))).Build()).AsInt64(); n != 0 {
+		t.Fatalf("%d marks left after the fence time", n)
+	}
+	if err := f.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Leave(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Do(ctx, c.B().Hlen().Key(string(sharding.AppendFenceMarksKey(nil, tag))).Build()).AsInt64(); n != 0 {
+		t.Fatalf("%d marks left after Leave", n)
+	}
+}
+
+// idBefore reports whether stream id upto is below the journal entry of r.
+func idBefore(upto string, r stock.Reservation) bool {
+	ms, _, _ := cutID(upto)
+	return ms < r.Created.UnixMilli()
+}
+
+func cutID(id string) (int64, string, bool) {
+	for i := range len(id) {
+		if id[i] == '-' {
+			n, err := strconv.ParseInt(id[:i], 10, 64)
+			return n, id[i+1:], err == nil
+		}
+	}
+	return 0, "", false
+}
+
+// A beat that comes later than the transit allows after its stamp (held up
+// across a partition, or clocks that disagree) writes nothing.
+func TestFenceRefusesALateBeat(t *testing.T) {
+	e := setup(t, 1)
+	ctx := context.Background()
+	c := e.st.Client()
+	marks := string(sharding.AppendFenceMarksKey(nil, e.sale.Shards[0]))
+	script := rueidis.NewLuaScript(lua.Fence)
+	old := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
+	if n, err := script.Exec(ctx, c, []string{marks}, []string{"g1", "beat", old, "200"}).AsInt64(); err != nil || n != 0 {
+		t.Fatalf("late beat: %d %v, want 0 (LATE)", n, err)
+	}
+	ahead := strconv.FormatInt(time.Now().Add(time.Second).UnixMilli(), 10)
+	if n, err := script.Exec(ctx, c, []string{marks}, []string{"g1", "beat", ahead, "200"}).AsInt64(); err != nil || n != 0 {
+		t.Fatalf("beat from a clock a second ahead: %d %v, want 0 (LATE)", n, err)
+	}
+	if n, _ := c.Do(ctx, c.B().Hlen().Key(marks).Build()).AsInt64(); n != 0 {
+		t.Fatalf("%d marks written by late beats", n)
+	}
+	now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	if n, err := script.Exec(ctx, c, []string{marks}, []string{"g1", "beat", now, "200"}).AsInt64(); err != nil || n != 1 {
+		t.Fatalf("timely beat: %d %v, want 1 (BEAT)", n, err)
+	}
+}
