@@ -15,6 +15,7 @@ import (
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/ghost"
 	"flashsale/writer/internal/obs"
+	"flashsale/writer/internal/store"
 	"flashsale/writer/orderevent"
 )
 
@@ -101,6 +102,16 @@ func TestGhostSweep(t *testing.T) {
 	rec, found, err := rs.Order(ctx, gtag, gid)
 	if err != nil || !found || rec.Status != stock.StatusFailed {
 		t.Fatalf("ghost's record: %+v found %v (%v), want FAILED", rec, found, err)
+	}
+	// PostgreSQL records it for the closing ledger: a FAILED order with the
+	// ghost's reason, its history row, and its outbox row done.
+	var status, why, cause string
+	var done bool
+	err = st.Pool().QueryRow(ctx, `SELECT o.status, o.failure, h.cause, r.done_at IS NOT NULL
+		FROM orders o JOIN order_history h ON h.order_id = o.id JOIN releases r ON r.order_id = o.id
+		WHERE o.id = $1`, [16]byte(gid)).Scan(&status, &why, &cause, &done)
+	if err != nil || status != store.StatusFailed || why != store.FailGhost || cause != store.CauseGhost || !done {
+		t.Fatalf("ghost in PostgreSQL: %s %q %s done %v (%v); want FAILED, %q, %s, done", status, why, cause, done, err, store.FailGhost, store.CauseGhost)
 	}
 	for _, e := range []orderevent.Event{journaled, inKafka} {
 		if held, ok, err := rs.Holder(ctx, tagOf(e.UserID), e.UserID); err != nil || !ok || held != e.OrderID {
