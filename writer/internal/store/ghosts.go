@@ -9,10 +9,6 @@ import (
 	"flashsale/writer/orderevent"
 )
 
-// FailGhost is the failure reason of an order the ghost sweep settled: a
-// reservation Redis held with no journal entry and no order in PostgreSQL.
-const FailGhost = "ghost reservation: held in Redis with no journal entry and no order; reclaimed by the sweep"
-
 // Ghost is a reservation the ghost sweep judged a ghost, with what Redis's
 // order record says of it.
 type Ghost struct {

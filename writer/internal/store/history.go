@@ -1,13 +1,16 @@
 package store
 
-// Causes of a status change, as order_history.cause records them.
+import "flashsale/writer/schema"
+
+// Causes of a status change, as order_history.cause records them (package
+// schema names them, below the writer and the ledger that reads them).
 const (
-	CauseReserve = "reserve"     // the reservation persisted: PENDING
-	CausePay     = "pay"         // PAID
-	CauseCancel  = "cancel"      // CANCELLED
-	CauseExpiry  = "expiry"      // EXPIRED
-	CauseFailure = "failure"     // FAILED by PostgreSQL; detail is orders.failure
-	CauseGhost   = "ghost-sweep" // FAILED by the ghost sweep (RecordGhosts)
+	CauseReserve = schema.CauseReserve
+	CausePay     = schema.CausePay
+	CauseCancel  = schema.CauseCancel
+	CauseExpiry  = schema.CauseExpiry
+	CauseFailure = schema.CauseFailure
+	CauseGhost   = schema.CauseGhost
 )
 
 // The order history (table order_history, migration 00002) is written by

@@ -11,6 +11,7 @@ import (
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 	"flashsale/writer/orderevent"
+	"flashsale/writer/schema"
 )
 
 // Order statuses, as stored in orders.status and releases.status: the same
@@ -23,11 +24,13 @@ const (
 	StatusFailed    = stock.StatusFailed
 )
 
-// Failure reasons written to orders.failure.
+// Failure reasons written to orders.failure (package schema says what each
+// means for the unit).
 const (
-	FailSoldOut     = "sold out in PostgreSQL: the item's sold count would exceed its quantity"
-	FailUnknownItem = "unknown item: no such item in this sale"
-	FailActiveOrder = "the user already holds an active order in this sale"
+	FailSoldOut     = schema.FailSoldOut
+	FailUnknownItem = schema.FailUnknownItem
+	FailActiveOrder = schema.FailActiveOrder
+	FailGhost       = schema.FailGhost
 )
 
 // Effect is one committed status change that Redis must learn about: an
