@@ -143,6 +143,14 @@ func TestLedgerHash(t *testing.T) {
 	if a, b := hash(two), hash(swapped); a != b || !strings.HasPrefix(a, "sha256:") || len(a) != len("sha256:")+64 {
 		t.Fatalf("the same books hash %s and %s", a, b)
 	}
+	orphan := func(ago string) func(c *Check, _ *pgLedger) {
+		return func(c *Check, _ *pgLedger) {
+			c.Findings = append(c.Findings, Finding{Kind: KindOrphan, Item: 1, Order: orderA, Detail: "reserved " + ago + " ago, never reached PostgreSQL"})
+		}
+	}
+	if a, b := hash(orphan("54s")), hash(orphan("2m0s")); a != b {
+		t.Fatal("the same orphan, a minute later, hashed differently: the ledger holds a clock reading")
+	}
 	if a, b := hash(func(*Check, *pgLedger) {}), hash(func(c *Check, _ *pgLedger) { c.Items[0].Shards[0]++ }); a == b {
 		t.Fatal("a unit more on a shard did not change the hash")
 	}

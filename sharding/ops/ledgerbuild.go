@@ -143,6 +143,9 @@ func (l *Ledger) finding(f Finding, pg *pgLedger, kafkaLag bool) {
 			it.InFlight.Kafka++
 			return
 		}
+		// Reconcile's detail says how long ago: the ledger holds no clock
+		// reading, or two reports of the same books would differ.
+		f.Detail = "reserved longer ago than the grace, never reached PostgreSQL, its journal entry gone"
 	}
 	d := Discrepancy{Kind: f.Kind, Item: f.Item, Detail: fmt.Sprintf("user %d, shard %d: %s", f.User, f.Shard, f.Detail)}
 	if f.Order != "" {

@@ -45,7 +45,7 @@ func (r *SaleReport) ledgerText(w io.Writer) error {
 
 // text is one item's flows on one line.
 func (f *Flows) text() string {
-	parts := []string{fmt.Sprintf("reserved %d", f.Reserved), "expired " + f.Expired.text(), "cancelled " + f.Cancelled.text()}
+	parts := []string{fmt.Sprintf("reserved %d", f.Reserved), "expired " + f.Expired.Text(), "cancelled " + f.Cancelled.Text()}
 	for _, x := range f.Failed {
 		fate := "unit kept"
 		if x.UnitReturned {
@@ -53,12 +53,13 @@ func (f *Flows) text() string {
 		}
 		parts = append(parts, fmt.Sprintf("failed %d (%s; %s)", x.Orders, x.Reason, fate))
 	}
-	parts = append(parts, "ghosts reclaimed "+f.Ghosts.text(),
+	parts = append(parts, "ghosts reclaimed "+f.Ghosts.Text(),
 		fmt.Sprintf("moved by reshards %d (%d reshards)", f.MovedByReshards, f.Reshards), fmt.Sprintf("sold again %d", f.SoldAgain))
 	return strings.Join(parts, "; ")
 }
 
-func (r Return) text() string {
+// Text is the orders, with how many returned while some are on their way.
+func (r Return) Text() string {
 	if r.Pending == 0 {
 		return itoa(r.Orders)
 	}

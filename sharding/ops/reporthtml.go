@@ -15,7 +15,7 @@ var saleReportTmpl string
 
 var saleReportPage = template.Must(template.New("sale report").Funcs(template.FuncMap{
 	"count": func(n any) string { return commas(fmt.Sprint(n)) }, "at": at, "never": orNever,
-	"total": sumValues, "answers": answersText,
+	"total": sumValues, "answers": answersText, "failed": failedOrders,
 }).Parse(saleReportTmpl))
 
 // htmlPage is what sale_report.tmpl renders.
@@ -92,4 +92,13 @@ func commas(s string) string {
 		out = append(out, s[i])
 	}
 	return string(out)
+}
+
+// failedOrders counts the FAILED orders over every reason.
+func failedOrders(fs []Failure) int64 {
+	var n int64
+	for _, f := range fs {
+		n += f.Orders
+	}
+	return n
 }
