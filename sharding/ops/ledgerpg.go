@@ -62,13 +62,22 @@ func readItems(ctx context.Context, tx pgx.Tx, id int64, l *pgLedger) error {
 	}
 	var item, q, sold int64
 	_, err = pgx.ForEachRow(rows, []any{&item, &q, &sold}, func() error {
-		if q <= 0 || sold < 0 || sold > q {
-			return fmt.Errorf("item %d: quantity %d and sold %d out of range", item, q, sold)
+		if err := checkItemRow(item, q, sold); err != nil {
+			return err
 		}
 		l.items[item] = &pgItem{Q: q, Sold: sold, flows: Flows{Failed: []Failure{}}}
 		return nil
 	})
 	return err
+}
+
+// checkItemRow checks an items row as the schema's constraints promise it:
+// a quantity above 0 and a sold count within it.
+func checkItemRow(item, q, sold int64) error {
+	if item < 1 || q < 1 || sold < 0 || sold > q {
+		return fmt.Errorf("item %d: quantity %d and sold %d out of range (want quantity >= 1, 0 <= sold <= quantity)", item, q, sold)
+	}
+	return nil
 }
 
 // readOrderCounts counts the sale's orders per item, status, failure reason
@@ -87,8 +96,8 @@ func readOrderCounts(ctx context.Context, tx pgx.Tx, id int64, l *pgLedger) erro
 		applied        bool
 	)
 	_, err = pgx.ForEachRow(rows, []any{&item, &status, &reason, &applied, &n}, func() error {
-		if !orderStatuses[status] {
-			return fmt.Errorf("orders of item %d have status %q, none of PENDING, PAID, EXPIRED, CANCELLED, FAILED", item, status)
+		if err := checkOrderCount(item, status, n); err != nil {
+			return err
 		}
 		it := l.items[item]
 		if it == nil {
@@ -98,6 +107,17 @@ func readOrderCounts(ctx context.Context, tx pgx.Tx, id int64, l *pgLedger) erro
 		return nil
 	})
 	return err
+}
+
+// checkOrderCount checks a count of orders of item in status.
+func checkOrderCount(item int64, status string, n int64) error {
+	if !orderStatuses[status] {
+		return fmt.Errorf("orders of item %d have status %q, none of PENDING, PAID, EXPIRED, CANCELLED, FAILED", item, status)
+	}
+	if n < 1 {
+		return fmt.Errorf("a count of %d %s orders of item %d", n, status, item)
+	}
+	return nil
 }
 
 // count adds n orders of status (with reason, and whether the outbox row was
@@ -216,20 +236,26 @@ func readReshards(ctx context.Context, tx pgx.Tx, id int64, l *pgLedger) error {
 	}
 	var raw string
 	_, err = pgx.ForEachRow(rows, []any{&raw}, func() error {
-		var d schema.ReshardDetail
-		if err := json.Unmarshal([]byte(raw), &d); err != nil {
-			return fmt.Errorf("a reshard record: %w", err)
-		}
-		if d.From < 1 || d.From > sharding.MaxShards || d.To < 1 || d.To > sharding.MaxShards {
-			return fmt.Errorf("a reshard record from %d to %d shards: want 1..%d", d.From, d.To, sharding.MaxShards)
-		}
-		for item, n := range d.Units {
-			if n < 0 {
-				return fmt.Errorf("a reshard record moved %d units of item %s", n, strconv.FormatInt(item, 10))
-			}
-		}
+		d, err := parseReshard(raw)
 		l.reshards = append(l.reshards, d)
-		return nil
+		return err
 	})
 	return err
+}
+
+// parseReshard reads and checks a reshard's record (sale_events.detail).
+func parseReshard(raw string) (schema.ReshardDetail, error) {
+	var d schema.ReshardDetail
+	if err := json.Unmarshal([]byte(raw), &d); err != nil {
+		return d, fmt.Errorf("a reshard record %q: %w", raw, err)
+	}
+	if d.From < 1 || d.From > sharding.MaxShards || d.To < 1 || d.To > sharding.MaxShards {
+		return d, fmt.Errorf("a reshard record from %d to %d shards: want 1..%d", d.From, d.To, sharding.MaxShards)
+	}
+	for item, n := range d.Units {
+		if n < 0 || item < 1 {
+			return d, fmt.Errorf("a reshard record moved %d units of item %s: want 0 or more units of an item id from 1", n, strconv.FormatInt(item, 10))
+		}
+	}
+	return d, nil
 }
