@@ -20,7 +20,7 @@ func TestFunnelCountsBySaleAndAnswer(t *testing.T) {
 	m.Funnel(1).Ticket(api.AnswerIssued)
 	m.Funnel(1).Admitted()
 	m.Funnel(1).PageLoad()
-	if m.Funnel(1) != m.Funnel(1) {
+	if first, again := m.Funnel(1), m.Funnel(1); first != again {
 		t.Fatal("two funnels for one sale")
 	}
 	want := `
