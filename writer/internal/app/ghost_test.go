@@ -184,3 +184,34 @@ func TestGhostSweepLeavesSalesLongOver(t *testing.T) {
 		t.Fatalf("stock %d after the release, want %d", got, left+1)
 	}
 }
+
+// TestGhostReleasedByTheReplay: a sweep that recorded a ghost in PostgreSQL
+// and died before Redis returned its unit leaves an outbox row; the next
+// writer's replay returns the unit and marks the record FAILED, exactly
+// once, as it does for an expiry.
+func TestGhostReleasedByTheReplay(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	s := newSale(t, st, rs, 2, 10)
+	item := s.Items[0].ID
+	ctx := context.Background()
+	const user = 4242
+	tag, id := plantGhost(t, rs, s, item, user, sharding.NewOrderID(s.ID, 42, 42))
+	left := redisLeft(t, rs, s, item)
+	recorded, err := st.RecordGhosts(ctx, []store.Ghost{{OrderID: id, SaleID: s.ID, ItemID: item, UserID: user}})
+	if err != nil || len(recorded) != 1 || !recorded[0].Releases() {
+		t.Fatalf("recorded %+v (%v), want the ghost, as a release", recorded, err)
+	}
+	w := startApp(t, testConfig(testenv.NewTopic(t, "writer-ghost-replay"), groupName(t), s))
+	waitFor(t, 30*time.Second, "the replay of the ghost's release", func() bool { return obs.Value(w.Metrics.Releases) >= 1 })
+	w.stop(t)
+	if got := redisLeft(t, rs, s, item); got != left+1 {
+		t.Fatalf("stock %d after the replay, want %d", got, left+1)
+	}
+	if _, held, err := rs.Holder(ctx, tag, user); err != nil || held {
+		t.Fatalf("the ghost's buyer record is still there (%v)", err)
+	}
+	if rec, found, err := rs.Order(ctx, tag, id); err != nil || !found || rec.Status != stock.StatusFailed {
+		t.Fatalf("the ghost's record %+v found %v (%v), want FAILED", rec, found, err)
+	}
+}
