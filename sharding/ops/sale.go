@@ -450,7 +450,7 @@ func (r *SaleState) Text(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "sale %d %s: status %s (version %d); every shard's reserve script obeys it now (%d shards), every gateway within its 1 s refresh\n",
 		r.Sale, r.Action, r.Status, r.Version, r.Shards)
 	if err == nil && r.Unrecorded != "" {
-		_, err = fmt.Fprintf(w, "warning: the %s is in force but not recorded for the sale report: %s\n", r.Action, r.Unrecorded)
+		_, err = fmt.Fprintf(w, "warning: in force, but not recorded for the sale report: %s\n", r.Unrecorded)
 	}
 	return err
 }
