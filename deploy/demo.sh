@@ -64,5 +64,12 @@ GOMAXPROCS=1 bin/bench -url "http://127.0.0.1:$port" -sale "$sale" -scenario fla
 echo
 echo "== sale after the run:"
 bin/flashctl status --sale "$sale" || true
-echo "== logs and report in $run (open $run/bench/report.html)"
+echo "== logs and reports in $run (open $run/bench/report.html and, beside it, ledger.html)"
+# The closing report ends the demo: its last line is the ledger's verdict,
+# from PostgreSQL, Redis and the journals alone (exit 1 naming the orders
+# when a unit is unaccounted for), with the gateway's funnel beside it.
+echo "== the sale's closing report:"
+mkdir -p "$run/bench"
+bin/flashctl sale report --sale "$sale" --gateways "127.0.0.1:$((port + 2))" \
+  --html "$run/bench/ledger.html" || status=$?
 exit "$status"

@@ -78,6 +78,8 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_writer_expiry_skipped_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_stock_drift_units", dto.MetricType_GAUGE, "writer"},
 	{"flashsale_writer_stock_units", dto.MetricType_GAUGE, "writer"},
+	{"flashsale_writer_ledger_units", dto.MetricType_GAUGE, "writer"},
+	{"flashsale_writer_sale_settled", dto.MetricType_GAUGE, "writer"},
 	{"flashsale_writer_journal_backlog", dto.MetricType_GAUGE, "writer"},
 	{"flashsale_writer_journal_oldest_age_seconds", dto.MetricType_GAUGE, "writer"},
 	{"flashsale_writer_redis_errors_total", dto.MetricType_COUNTER, "writer"},

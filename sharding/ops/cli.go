@@ -21,7 +21,7 @@ import (
 // Exit codes of Main, documented in the usage text and the package doc.
 const (
 	ExitOK      = 0
-	ExitFail    = 1 // the command ran and failed: drift or an audit failure found, a refusal, an error
+	ExitFail    = 1 // the command ran and failed: drift or an audit failure found, a ledger that does not balance, a refusal, an error
 	ExitUsage   = 2 // bad command line (nothing was done)
 	ExitConnect = 3 // Redis or PostgreSQL could not be reached (nothing was done)
 )

@@ -82,6 +82,15 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"toolbox", "--every", "soon"}, `invalid value "soon" for flag -every`},
 		{[]string{"toolbox", "--writer-group", ""}, "toolbox: --writer-group and --orders-topic must not be empty"},
 		{[]string{"toolbox", "now"}, `unexpected argument "now"`},
+		{[]string{"sale", "report"}, "sale report: --sale is required"},
+		{[]string{"sale", "report", "--sale", "5", "--grace", "0s"}, "sale report: --grace must be positive"},
+		{[]string{"sale", "report", "--sale", "5", "--grace", "soon"}, `invalid value "soon" for flag -grace`},
+		{[]string{"sale", "report", "--sale", "5", "--gateways", "a:1,,b:2"}, "want admin addresses separated by commas, none empty"},
+		{[]string{"sale", "report", "--sale", "5", "--gateways", "a:1", "--prometheus", "http://p:9090"}, "give --gateways or --prometheus, not both"},
+		{[]string{"sale", "report", "--sale", "5", "--prometheus", "ftp://p"}, `--prometheus "ftp://p": want an http or https URL`},
+		{[]string{"sale", "report", "--sale", "5", "--prometheus", "p:9090"}, "want an http or https URL"},
+		{[]string{"sale", "report", "--sale", "5", "--writer-group", ""}, "sale report: --writer-group and --orders-topic must not be empty"},
+		{[]string{"sale", "report", "--sale", "5", "now"}, `unexpected argument "now"`},
 	}
 	for _, tc := range cases {
 		code, out, errOut := runMain(tc.args...)

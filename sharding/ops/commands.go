@@ -40,6 +40,8 @@ var commands = []command{
 		required: []string{"sale"}, flags: stateFlags("")},
 	{name: "sale end", summary: "end the sale now, for good: 410 SALE_ENDED (pay and cancel of its orders go on)",
 		required: []string{"sale"}, flags: stateFlags(sharding.StateEnded)},
+	{name: "sale report", summary: "close the books: the unit ledger (exit 1 naming the orders when it does not balance; never repairs), timing, the gateways' funnel",
+		required: []string{"sale"}, flags: saleReportFlags},
 }
 
 func planFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {

@@ -3,7 +3,8 @@
 // count and placement from a target rate), preload (stock from PostgreSQL into
 // Redis), status (per shard and per item, against PostgreSQL), reshard (change
 // the shard count, before or during a sale), reconcile (compare Redis with
-// PostgreSQL and repair by compare-and-set) and toolbox (stay running as the
+// PostgreSQL and repair by compare-and-set), sale report (the closing
+// ledger) and toolbox (stay running as the
 // ops pod that `kubectl exec` runs the others in, checking that Redis,
 // PostgreSQL and Kafka answer with its settings).
 //
@@ -61,4 +62,21 @@
 // While a sale runs the numbers move under the tool; a repair re-reads and
 // re-checks before every write, so it never overwrites a purchase it did not
 // see.
+//
+// # The closing ledger
+//
+// `sale report` closes the books of a sale from durable sources only: per
+// item, Q = paid + pending + unsold + in flight, with unsold the Redis stock
+// of every shard and in flight the units in moves, the reservations on their
+// way to PostgreSQL (the journal, or Kafka while the writers have lag) and
+// the returns whose outbox row Redis has not applied yet; and the flows that
+// explain it, read from PostgreSQL's orders and the history the writer keeps
+// of every status change (order_history), and from the reshards flashctl
+// recorded (sale_events). It reuses reconcile's check for Redis against
+// PostgreSQL, adds what only the history can tell (an order row deleted, a
+// status changed by hand), and either balances (exit 0) or lists every
+// discrepancy with the order ids behind it (exit 1); it never repairs. The
+// ledger part holds counts only and is hashed, so the same settled sale
+// gives the same hash; timing and the gateways' funnel (counted answers,
+// not exact) come beside it, outside the hash. LEDGER.md has the details.
 package ops

@@ -133,8 +133,8 @@ func (inv *invocation) globalHelp(b *strings.Builder) {
 
 const exitCodes = `
 exit codes:
-  0  success (reconcile: the sale is clean)
-  1  the command failed: drift or an audit failure found (reconcile), a refusal, an error
+  0  success (reconcile: the sale is clean; sale report: the ledger balances)
+  1  the command failed: drift or an audit failure found (reconcile), a ledger that does not balance (sale report), a refusal, an error
   2  bad command line, nothing done
   3  Redis or PostgreSQL could not be reached, nothing done
 `

@@ -8,6 +8,7 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
 )
 
 // ReshardReport says what a reshard did.
@@ -23,6 +24,9 @@ type ReshardReport struct {
 	Resumed       bool            `json:"resumed"`
 	FrozenMillis  float64         `json:"frozenMs"`
 	Placement     []Placement     `json:"placement"`
+	// Unrecorded says why the reshard has no row in PostgreSQL's
+	// sale_events (the closing ledger then lacks its units moved).
+	Unrecorded string `json:"unrecorded,omitempty"`
 }
 
 // Reshard changes sale id to n shards placed over the live masters, keeping
@@ -46,6 +50,9 @@ func (t *Tool) Reshard(ctx context.Context, id int64, n int) (*ReshardReport, er
 	rep := &ReshardReport{Sale: id, From: r.From, To: len(sale.Shards), Version: sale.Version, Units: r.Units,
 		Buyers: r.Buyers, Orders: r.Orders, MovesFinished: r.MovesFinished, Resumed: r.Resumed,
 		FrozenMillis: float64(r.Frozen.Microseconds()) / 1000}
+	if rep.From != rep.To || len(rep.Units) > 0 {
+		rep.Unrecorded = t.recordAct(ctx, id, schema.EventReshard, schema.ReshardDetail{From: rep.From, To: rep.To, Units: rep.Units})
+	}
 	for i, tag := range sale.Shards {
 		rep.Placement = append(rep.Placement, Placement{Shard: i, Tag: tag, Slot: sharding.Slot([]byte("{" + tag + "}")), Master: top.MasterOfTag(tag)})
 	}
@@ -65,6 +72,9 @@ func (r *ReshardReport) Text(w io.Writer) error {
 	fmt.Fprintf(w, "resharded sale %d: %d -> %d shards, version %d%s\n", r.Sale, r.From, r.To, r.Version, resumed)
 	fmt.Fprintf(w, "buyers moved %d, order records moved %d, journaled moves finished first %d, purchases frozen %.1f ms\n",
 		r.Buyers, r.Orders, r.MovesFinished, r.FrozenMillis)
+	if r.Unrecorded != "" {
+		fmt.Fprintf(w, "warning: not recorded for the sale report: %s\n", r.Unrecorded)
+	}
 	ids := make([]int64, 0, len(r.Units))
 	for id := range r.Units {
 		ids = append(ids, id)

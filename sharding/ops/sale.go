@@ -440,17 +440,24 @@ type SaleState struct {
 	Status  string `json:"status"`
 	Version int64  `json:"version"`
 	Shards  int    `json:"shards"`
+	// Unrecorded says why the act has no row in PostgreSQL's sale_events
+	// (the closing ledger's timing then lacks it); "" when recorded.
+	Unrecorded string `json:"unrecorded,omitempty"`
 }
 
 // Text renders the report.
 func (r *SaleState) Text(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "sale %d %s: status %s (version %d); every shard's reserve script obeys it now (%d shards), every gateway within its 1 s refresh\n",
 		r.Sale, r.Action, r.Status, r.Version, r.Shards)
+	if err == nil && r.Unrecorded != "" {
+		_, err = fmt.Fprintf(w, "warning: in force, but not recorded for the sale report: %s\n", r.Unrecorded)
+	}
 	return err
 }
 
 // SetSaleState pauses (sharding.StatePaused), resumes ("") or ends
-// (sharding.StateEnded) sale id: see stock.Store.SetState.
+// (sharding.StateEnded) sale id: see stock.Store.SetState. The act is then
+// recorded in PostgreSQL (recordAct); the kill switch never waits on it.
 func (t *Tool) SetSaleState(ctx context.Context, id int64, state string) (*SaleState, error) {
 	if _, err := t.loadSale(ctx, id); err != nil {
 		return nil, err
@@ -459,5 +466,21 @@ func (t *Tool) SetSaleState(ctx context.Context, id int64, state string) (*SaleS
 	if err != nil {
 		return nil, err
 	}
-	return &SaleState{Sale: id, Action: stock.StateAction(state), Status: saleState(s, time.Now()), Version: s.Version, Shards: len(s.Shards)}, nil
+	rep := &SaleState{Sale: id, Action: stock.StateAction(state), Status: saleState(s, time.Now()), Version: s.Version, Shards: len(s.Shards)}
+	kind := map[string]string{sharding.StatePaused: schema.EventPause, "": schema.EventResume, sharding.StateEnded: schema.EventEnd}[state]
+	rep.Unrecorded = t.recordAct(ctx, id, kind, nil)
+	return rep, nil
+}
+
+// recordAct writes an act on sale id in sale_events and returns "" or why it
+// could not: the act is in force in Redis already, so a PostgreSQL away must
+// not fail the command; the report says what the ledger will lack.
+func (t *Tool) recordAct(ctx context.Context, id int64, kind string, detail any) string {
+	if t.DB == nil {
+		return "no PostgreSQL (set --database-url or DATABASE_URL)"
+	}
+	if err := schema.RecordSaleEvent(ctx, t.DB, id, kind, detail); err != nil {
+		return err.Error()
+	}
+	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"flashsale/sharding/api"
+	"flashsale/sharding/look"
 )
 
 //go:embed report.tmpl
@@ -22,6 +23,7 @@ var pageTmpl = template.Must(template.New("report").Funcs(funcs).Parse(reportTmp
 
 // page is what report.tmpl renders.
 type page struct {
+	CSS      template.CSS // the reports' shared look (package look)
 	R        *Result
 	Warnings []Warning
 	All      Outcome
@@ -40,7 +42,7 @@ type statusRow struct {
 
 // WriteHTML writes the self-contained report page.
 func (r *Result) WriteHTML(w io.Writer) error {
-	p := page{R: r, Warnings: r.Warnings(), All: Outcome{Name: "all", Count: r.Responses, Latency: r.Latency, Uncorrected: r.Uncorrected},
+	p := page{CSS: look.CSS, R: r, Warnings: r.Warnings(), All: Outcome{Name: "all", Count: r.Responses, Latency: r.Latency, Uncorrected: r.Uncorrected},
 		Charts: []*chart{hdrChart(r), sellOutChart(r), mixOverTimeChart(r), latencyChart(r), throughputChart(r)},
 		Status: statusRows(r), Counts: append(append(append([]Count{}, r.Status...), r.Codes...), r.Errors...)}
 	if err := pageTmpl.Execute(w, p); err != nil {

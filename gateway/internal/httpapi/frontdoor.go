@@ -73,6 +73,7 @@ func (h *Handler) roomAnswer(ctx *fasthttp.RequestCtx, sale *catalog.Sale, rs *r
 	const route = obs.RouteTicket
 	switch v.Outcome {
 	case room.Admitted:
+		h.Metrics.Funnel(sale.ID).Admitted()
 		return true
 	case room.Queued:
 		secs := int64((v.Wait + time.Second - 1) / time.Second)

@@ -44,8 +44,11 @@ func (h *Handler) salePage(ctx *fasthttp.RequestCtx, arg []byte) {
 		a = h.Page.Asset(name)
 	} else {
 		a = h.Page.Page()
-		if _, ok := parseID(trimSlash(arg)); !ok {
+		id, ok := parseID(trimSlash(arg))
+		if !ok {
 			status = fasthttp.StatusNotFound
+		} else {
+			defer h.pageLoaded(id)
 		}
 	}
 	if a == nil {

@@ -39,6 +39,7 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 		h.answer(ctx, route, aItemNotFound)
 		return
 	}
+	defer h.countPurchase(it.Sale.ID, ctx)
 	if !h.clientAllowed(ctx, now, route) {
 		return
 	}

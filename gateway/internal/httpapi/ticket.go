@@ -22,6 +22,7 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	if sale == nil {
 		return
 	}
+	defer h.countTicket(sale.ID, ctx)
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 	switch n := now.UnixNano(); {
 	case sale.Halt == catalog.HaltEnded:

@@ -2,7 +2,11 @@
 
 package obs
 
-import "testing"
+import (
+	"testing"
+
+	"flashsale/sharding/api"
+)
 
 func TestCountingDoesNotAllocate(t *testing.T) {
 	m := New()
@@ -13,6 +17,10 @@ func TestCountingDoesNotAllocate(t *testing.T) {
 		m.Observe(RoutePurchase, 0.001)
 		m.Voided(VoidVoided)
 		m.JournalFull()
+		f := m.Funnel(7)
+		f.Purchase(api.AnswerSoldOut)
+		f.Ticket(api.AnswerQueued)
+		f.PageLoad()
 	})
 	if n != 0 {
 		t.Fatalf("%v allocations", n)

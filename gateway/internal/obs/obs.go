@@ -74,6 +74,7 @@ type Metrics struct {
 	paused      *prometheus.GaugeVec
 	relay       relayMetrics
 	drift       driftMetrics
+	funnel      *funnels
 
 	stockMu   sync.Mutex
 	stockTags map[[2]int64][]string // (sale, item) -> the shards its stock gauges name
@@ -124,6 +125,7 @@ func New() *Metrics {
 	reg.MustRegister(req, dur, m.redisErrs, lim, m.ambiguous, voids, actVoids, m.journalFull, m.fenced, m.soldOut, m.stock, m.selling, m.paused)
 	m.relay = newRelayMetrics(reg)
 	m.drift = newDriftMetrics(reg)
+	m.funnel = newFunnels(reg)
 	return m
 }
 
@@ -257,6 +259,7 @@ func (m *Metrics) ForgetSale(saleID int64, items []int64) {
 	m.paused.DeletePartialMatch(id)
 	m.drift.units.DeletePartialMatch(id)
 	m.drift.age.DeletePartialMatch(id)
+	m.funnel.forget(saleID)
 	m.stockMu.Lock()
 	for k := range m.stockTags {
 		if k[0] == saleID {

@@ -16,6 +16,7 @@ import (
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/ghost"
 	"flashsale/writer/internal/obs"
+	"flashsale/writer/internal/store"
 )
 
 // TestGhostSweep plants the three kinds of reservation the sweep can meet and
@@ -102,6 +103,16 @@ func TestGhostSweep(t *testing.T) {
 	if err != nil || !found || rec.Status != stock.StatusFailed {
 		t.Fatalf("ghost's record: %+v found %v (%v), want FAILED", rec, found, err)
 	}
+	// PostgreSQL records it for the closing ledger: a FAILED order with the
+	// ghost's reason, its history row, and its outbox row done.
+	var status, why, cause string
+	var done bool
+	err = st.Pool().QueryRow(ctx, `SELECT o.status, o.failure, h.cause, r.done_at IS NOT NULL
+		FROM orders o JOIN order_history h ON h.order_id = o.id JOIN releases r ON r.order_id = o.id
+		WHERE o.id = $1`, [16]byte(gid)).Scan(&status, &why, &cause, &done)
+	if err != nil || status != store.StatusFailed || why != store.FailGhost || cause != store.CauseGhost || !done {
+		t.Fatalf("ghost in PostgreSQL: %s %q %s done %v (%v); want FAILED, %q, %s, done", status, why, cause, done, err, store.FailGhost, store.CauseGhost)
+	}
 	for _, e := range []orderevent.Event{journaled, inKafka} {
 		if held, ok, err := rs.Holder(ctx, tagOf(e.UserID), e.UserID); err != nil || !ok || held != e.OrderID {
 			t.Fatalf("user %d lost the buyer record of %s: %v %v %v", e.UserID, e.OrderID, held, ok, err)
@@ -171,5 +182,36 @@ func TestGhostSweepLeavesSalesLongOver(t *testing.T) {
 	}
 	if got := redisLeft(t, rs, s, item); got != left+1 {
 		t.Fatalf("stock %d after the release, want %d", got, left+1)
+	}
+}
+
+// TestGhostReleasedByTheReplay: a sweep that recorded a ghost in PostgreSQL
+// and died before Redis returned its unit leaves an outbox row; the next
+// writer's replay returns the unit and marks the record FAILED, exactly
+// once, as it does for an expiry.
+func TestGhostReleasedByTheReplay(t *testing.T) {
+	stack(t)
+	st, rs := newStores(t)
+	s := newSale(t, st, rs, 2, 10)
+	item := s.Items[0].ID
+	ctx := context.Background()
+	const user = 4242
+	tag, id := plantGhost(t, rs, s, item, user, sharding.NewOrderID(s.ID, 42, 42))
+	left := redisLeft(t, rs, s, item)
+	recorded, err := st.RecordGhosts(ctx, []store.Ghost{{OrderID: id, SaleID: s.ID, ItemID: item, UserID: user}})
+	if err != nil || len(recorded) != 1 || !recorded[0].Releases() {
+		t.Fatalf("recorded %+v (%v), want the ghost, as a release", recorded, err)
+	}
+	w := startApp(t, testConfig(testenv.NewTopic(t, "writer-ghost-replay"), groupName(t), s))
+	waitFor(t, 30*time.Second, "the replay of the ghost's release", func() bool { return obs.Value(w.Metrics.Releases) >= 1 })
+	w.stop(t)
+	if got := redisLeft(t, rs, s, item); got != left+1 {
+		t.Fatalf("stock %d after the replay, want %d", got, left+1)
+	}
+	if _, held, err := rs.Holder(ctx, tag, user); err != nil || held {
+		t.Fatalf("the ghost's buyer record is still there (%v)", err)
+	}
+	if rec, found, err := rs.Order(ctx, tag, id); err != nil || !found || rec.Status != stock.StatusFailed {
+		t.Fatalf("the ghost's record %+v found %v (%v), want FAILED", rec, found, err)
 	}
 }

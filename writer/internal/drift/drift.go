@@ -76,12 +76,30 @@ func (w *Watcher) Run(ctx context.Context) {
 type Reading struct {
 	Items  []Item
 	Shards []Shard
+	// Over: the sale ended (an operator ended it, or its window closed).
+	Over bool
+}
+
+// Settled reports whether the reading shows a settled sale: over, with no
+// order PENDING and no unit in flight, so its ledger (flashctl sale report)
+// no longer changes and drift must be 0.
+func (r *Reading) Settled() bool {
+	if !r.Over || len(r.Items) == 0 {
+		return false
+	}
+	for _, it := range r.Items {
+		if it.P != it.Paid || it.M+it.J != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Item is one item's reading.
 type Item struct {
 	Sale, Item    int64
 	Q, S, M, P, J int64
+	Paid          int64 // of P, the PAID orders (the rest are PENDING)
 	Drift         int64
 	Stock         []int64 // S per shard, in the sale's shard order
 }
@@ -158,7 +176,7 @@ func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) (Reading, e
 	// The journals first: their gauges are exported even when the rest of
 	// the reading fails (PostgreSQL away, a mangled entry), since
 	// FlashsaleJournalEntryOld reads them.
-	var rd Reading
+	rd := Reading{Over: sale.State == sharding.StateEnded || !now.Before(sale.EndsAt)}
 	js, jerr := w.redis.ReadJournals(ctx, sale)
 	if js.Backlog != nil {
 		for i, tag := range sale.Shards {
@@ -185,7 +203,7 @@ func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) (Reading, e
 		if err != nil {
 			return Reading{Shards: rd.Shards}, err
 		}
-		r := Item{Sale: id, Item: it.ID, Q: tot[0], P: tot[1], J: js.Units[it.ID], Stock: rem}
+		r := Item{Sale: id, Item: it.ID, Q: tot[0], P: tot[1], Paid: tot[2], J: js.Units[it.ID], Stock: rem}
 		for _, n := range rem {
 			r.S += n
 		}
@@ -200,20 +218,25 @@ func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) (Reading, e
 	return rd, nil
 }
 
-// itemTotals reads quantity and sold (PENDING + PAID) of each item of sale id.
-func (w *Watcher) itemTotals(ctx context.Context, id int64) (map[int64][2]int64, error) {
-	rows, err := w.db.Query(ctx, `SELECT id, quantity, sold FROM items WHERE sale_id = $1`, id)
+// itemTotals reads quantity, sold (PENDING + PAID) and the PAID orders of
+// each item of sale id (the paid count is an index-only count of
+// orders_sale_item_status).
+func (w *Watcher) itemTotals(ctx context.Context, id int64) (map[int64][3]int64, error) {
+	rows, err := w.db.Query(ctx, `
+		SELECT i.id, i.quantity, i.sold, (SELECT count(*) FROM orders o
+		       WHERE o.sale_id = i.sale_id AND o.item_id = i.id AND o.status = 'PAID')
+		FROM items i WHERE i.sale_id = $1`, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading items of sale %d: %w", id, err)
 	}
 	defer rows.Close()
-	out := map[int64][2]int64{}
+	out := map[int64][3]int64{}
 	for rows.Next() {
-		var item, q, sold int64
-		if err := rows.Scan(&item, &q, &sold); err != nil {
+		var item, q, sold, paid int64
+		if err := rows.Scan(&item, &q, &sold, &paid); err != nil {
 			return nil, fmt.Errorf("reading items of sale %d: %w", id, err)
 		}
-		out[item] = [2]int64{q, sold}
+		out[item] = [3]int64{q, sold, paid}
 	}
 	return out, rows.Err()
 }

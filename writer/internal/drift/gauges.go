@@ -15,6 +15,7 @@ import (
 // errors.
 type gauges struct {
 	drift, stock, backlog, age *prometheus.GaugeVec
+	ledger, settled            *prometheus.GaugeVec
 	shown                      map[series]bool // exported by the last complete reading
 }
 
@@ -42,9 +43,17 @@ func newGauges(reg prometheus.Registerer) *gauges {
 			Name: "flashsale_writer_journal_oldest_age_seconds",
 			Help: "Age of the oldest entry of a shard's hand-off journal (0 when empty), read by the drift reading.",
 		}, []string{"sale", "shard"}),
+		ledger: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flashsale_writer_ledger_units",
+			Help: "The live unit ledger of an item of a live sale, by state: paid and pending (PostgreSQL), unsold (Redis) and in_flight (moves and reservations in the hand-off journal). They sum to the quantity but for the drift.",
+		}, []string{"sale", "item", "state"}),
+		settled: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "flashsale_writer_sale_settled",
+			Help: "1 when a live sale is over with no order PENDING and no unit in flight: its ledger no longer changes, and its drift must be 0 (FlashsaleLedgerUnbalanced).",
+		}, []string{"sale"}),
 		shown: map[series]bool{},
 	}
-	reg.MustRegister(g.drift, g.stock, g.backlog, g.age)
+	reg.MustRegister(g.drift, g.stock, g.backlog, g.age, g.ledger, g.settled)
 	return g
 }
 
@@ -68,11 +77,21 @@ func (r *reading) sale(rd Reading, now time.Time) {
 	for _, it := range rd.Items {
 		sale, item := strconv.FormatInt(it.Sale, 10), strconv.FormatInt(it.Item, 10)
 		r.set(g.drift, float64(it.Drift), sale, item)
+		for state, n := range map[string]int64{"paid": it.Paid, "pending": it.P - it.Paid, "unsold": it.S, "in_flight": it.M + it.J} {
+			r.set(g.ledger, float64(n), sale, item, state)
+		}
 		for i, n := range it.Stock {
 			if i < len(rd.Shards) {
 				r.set(g.stock, float64(n), sale, item, rd.Shards[i].Tag)
 			}
 		}
+	}
+	if len(rd.Items) > 0 {
+		settled := 0.0
+		if rd.Settled() {
+			settled = 1
+		}
+		r.set(g.settled, settled, strconv.FormatInt(rd.Items[0].Sale, 10))
 	}
 	for _, sh := range rd.Shards {
 		sale := strconv.FormatInt(sh.Sale, 10)

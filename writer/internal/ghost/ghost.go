@@ -5,8 +5,11 @@
 // the buyer record and the journal entry in one step, and a 503 voids the
 // attempt); this sweep counts what would still slip through (a failover that
 // lost a journal entry but kept its buyer record, a bug, a hand-planted key)
-// and settles it: the unit goes back and the order record says FAILED, so the
-// buyer's GET shows it and the user may buy again.
+// and settles it: PostgreSQL records it as a FAILED order (store.FailGhost)
+// with its history row, in the same transaction as the outbox row that
+// returns its unit; then the unit goes back and the order record says FAILED,
+// so the buyer's GET shows it, the user may buy again and the closing ledger
+// (flashctl sale report) counts it among the ghosts reclaimed.
 //
 // A reservation is judged a ghost only when all of these hold:
 //   - its order id is absent from PostgreSQL in two sweeps at least Grace apart;
@@ -85,11 +88,12 @@ func (s *Sweeper) Run(ctx context.Context) {
 
 // candidate is a buyer record whose order PostgreSQL lacks.
 type candidate struct {
-	tag    string
-	sale   *sharding.Sale
-	user   uint64
-	id     sharding.OrderID
-	itemID int64
+	tag              string
+	sale             *sharding.Sale
+	user             uint64
+	id               sharding.OrderID
+	itemID           int64
+	created, expires time.Time // the order record's (zero when unreadable)
 }
 
 // Once runs one sweep at now and returns how many ghosts it settled.
@@ -146,25 +150,34 @@ func (s *Sweeper) due(all []candidate, now time.Time) []candidate {
 	return due
 }
 
-// release returns the units of the due candidates whose order is still not
-// in PostgreSQL, once the consumer group had no lag (an event produced
-// before that moment is persisted), and marks their records FAILED.
+// release settles the due candidates whose order is still not in
+// PostgreSQL, once the consumer group had no lag (an event produced before
+// that moment is persisted): it records each as a FAILED order with its
+// history and an outbox row (store.RecordGhosts, whose insert is the last
+// check that PostgreSQL still lacks it), then returns its unit and marks its
+// record FAILED in Redis, and marks the outbox row done. A release that fails
+// is left to the outbox replay.
 func (s *Sweeper) release(ctx context.Context, due []candidate) (int, error) {
-	present, err := s.st.Existing(ctx, ids(due))
+	gs := make([]store.Ghost, len(due))
+	byID := make(map[sharding.OrderID]candidate, len(due))
+	for i, c := range due {
+		gs[i] = store.Ghost{OrderID: c.id, SaleID: c.sale.ID, ItemID: c.itemID, UserID: c.user, Created: c.created, Expires: c.expires}
+		byID[c.id] = c
+		delete(s.seen, c.id)
+	}
+	recorded, err := s.st.RecordGhosts(ctx, gs)
 	if err != nil {
 		return 0, err
 	}
 	n := 0
-	for _, c := range due {
-		if present[c.id] {
-			delete(s.seen, c.id)
-			continue
-		}
+	var done []sharding.OrderID
+	for _, e := range recorded {
+		c := byID[e.OrderID]
 		ok, err := s.redis.Release(ctx, c.tag, c.itemID, c.user, c.id, stock.StatusFailed)
 		if err != nil {
-			return n, fmt.Errorf("releasing ghost %s: %w", c.id, err)
+			return n, fmt.Errorf("releasing ghost %s (recorded; the outbox replay releases it): %w", c.id, err)
 		}
-		delete(s.seen, c.id)
+		done = append(done, c.id)
 		if ok {
 			n++
 			s.m.Ghosts.Inc()
@@ -172,7 +185,7 @@ func (s *Sweeper) release(ctx context.Context, due []candidate) (int, error) {
 				"sale", c.sale.ID, "shard", c.tag, "user", c.user, "order", c.id.String())
 		}
 	}
-	return n, nil
+	return n, s.st.MarkDone(ctx, done)
 }
 
 // sales lists the sales to sweep at now: those of the index (or Config.Sales)
@@ -291,7 +304,7 @@ func (s *Sweeper) unjournaled(ctx context.Context, out []candidate) ([]candidate
 	c := s.redis.Client()
 	reads := make(rueidis.Commands, len(out))
 	for i, cd := range out {
-		reads[i] = c.B().Hmget().Key(string(sharding.AppendOrderKey(nil, cd.tag, cd.id))).Field("item", "j").Build()
+		reads[i] = c.B().Hmget().Key(string(sharding.AppendOrderKey(nil, cd.tag, cd.id))).Field("item", "j", "created", "expires").Build()
 	}
 	res := c.DoMulti(ctx, reads...)
 	var checks rueidis.Commands
@@ -299,11 +312,12 @@ func (s *Sweeper) unjournaled(ctx context.Context, out []candidate) ([]candidate
 	kept := out[:0]
 	for i, r := range res {
 		vals, err := r.ToArray()
-		if err != nil || len(vals) != 2 {
+		if err != nil || len(vals) != 4 {
 			return nil, fmt.Errorf("reading order record %s: %v", out[i].id, err)
 		}
 		item, _ := vals[0].ToString()
 		out[i].itemID, _ = strconv.ParseInt(item, 10, 64)
+		out[i].created, out[i].expires = millis(vals[2]), millis(vals[3])
 		if out[i].itemID <= 0 {
 			// No record to name the item (it expired or was lost): the unit's
 			// item is unknown here; reconcile settles it.
@@ -331,6 +345,20 @@ func (s *Sweeper) unjournaled(ctx context.Context, out []candidate) ([]candidate
 		}
 	}
 	return final, nil
+}
+
+// millis reads a record's time field (unix milliseconds); the zero time
+// when it is missing or not a number (store.RecordGhosts then uses now).
+func millis(v rueidis.RedisMessage) time.Time {
+	str, err := v.ToString()
+	if err != nil {
+		return time.Time{}
+	}
+	ms, err := strconv.ParseInt(str, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
 }
 
 // ids returns the candidates' order ids.

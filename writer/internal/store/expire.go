@@ -147,13 +147,14 @@ func (s *Store) ReplayOutbox(ctx context.Context, grace time.Duration, limit int
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	rows, err := tx.Query(ctx, `
-		SELECT r.order_id, r.sale_id, r.item_id, r.user_id, r.status, o.created_at, o.expires_at
+		SELECT r.order_id, r.sale_id, r.item_id, r.user_id, r.status, o.created_at, o.expires_at,
+		       r.status = 'FAILED' AND o.failure IS NOT DISTINCT FROM $4
 		FROM releases r JOIN orders o ON o.id = r.order_id
 		WHERE r.done_at IS NULL AND r.created_at < now() - make_interval(secs => $1::float8)
 		  AND ($3::bigint[] IS NULL OR r.sale_id = ANY($3::bigint[]))
 		ORDER BY r.created_at
 		LIMIT $2
-		FOR UPDATE OF r SKIP LOCKED`, grace.Seconds(), limit, nilIfEmpty(sales))
+		FOR UPDATE OF r SKIP LOCKED`, grace.Seconds(), limit, nilIfEmpty(sales), FailGhost)
 	if err != nil {
 		return 0, fmt.Errorf("replaying outbox: %w", err)
 	}
@@ -161,7 +162,7 @@ func (s *Store) ReplayOutbox(ctx context.Context, grace time.Duration, limit int
 	var e Effect
 	var id [16]byte
 	var user int64
-	_, err = pgx.ForEachRow(rows, []any{&id, &e.SaleID, &e.ItemID, &user, &e.Status, &e.Created, &e.Expires}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&id, &e.SaleID, &e.ItemID, &user, &e.Status, &e.Created, &e.Expires, &e.Ghost}, func() error {
 		e.OrderID, e.UserID = id, uint64(user)
 		e.Created, e.Expires = e.Created.UTC(), e.Expires.UTC()
 		effects = append(effects, e)

@@ -11,6 +11,7 @@ import (
 	"flashsale/sharding"
 	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
 )
 
 // Order statuses, as stored in orders.status and releases.status: the same
@@ -23,11 +24,13 @@ const (
 	StatusFailed    = stock.StatusFailed
 )
 
-// Failure reasons written to orders.failure.
+// Failure reasons written to orders.failure (package schema says what each
+// means for the unit).
 const (
-	FailSoldOut     = "sold out in PostgreSQL: the item's sold count would exceed its quantity"
-	FailUnknownItem = "unknown item: no such item in this sale"
-	FailActiveOrder = "the user already holds an active order in this sale"
+	FailSoldOut     = schema.FailSoldOut
+	FailUnknownItem = schema.FailUnknownItem
+	FailActiveOrder = schema.FailActiveOrder
+	FailGhost       = schema.FailGhost
 )
 
 // Effect is one committed status change that Redis must learn about: an
@@ -41,10 +44,15 @@ type Effect struct {
 	Status  string // PAID, FAILED, EXPIRED or CANCELLED
 	Created time.Time
 	Expires time.Time
+	// Ghost marks a FAILED order the ghost sweep recorded (RecordGhosts):
+	// its unit goes back, as an expired or cancelled one does.
+	Ghost bool
 }
 
 // Releases reports whether applying e returns a unit to Redis stock.
-func (e *Effect) Releases() bool { return e.Status == StatusExpired || e.Status == StatusCancelled }
+func (e *Effect) Releases() bool {
+	return e.Status == StatusExpired || e.Status == StatusCancelled || (e.Status == StatusFailed && e.Ghost)
+}
 
 // Batch is the decoded events of one poll, in record order.
 type Batch struct {
@@ -249,9 +257,9 @@ func applyActions(ctx context.Context, tx pgx.Tx, actions []action, res *Result)
 	return parkActions(ctx, tx, rest, restStatus, res)
 }
 
-// payOrders marks PENDING orders ($1) PAID and records the release of
-// their buyers' records.
-const payOrders = `
+// payOrders marks PENDING orders ($1) PAID, records the release of their
+// buyers' records and the change in their history.
+var payOrders = `
 	WITH p AS (
 		UPDATE orders SET status = 'PAID', paid_at = now(), updated_at = now()
 		WHERE id = ANY($1::uuid[]) AND status = 'PENDING'
@@ -260,7 +268,7 @@ const payOrders = `
 		INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
 		SELECT id, sale_id, item_id, user_id, 'PAID' FROM p
 		ON CONFLICT (order_id) DO NOTHING
-	)
+	), ` + historyFrom("h", "p", StatusPaid, CausePay, "NULL") + `
 	SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM p`
 
 // cancelOrders marks PENDING orders ($1) CANCELLED, takes them off their
@@ -271,9 +279,14 @@ var cancelOrders = releaseOrders(StatusCancelled)
 var expireOrders = releaseOrders(StatusExpired)
 
 // releaseOrders is the query that ends PENDING orders ($1) in status
-// (CANCELLED or EXPIRED, a constant), takes them off their items' sold counts
-// and records the release of their units, returning the orders it ended.
+// (CANCELLED or EXPIRED, a constant), takes them off their items' sold counts,
+// records the release of their units and the change in their history,
+// returning the orders it ended.
 func releaseOrders(status string) string {
+	cause := CauseCancel
+	if status == StatusExpired {
+		cause = CauseExpiry
+	}
 	return `
 	WITH c AS (
 		UPDATE orders SET status = '` + status + `', updated_at = now()
@@ -287,7 +300,7 @@ func releaseOrders(status string) string {
 		INSERT INTO releases (order_id, sale_id, item_id, user_id, status)
 		SELECT id, sale_id, item_id, user_id, '` + status + `' FROM c
 		ON CONFLICT (order_id) DO NOTHING
-	)
+	), ` + historyFrom("h", "c", status, cause, "NULL") + `
 	SELECT id, sale_id, item_id, user_id, created_at, expires_at FROM c`
 }
 

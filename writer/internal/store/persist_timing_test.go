@@ -31,7 +31,7 @@ func BenchmarkPersist(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
-		for _, q := range []string{`DELETE FROM orders WHERE sale_id = $1`, `DELETE FROM items WHERE sale_id = $1`, `DELETE FROM sales WHERE id = $1`} {
+		for _, q := range []string{`DELETE FROM order_history WHERE sale_id = $1`, `DELETE FROM orders WHERE sale_id = $1`, `DELETE FROM items WHERE sale_id = $1`, `DELETE FROM sales WHERE id = $1`} {
 			_, _ = pool.Exec(ctx, q, saleID)
 		}
 	})

@@ -124,20 +124,27 @@ func collectReservations(b *Batch, res *Result) *reservations {
 	return r
 }
 
-// insertPending inserts the reservations as PENDING orders and records which
-// were really inserted. ON CONFLICT DO NOTHING without a target skips both a
-// known order id (a duplicate) and a second active order of a user (the
-// partial unique index); classifySkipped tells the two apart.
-func (r *reservations) insertPending(ctx context.Context, tx pgx.Tx) error {
-	c := &r.cols
-	rows, err := tx.Query(ctx, `
+// insertPendingSQL inserts reservations ($1..$6, as orderColumns) as PENDING
+// orders with their history rows and returns the ids really inserted.
+var insertPendingSQL = `
+	WITH ins AS (
 		INSERT INTO orders (id, sale_id, item_id, user_id, status, created_at, expires_at, updated_at)
 		SELECT u.id, u.sale_id, u.item_id, u.user_id, 'PENDING', u.created_at, u.expires_at, now()
 		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::timestamptz[])
 		     WITH ORDINALITY AS u(id, sale_id, item_id, user_id, created_at, expires_at, ord)
 		ORDER BY u.ord
 		ON CONFLICT DO NOTHING
-		RETURNING id`, c.ids, c.sales, c.items, c.users, c.created, c.expires)
+		RETURNING id, sale_id, item_id, user_id
+	), ` + historyFrom("h", "ins", StatusPending, CauseReserve, "NULL") + `
+	SELECT id FROM ins`
+
+// insertPending inserts the reservations as PENDING orders and records which
+// were really inserted. ON CONFLICT DO NOTHING without a target skips both a
+// known order id (a duplicate) and a second active order of a user (the
+// partial unique index); classifySkipped tells the two apart.
+func (r *reservations) insertPending(ctx context.Context, tx pgx.Tx) error {
+	c := &r.cols
+	rows, err := tx.Query(ctx, insertPendingSQL, c.ids, c.sales, c.items, c.users, c.created, c.expires)
 	if err != nil {
 		return fmt.Errorf("inserting reservations: %w", err)
 	}
@@ -270,9 +277,13 @@ func markFailed(ctx context.Context, tx pgx.Tx, ids [][16]byte, why []string) er
 		return nil
 	}
 	_, err := tx.Exec(ctx, `
-		UPDATE orders SET status = 'FAILED', failure = u.why, updated_at = now()
-		FROM unnest($1::uuid[], $2::text[]) AS u(id, why)
-		WHERE orders.id = u.id`, ids, why)
+		WITH f AS (
+			UPDATE orders SET status = 'FAILED', failure = u.why, updated_at = now()
+			FROM unnest($1::uuid[], $2::text[]) AS u(id, why)
+			WHERE orders.id = u.id
+			RETURNING orders.id, orders.sale_id, orders.item_id, orders.user_id, orders.failure
+		), `+historyFrom("h", "f", StatusFailed, CauseFailure, "failure")+`
+		SELECT 1`, ids, why)
 	if err != nil {
 		return fmt.Errorf("marking refused orders failed: %w", err)
 	}
@@ -290,11 +301,15 @@ func storeRefused(ctx context.Context, tx pgx.Tx, b *Batch, refused []int, failI
 		c.add(&b.Events[i])
 	}
 	_, err := tx.Exec(ctx, `
-		INSERT INTO orders (id, sale_id, item_id, user_id, status, created_at, expires_at, updated_at, failure)
-		SELECT u.id, u.sale_id, u.item_id, u.user_id, 'FAILED', u.created_at, u.expires_at, now(), $7
-		FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::timestamptz[])
-		     AS u(id, sale_id, item_id, user_id, created_at, expires_at)
-		ON CONFLICT (id) DO NOTHING`, c.ids, c.sales, c.items, c.users, c.created, c.expires, FailActiveOrder)
+		WITH f AS (
+			INSERT INTO orders (id, sale_id, item_id, user_id, status, created_at, expires_at, updated_at, failure)
+			SELECT u.id, u.sale_id, u.item_id, u.user_id, 'FAILED', u.created_at, u.expires_at, now(), $7
+			FROM unnest($1::uuid[], $2::bigint[], $3::bigint[], $4::bigint[], $5::timestamptz[], $6::timestamptz[])
+			     AS u(id, sale_id, item_id, user_id, created_at, expires_at)
+			ON CONFLICT (id) DO NOTHING
+			RETURNING id, sale_id, item_id, user_id, failure
+		), `+historyFrom("h", "f", StatusFailed, CauseFailure, "failure")+`
+		SELECT 1`, c.ids, c.sales, c.items, c.users, c.created, c.expires, FailActiveOrder)
 	if err != nil {
 		return nil, fmt.Errorf("storing refused orders: %w", err)
 	}

@@ -9,6 +9,11 @@
 // after the commit and marks them done, so a writer that dies between the
 // commit and the Redis call replays them at its next start.
 //
+// Every status change also writes its row of the order history
+// (order_history: status, cause, time; see history.go) in the statement that
+// makes it, so `flashctl sale report` can account for every unit from
+// PostgreSQL alone.
+//
 // items.sold counts the item's PENDING and PAID orders: a reservation adds one,
 // an expiry or cancellation takes one away, a FAILED order never counts.
 //

@@ -63,6 +63,7 @@ func newRulesSale(t *testing.T, pool *pgxpool.Pool) *rulesSale {
 	t.Cleanup(func() {
 		for _, q := range []string{`DELETE FROM pending_actions WHERE order_id IN (SELECT id FROM orders WHERE sale_id = $1)`,
 			`DELETE FROM releases WHERE sale_id = $1`, `DELETE FROM orders WHERE sale_id = $1`,
+			`DELETE FROM order_history WHERE sale_id = $1`,
 			`DELETE FROM items WHERE sale_id = $1`, `DELETE FROM sales WHERE id = $1`} {
 			_, _ = pool.Exec(ctx, q, saleID)
 		}
@@ -135,6 +136,8 @@ func TestPersistRules(t *testing.T) {
 		{"a cancel frees the unit for an order whose payment came first", persistCancelFreesUnit},
 		{"expiry ends the due PENDING orders only", persistExpiry},
 		{"the outbox replays every effect once", persistOutboxReplay},
+		{"every status change writes its history row", persistHistory},
+		{"a ghost is stored FAILED and its outbox row returns the unit", persistGhost},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.test(t, newRulesSale(t, pool)) })
 	}
