@@ -680,12 +680,12 @@
     el.signin.addEventListener('submit', devSignIn);
     el.signout.addEventListener('click', () => { setToken(null); forgetOrder(); orderId = null; showAccount(); state = 'loading'; showPhase(); });
     window.addEventListener('storage', sharedOrder);
-    const words = I.start().then(relabel, () => {
+    I.onChange(relabel);
+    const words = I.start().catch((e) => {
       // No messages at all: the one text that ships in the script.
       el.alert.textContent = 'The page could not be loaded. Reload it. / ページを読み込めませんでした。再読み込みしてください。';
-      throw new Error('no messages');
+      throw e;
     });
-    I.onChange(relabel);
     if (!saleId) { await words; return noSale(msg('notFound.noSaleId')); }
     // The messages load while the clock is set and the sale read.
     const [ok] = await Promise.all([syncClock().then(loadSale), words]);
