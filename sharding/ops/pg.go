@@ -15,8 +15,10 @@ import (
 // The queries below read the writer's schema (writer/schema/migrations);
 // the tool never writes PostgreSQL.
 
-// pgSale reads sale id and its items from PostgreSQL. shards is sales.shards
-// (0 when NULL); found is false for an unknown sale.
+// pgSale reads sale id and its items from PostgreSQL, with their branding
+// (migration 00003, which the writer applies at start and sale create
+// before it writes; a preload runs read-only). shards is sales.shards (0
+// when NULL); found is false for an unknown sale.
 func (t *Tool) pgSale(ctx context.Context, id int64) (sale *sharding.Sale, shards int, found bool, err error) {
 	var (
 		s      sharding.Sale

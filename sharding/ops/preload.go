@@ -10,7 +10,6 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
-	"flashsale/writer/schema"
 )
 
 // DefaultShards is the shard count of a preload when neither the command line,
@@ -45,11 +44,6 @@ type PreloadReport struct {
 // back out by compare-and-set and buyer records stay consistent.
 func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*PreloadReport, error) {
 	if err := t.needDB(); err != nil {
-		return nil, err
-	}
-	// A database an older release created lacks the newer columns
-	// pgSale reads (the branding); the migrations are idempotent.
-	if err := schema.Migrate(ctx, t.DB, nil); err != nil {
 		return nil, err
 	}
 	sale, pgShards, err := t.preloadSource(ctx, id)
