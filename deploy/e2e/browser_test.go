@@ -193,6 +193,17 @@ func (tb *tab) picture(state string) {
 	tb.shots = append(tb.shots, file)
 }
 
+// logShots lists the tabs' screenshots and how many states axe audited.
+func logShots(t *testing.T, tabs ...*tab) {
+	var shots []string
+	audited := 0
+	for _, tb := range tabs {
+		shots = append(shots, tb.shots...)
+		audited += tb.audited
+	}
+	t.Logf("axe: 0 violations in %d states; screenshots: %s", audited, strings.Join(shots, " "))
+}
+
 // answerBusy answers the tab's first n ticket requests itself with the
 // gateway's 503 {"error":"UNAVAILABLE"} (Redis stalled: nothing happened)
 // and lets every other request through to the gateway. It returns how many
