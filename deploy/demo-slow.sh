@@ -4,7 +4,11 @@
 # in with any user id (the development sign-in), watch the countdown, buy at
 # the start, see "processing" turn into "reserved", pay or cancel. Open a
 # second browser (or a private window) to be a second buyer; with the default
-# 3 units the fourth buyer sees "sold out". Ctrl-C stops the writer and the
+# 3 units the fourth buyer sees "sold out". The sale is branded as a shop
+# would brand it: its name, logo, colour and banner, the item's picture and
+# description (the images in deploy/brand, served by the gateway with
+# -page-media); the page speaks the browser's language, English or
+# Japanese, and switches at the top. Ctrl-C stops the writer and the
 # gateway. Needs `make build` and `make up` (the Makefile target runs both).
 #
 # Knobs: DEMO_START_IN (60, seconds to the start), DEMO_UNITS (3),
@@ -27,9 +31,12 @@ item=$(( sale * 10 + 1 ))
 starts=$(date -u -d "+$start_in second" +%Y-%m-%dT%H:%M:%SZ)
 ends=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)
 cat > "$run/sale.json" <<JSON
-{"id": $sale, "name": "Winter drop (slow demo)", "startsAt": "$starts", "endsAt": "$ends", "paymentWindow": "$window",
+{"id": $sale, "name": "Spring drop (slow demo)", "startsAt": "$starts", "endsAt": "$ends", "paymentWindow": "$window",
  "ticketRequired": $ticket,
- "items": [{"id": $item, "name": "Limited sneaker", "price": 19900, "currency": "JPY", "quantity": $units}]}
+ "brand": {"shop": "Kumo Shoes", "logo": "/sale/media/logo.svg", "accent": "#0b5d4b",
+           "banner": "Free shipping on every order"},
+ "items": [{"id": $item, "name": "Kumo runner", "price": 19900, "currency": "JPY", "quantity": $units,
+            "image": "/sale/media/sneaker.svg", "description": "Canvas upper, natural rubber sole. Sizes 22 to 30."}]}
 JSON
 
 DEMO_NAME=demo-slow
@@ -39,8 +46,9 @@ bin/writer migrate >"$run/writer.log" 2>&1
 bin/flashctl sale create --file "$run/sale.json" --shards 2 | tee -a "$run/writer.log"
 bin/writer run -admin "127.0.0.1:$((port + 3))" -sales "$sale" >>"$run/writer.log" 2>&1 &
 pids+=($!)
-# -dev: the development JWT secret and the page's development sign-in.
-bin/gateway -dev -listen "127.0.0.1:$port" -admin "127.0.0.1:$((port + 2))" >"$run/gateway.log" 2>&1 &
+# -dev: the development JWT secret and the page's development sign-in;
+# -page-media: the shop's logo and item picture at /sale/media/.
+bin/gateway -dev -page-media deploy/brand -listen "127.0.0.1:$port" -admin "127.0.0.1:$((port + 2))" >"$run/gateway.log" 2>&1 &
 pids+=($!)
 wait_ready writer "http://127.0.0.1:$((port + 3))/readyz" "$run/writer.log"
 wait_ready gateway "http://127.0.0.1:$((port + 2))/readyz" "$run/gateway.log"
@@ -55,6 +63,8 @@ cat <<TXT
    $units units, starting at $starts (in about $start_in s), $window to pay, tickets required: $ticket.
    Sign in with any user id (development sign-in), wait for the countdown, buy.
    A second browser or a private window is a second buyer.
+   The page is branded by the sale file ($run/sale.json, images from deploy/brand)
+   and speaks your browser's language (English or 日本語; switch at the top).
 == logs in $run; Ctrl-C to stop
 TXT
 wait

@@ -47,6 +47,8 @@ type Sale struct {
 	// reserve script obeys, so a pause is exact in Redis and the gateways'
 	// catalog refresh is only the fast path.
 	State string `json:"state,omitempty"`
+	// Brand dresses the sale page (see Brand); nil shows the plain page.
+	Brand *Brand `json:"brand,omitempty"`
 }
 
 // States of a sale set by an operator (Sale.State).
@@ -62,6 +64,11 @@ type Item struct {
 	Price    int64  `json:"price"` // in the currency's minor unit (cents)
 	Currency string `json:"currency"`
 	Quantity int64  `json:"quantity"`
+	// Image is the item's picture, an image URL (see ValidImageURL);
+	// Description a short text shown under its name (at most
+	// MaxDescriptionLen characters, line breaks allowed). Both optional.
+	Image       string `json:"image,omitempty"`
+	Description string `json:"description,omitempty"`
 }
 
 // Duration is a time.Duration that reads and writes JSON as "10m" (or as
@@ -142,6 +149,9 @@ func (s *Sale) Validate() error {
 		return fmt.Errorf("%d shards: at most %d", len(s.Shards), MaxShards)
 	}
 	if err := s.validateFrontDoor(); err != nil {
+		return err
+	}
+	if err := s.validateBrand(); err != nil {
 		return err
 	}
 	seen := make(map[int64]bool, len(s.Items))

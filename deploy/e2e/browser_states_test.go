@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"slices"
@@ -18,13 +19,17 @@ import (
 // seen in both; the unit goes back on sale; "buy" turns on again by itself
 // in the tabs of the buyer who cancelled (it was off while the item was
 // sold out) and on the second buyer's sold-out page; and the buyer buys
-// again from the other tab.
+// again from the other tab. In every language.
 func TestBrowserTabsAndBuyingAgain(t *testing.T) {
 	need(t)
 	b := browser(t)
-	s, g := startFrontDoor(t, 1, time.Second, map[string]any{"name": "Two tabs"})
+	inLanguages(t, func(t *testing.T, lang string) { tabsAndBuyingAgain(t, b, lang) })
+}
+
+func tabsAndBuyingAgain(t *testing.T, b context.Context, lang string) {
+	s, g := startFrontDoor(t, 1, time.Second, branded(map[string]any{"name": "Two tabs"}))
 	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
-	a := newTab(t, b, "tabs-desktop-a", 1280, 900, false)
+	a := newTab(t, b, lang, "tabs-desktop-a", 1280, 900, false)
 	a.do(chromedp.Navigate(url))
 	a.waitState(10*time.Second, nil, "signin")
 	a.signIn("1201")
@@ -32,7 +37,7 @@ func TestBrowserTabsAndBuyingAgain(t *testing.T) {
 	tabB := a.sibling("tabs-desktop-b", 1280, 900, false)
 	tabB.do(chromedp.Navigate(url))
 	tabB.waitState(10*time.Second, nil, "open")
-	other := newTab(t, b, "tabs-phone-other", 390, 844, true)
+	other := newTab(t, b, lang, "tabs-phone-other", 390, 844, true)
 	other.do(chromedp.Navigate(url))
 	other.waitState(10*time.Second, nil, "signin")
 	other.signIn("1202")
@@ -74,97 +79,110 @@ func TestBrowserTabsAndBuyingAgain(t *testing.T) {
 	tabB.waitState(20*time.Second, nil, "reserved")
 	tabB.shot("reserved-again")
 	a.waitState(10*time.Second, nil, "reserved") // the first tab follows
-	t.Logf("screenshots: %s", strings.Join(append(append(a.shots, tabB.shots...), other.shots...), " "))
+	logShots(t, a, tabB, other)
 }
 
 // TestBrowserRefusedSignIn: a token the gateway does not take (garbage, or
 // expired) signs the buyer out, with the sign-in form back and a message:
 // at the click when it turns bad under an open page, and as the page loads
 // (an expired one by its exp, a garbage one when the page looks for the
-// buyer's order).
+// buyer's order). In every language.
 func TestBrowserRefusedSignIn(t *testing.T) {
 	need(t)
 	b := browser(t)
-	s, g := startFrontDoor(t, 5, 0, map[string]any{"name": "Bad tokens"})
-	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
-	seg := func(v string) string { return base64.RawURLEncoding.EncodeToString([]byte(v)) }
-	expired := seg(`{"alg":"HS256","typ":"JWT"}`) + "." + seg(`{"sub":"1301","exp":1}`) + ".c2ln"
-	for _, c := range []struct{ name, token, at string }{
-		{"garbage-click", "not-a-token", "click"},
-		{"garbage-load", "not-a-token", "load"},
-		{"expired", expired, "load"},
-	} {
-		tb := newTab(t, b, "token-phone-"+c.name, 390, 844, true)
-		tb.do(chromedp.Navigate(url))
-		tb.waitState(10*time.Second, nil, "signin")
-		if c.at == "click" {
-			// Signed in, then the shop's token turns bad under the open page.
-			tb.signIn("1301")
-			tb.waitState(10*time.Second, nil, "open")
-			eval[bool](tb, `(localStorage.setItem('flashsale.token', '`+c.token+`'), true)`)
-			tb.do(chromedp.Click(chromedp.ID("buy")))
-		} else {
-			eval[bool](tb, `(localStorage.setItem('flashsale.token', '`+c.token+`'), true)`)
-			tb.do(chromedp.Reload())
+	inLanguages(t, func(t *testing.T, lang string) {
+		s, g := startFrontDoor(t, 5, 0, branded(map[string]any{"name": "Bad tokens"}))
+		url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
+		seg := func(v string) string { return base64.RawURLEncoding.EncodeToString([]byte(v)) }
+		expired := seg(`{"alg":"HS256","typ":"JWT"}`) + "." + seg(`{"sub":"1301","exp":1}`) + ".c2ln"
+		for _, c := range []struct{ name, token, at string }{
+			{"garbage-click", "not-a-token", "click"},
+			{"garbage-load", "not-a-token", "load"},
+			{"expired", expired, "load"},
+		} {
+			tb := newTab(t, b, lang, "token-phone-"+c.name, 390, 844, true)
+			tb.do(chromedp.Navigate(url))
+			tb.waitState(10*time.Second, nil, "signin")
+			if c.at == "click" {
+				// Signed in, then the shop's token turns bad under the open page.
+				tb.signIn("1301")
+				tb.waitState(10*time.Second, nil, "open")
+				eval[bool](tb, `(localStorage.setItem('flashsale.token', '`+c.token+`'), true)`)
+				tb.do(chromedp.Click(chromedp.ID("buy")))
+			} else {
+				eval[bool](tb, `(localStorage.setItem('flashsale.token', '`+c.token+`'), true)`)
+				tb.do(chromedp.Reload())
+			}
+			tb.waitState(10*time.Second, nil, "signin")
+			if alert, want := tb.text("alert"), say(t, lang, "alert.signedOut"); alert != want {
+				t.Errorf("%s: alert %q, want %q", c.name, alert, want)
+			}
+			if !eval[bool](tb, `!document.getElementById('signin').hidden && document.getElementById('signout').hidden`) {
+				t.Errorf("%s: the sign-in form is not back (who: %q)", c.name, tb.text("who"))
+			}
+			if tok := eval[string](tb, `localStorage.getItem('flashsale.token') || ''`); tok != "" {
+				t.Errorf("%s: the refused token is kept: %q", c.name, tok)
+			}
+			tb.audit("signed-out")
+			tb.shot("signed-out")
+			logShots(t, tb)
 		}
-		tb.waitState(10*time.Second, nil, "signin")
-		if alert := tb.text("alert"); !strings.Contains(alert, "Sign in again") {
-			t.Errorf("%s: alert %q", c.name, alert)
-		}
-		if !eval[bool](tb, `!document.getElementById('signin').hidden && document.getElementById('signout').hidden`) {
-			t.Errorf("%s: the sign-in form is not back (who: %q)", c.name, tb.text("who"))
-		}
-		if tok := eval[string](tb, `localStorage.getItem('flashsale.token') || ''`); tok != "" {
-			t.Errorf("%s: the refused token is kept: %q", c.name, tok)
-		}
-		tb.audit("signed-out")
-		tb.shot("signed-out")
-	}
+	})
 }
 
 // TestBrowserNoSuchSale: a malformed address under /sale/ gets the page
 // with 404, and the page, like the one for an unknown sale id, says so with
-// no buy button.
+// no buy button. In every language.
 func TestBrowserNoSuchSale(t *testing.T) {
 	need(t)
 	b := browser(t)
-	s, g := startFrontDoor(t, 1, 0, map[string]any{"name": "Real one"})
-	for _, c := range []struct {
-		name, path string
-		status     int
-	}{
-		{"malformed", "/sale/abc", 404},
-		{"unknown", fmt.Sprintf("/sale/%d", s.ID+1_000_000), 200}, // the page cannot know without the API
-	} {
-		code, body, err := fasthttp.GetTimeout(nil, "http://"+g.addr+c.path, 5*time.Second)
-		if err != nil || code != c.status || !strings.Contains(string(body), "<!doctype html>") {
-			t.Fatalf("GET %s: %d %v, html %v; want %d and the page", c.path, code, err, strings.Contains(string(body), "<!doctype html>"), c.status)
+	s, g := startFrontDoor(t, 1, 0, branded(map[string]any{"name": "Real one"}))
+	inLanguages(t, func(t *testing.T, lang string) {
+		for _, c := range []struct {
+			name, path string
+			status     int
+			why        string
+		}{
+			{"malformed", "/sale/abc", 404, say(t, lang, "notFound.noSaleId")},
+			// The page cannot know without the API.
+			{"unknown", fmt.Sprintf("/sale/%d", s.ID+1_000_000), 200, say(t, lang, "notFound.unknown", "sale", fmt.Sprint(s.ID+1_000_000))},
+		} {
+			code, body, err := fasthttp.GetTimeout(nil, "http://"+g.addr+c.path, 5*time.Second)
+			if err != nil || code != c.status || !strings.Contains(string(body), "<!doctype html>") {
+				t.Fatalf("GET %s: %d %v, html %v; want %d and the page", c.path, code, err, strings.Contains(string(body), "<!doctype html>"), c.status)
+			}
+			tb := newTab(t, b, lang, "nosale-phone-"+c.name, 390, 844, true)
+			tb.do(chromedp.Navigate("http://" + g.addr + c.path))
+			tb.waitState(10*time.Second, nil, "notfound")
+			if title, st := tb.text("title"), tb.text("status"); title != say(t, lang, "notFound.title") || st != c.why {
+				t.Errorf("%s: title %q, status %q; want %q", c.name, title, st, c.why)
+			}
+			if !eval[bool](tb, `document.getElementById('buy').hidden && document.getElementById('account').hidden`) {
+				t.Errorf("%s: the buy button or the account panel shows", c.name)
+			}
+			tb.audit("notfound")
+			tb.shot("notfound")
+			logShots(t, tb)
 		}
-		tb := newTab(t, b, "nosale-phone-"+c.name, 390, 844, true)
-		tb.do(chromedp.Navigate("http://" + g.addr + c.path))
-		tb.waitState(10*time.Second, nil, "notfound")
-		if title, st := tb.text("title"), tb.text("status"); title != "Sale not found" || !strings.Contains(st, "Check the link") {
-			t.Errorf("%s: title %q, status %q", c.name, title, st)
-		}
-		if !eval[bool](tb, `document.getElementById('buy').hidden && document.getElementById('account').hidden`) {
-			t.Errorf("%s: the buy button or the account panel shows", c.name)
-		}
-		tb.audit("notfound")
-		tb.shot("notfound")
-	}
+	})
 }
 
 // TestBrowserRateLimited: a buyer over the per-user bucket (a gateway run
 // with -user-rate 0.2 -user-burst 1: one request each 5 s) is told once, in
 // the alert, that nothing was bought and that the page tries again by
 // itself; the status line counts the Retry-After seconds down, one a
-// second; then the purchase goes through without another click.
+// second; then the purchase goes through without another click. In every
+// language.
 func TestBrowserRateLimited(t *testing.T) {
 	need(t)
 	b := browser(t)
-	s, g := startFrontDoor(t, 1, 0, map[string]any{"name": "Quick hands"}, "-user-rate", "0.2", "-user-burst", "1")
+	inLanguages(t, func(t *testing.T, lang string) { rateLimited(t, b, lang) })
+}
+
+func rateLimited(t *testing.T, b context.Context, lang string) {
+	s, g := startFrontDoor(t, 1, 0, branded(map[string]any{"name": "Quick hands"}), "-user-rate", "0.2", "-user-burst", "1")
 	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
-	tb := newTab(t, b, "limited-phone", 390, 844, true)
+	tb := newTab(t, b, lang, "limited-phone", 390, 844, true)
 	tb.do(chromedp.Navigate(url))
 	tb.waitState(10*time.Second, nil, "signin")
 	tb.signIn("1401")
@@ -177,16 +195,16 @@ func TestBrowserRateLimited(t *testing.T) {
 	}
 	tb.do(chromedp.Click(chromedp.ID("buy")))
 	tb.waitState(5*time.Second, nil, "limited")
-	if alert := tb.text("alert"); !strings.Contains(alert, "nothing was bought") || !strings.Contains(alert, "tries again by itself") {
-		t.Errorf("alert %q", alert)
+	if alert, want := tb.text("alert"), say(t, lang, "alert.limited"); alert != want {
+		t.Errorf("alert %q, want %q", alert, want)
 	}
 	tb.audit("limited")
 	tb.shot("limited")
 	var counts []int // the seconds the status line showed, in order
 	for deadline := time.Now().Add(15 * time.Second); tb.state() == "limited" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		var n int
-		if _, err := fmt.Sscanf(tb.text("status"), "Trying again in %d s", &n); err != nil {
-			t.Fatalf("status %q: %v", tb.text("status"), err)
+		n, ok := seconds(t, lang, "status.tryingAgain", tb.text("status"))
+		if !ok {
+			t.Fatalf("status %q, want %q", tb.text("status"), say(t, lang, "status.tryingAgain"))
 		}
 		if len(counts) == 0 || counts[len(counts)-1] != n {
 			counts = append(counts, n)
@@ -219,9 +237,10 @@ func TestBrowserRateLimited(t *testing.T) {
 			lines = append(lines, st)
 		}
 	}
-	if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Paying… the shop is busy: trying again in ") }) {
+	if !slices.ContainsFunc(lines, func(l string) bool { _, ok := seconds(t, lang, "status.payingBusy", l); return ok }) {
 		t.Errorf("the pay's 429 was not said; status lines seen: %q", lines)
 	}
 	tb.shot("paid")
-	t.Logf("countdown %v; screenshots: %s", counts, strings.Join(tb.shots, " "))
+	t.Logf("countdown %v", counts)
+	logShots(t, tb)
 }

@@ -25,9 +25,13 @@ import (
 // The browser tests drive the sale page in a real headless Chromium
 // (Debian's chromium, installed by the stack script) against the real
 // binaries: a gateway with -dev (for the development sign-in) and a writer,
-// so an order reaches PostgreSQL before the page calls it reserved. Each
-// state is saved as a PNG under artifactsDir (FLASHSALE_ARTIFACTS, default
-// .run/artifacts/browser in the checkout), at desktop and phone width.
+// so an order reaches PostgreSQL before the page calls it reserved. The
+// sales are branded as a shop would brand them (deploy/brand). Each test
+// runs in every language of the page, its tabs asking for that language as
+// a browser set to it does; each state is saved as a PNG under artifactsDir
+// (FLASHSALE_ARTIFACTS, default .run/artifacts/browser in the checkout),
+// named <tab>-<state>-<language>.png, at desktop and phone width, and
+// audited with axe (browser_axe_test.go) as it is saved.
 
 // artifactsDir returns (and creates) the screenshot directory.
 func artifactsDir(t *testing.T) string {
@@ -74,27 +78,38 @@ func browser(t *testing.T) context.Context {
 }
 
 // tab is one page in its own browser context (its own local storage, so its
-// own signed-in user), with a viewport.
+// own signed-in user), with a viewport and a language.
 type tab struct {
-	t     *testing.T
-	ctx   context.Context
-	name  string // screenshot prefix: desktop or phone
-	dir   string
-	shots []string
+	t       *testing.T
+	ctx     context.Context
+	name    string // screenshot prefix: desktop or phone
+	lang    string // the language its browser asks for: en or ja
+	dir     string
+	shots   []string
+	audited int // states axe found nothing wrong in
 }
 
-func newTab(t *testing.T, b context.Context, name string, width, height int64, mobile bool) *tab {
+func newTab(t *testing.T, b context.Context, lang, name string, width, height int64, mobile bool) *tab {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(b, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
+	needFont(t, lang)
+	tb := &tab{t: t, ctx: ctx, name: name, lang: lang, dir: artifactsDir(t)}
+	tb.setup(width, height, mobile)
+	return tb
+}
+
+// setup gives the tab its viewport and its language.
+func (tb *tab) setup(width, height int64, mobile bool) {
+	tb.t.Helper()
 	vp := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
 	if mobile {
 		vp = append(vp, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulatePortrait)
 	}
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height, vp...)); err != nil {
-		t.Fatal(err)
+	if err := chromedp.Do(tb.ctx, chromedp.EmulateViewport(width, height, vp...)); err != nil {
+		tb.t.Fatal(err)
 	}
-	return &tab{t: t, ctx: ctx, name: name, dir: artifactsDir(t)}
+	tb.speak()
 }
 
 func (tb *tab) do(steps ...chromedp.Action[chromedp.Void]) {
@@ -154,8 +169,16 @@ func (tb *tab) waitState(within time.Duration, seen func(string), want ...string
 	return ""
 }
 
-// shot saves a full-page screenshot as <dir>/<name>-<state>.png.
+// shot saves a full-page screenshot as <dir>/<name>-<state>-<lang>.png,
+// then audits the page with axe (the screenshot first: a passing state
+// such as processing is caught as it shows).
 func (tb *tab) shot(state string) {
+	tb.t.Helper()
+	tb.picture(state)
+	tb.axeAudit(state)
+}
+
+func (tb *tab) picture(state string) {
 	tb.t.Helper()
 	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
 	defer cancel()
@@ -163,11 +186,22 @@ func (tb *tab) shot(state string) {
 	if err != nil {
 		tb.t.Fatalf("screenshot %s: %v", state, err)
 	}
-	file := filepath.Join(tb.dir, tb.name+"-"+state+".png")
+	file := filepath.Join(tb.dir, tb.name+"-"+state+"-"+tb.lang+".png")
 	if err := os.WriteFile(file, png, 0o644); err != nil {
 		tb.t.Fatal(err)
 	}
 	tb.shots = append(tb.shots, file)
+}
+
+// logShots lists the tabs' screenshots and how many states axe audited.
+func logShots(t *testing.T, tabs ...*tab) {
+	var shots []string
+	audited := 0
+	for _, tb := range tabs {
+		shots = append(shots, tb.shots...)
+		audited += tb.audited
+	}
+	t.Logf("axe: 0 violations in %d states; screenshots: %s", audited, strings.Join(shots, " "))
 }
 
 // answerBusy answers the tab's first n ticket requests itself with the
@@ -224,14 +258,9 @@ func (tb *tab) sibling(name string, width, height int64, mobile bool) *tab {
 	tb.t.Helper()
 	ctx, cancel := chromedp.NewContext(tb.ctx)
 	tb.t.Cleanup(cancel)
-	vp := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
-	if mobile {
-		vp = append(vp, chromedp.EmulateMobile, chromedp.EmulateTouch, chromedp.EmulatePortrait)
-	}
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(width, height, vp...)); err != nil {
-		tb.t.Fatal(err)
-	}
-	return &tab{t: tb.t, ctx: ctx, name: name, dir: tb.dir}
+	sib := &tab{t: tb.t, ctx: ctx, name: name, lang: tb.lang, dir: tb.dir}
+	sib.setup(width, height, mobile)
+	return sib
 }
 
 // signIn uses the page's development sign-in for user.
@@ -240,7 +269,7 @@ func (tb *tab) signIn(user string) {
 	tb.do(chromedp.WaitVisible(chromedp.ID("signin")), chromedp.SendKeys(chromedp.ID("user-id"), user),
 		chromedp.Click(chromedp.CSS("#signin button")))
 	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(tb.text("who"), "user "+user) {
+	for tb.text("who") != say(tb.t, tb.lang, "who.signedInAs", "user", user) {
 		if time.Now().After(deadline) {
 			tb.t.Fatalf("%s: sign-in as %s did not take: %q, alert %q", tb.name, user, tb.text("who"), tb.text("alert"))
 		}
@@ -258,7 +287,7 @@ func startFrontDoor(t *testing.T, units int64, lead time.Duration, fields map[st
 	id := newSaleID()
 	topic := testenv.NewTopic(t, "browser")
 	startWriter(t, topic, id)
-	g := startGateway(t, topic, &sale{Sale: &sharding.Sale{ID: id}}, append([]string{"-dev"}, flags...)...)
+	g := startGateway(t, topic, &sale{Sale: &sharding.Sale{ID: id}}, append([]string{"-dev", "-page-media", brandDir()}, flags...)...)
 	g.waitReady(t, 30*time.Second)
 	fields["id"] = id
 	s := createSaleWith(t, units, 1, lead, fields)
@@ -281,13 +310,17 @@ func startFrontDoor(t *testing.T, units int64, lead time.Duration, fields map[st
 // endpoint, "processing" until the writer persisted the order, "reserved"
 // with the time left to pay, pay to "paid"; a second buyer on a phone-sized
 // screen is told the item is sold out; the first buyer, signed in on another
-// device after the sell-out, is shown the order.
+// device after the sell-out, is shown the order. In every language.
 func TestBrowserBuyToPaid(t *testing.T) {
 	need(t)
 	b := browser(t)
-	desk := newTab(t, b, "desktop", 1280, 900, false)
-	phone := newTab(t, b, "phone", 390, 844, true)
-	s, g := startFrontDoor(t, 1, 6*time.Second, map[string]any{"ticketRequired": true, "name": "Winter drop"})
+	inLanguages(t, func(t *testing.T, lang string) { buyToPaid(t, b, lang) })
+}
+
+func buyToPaid(t *testing.T, b context.Context, lang string) {
+	desk := newTab(t, b, lang, "desktop", 1280, 900, false)
+	phone := newTab(t, b, lang, "phone", 390, 844, true)
+	s, g := startFrontDoor(t, 1, 6*time.Second, branded(map[string]any{"ticketRequired": true, "name": "Winter drop"}))
 	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
 	desk.do(chromedp.Navigate(url))
 	phone.do(chromedp.Navigate(url))
@@ -295,6 +328,7 @@ func TestBrowserBuyToPaid(t *testing.T) {
 	desk.shot("signin")
 	desk.signIn("1001")
 	phone.waitState(10*time.Second, nil, "signin")
+	phone.shot("signin")
 	phone.signIn("1002")
 
 	desk.waitState(5*time.Second, nil, "countdown")
@@ -304,8 +338,8 @@ func TestBrowserBuyToPaid(t *testing.T) {
 	if !buyOff(desk) {
 		t.Fatal("buy is enabled before the start")
 	}
-	if c := desk.text("countdown"); !strings.HasPrefix(c, "Starts in 00:0") {
-		t.Fatalf("countdown %q", c)
+	if c, want := desk.text("countdown"), lead(t, lang, "countdown.starts")+"00:0"; !strings.HasPrefix(c, want) {
+		t.Fatalf("countdown %q, want %q...", c, want)
 	}
 	desk.shot("countdown")
 	phone.waitState(5*time.Second, nil, "countdown")
@@ -331,17 +365,18 @@ func TestBrowserBuyToPaid(t *testing.T) {
 	desk.waitState(20*time.Second, func(st string) {
 		if st == "processing" && !sawProcessing {
 			sawProcessing = true
+			desk.picture("processing")
 			desk.audit("processing")
-			desk.shot("processing")
+			desk.axeAudit("processing")
 		}
 	}, "reserved")
 	if !sawProcessing {
 		t.Error("the page never showed processing before reserved")
 	}
-	if st := desk.text("status"); !strings.HasPrefix(st, "Reserved: pay by ") {
-		t.Fatalf("reserved status %q", st)
+	if st, want := desk.text("status"), lead(t, lang, "status.reserved"); !strings.HasPrefix(st, want) {
+		t.Fatalf("reserved status %q, want %q...", st, want)
 	}
-	if left := desk.text("pay-left"); !strings.HasPrefix(left, "Pay within 09:") && !strings.HasPrefix(left, "Pay within 10:") {
+	if left, want := desk.text("pay-left"), lead(t, lang, "order.payWithin"); !strings.HasPrefix(left, want+"09:") && !strings.HasPrefix(left, want+"10:") {
 		t.Fatalf("time left to pay %q", left)
 	}
 	if f := eval[string](desk, `document.activeElement.id`); f != "order-h" {
@@ -359,7 +394,7 @@ func TestBrowserBuyToPaid(t *testing.T) {
 
 	// The buyer on another device (a new tab knows no order id), after the
 	// sell-out: signed in, the page finds the order and offers to pay.
-	other := newTab(t, b, "other-device", 390, 844, true)
+	other := newTab(t, b, lang, "other-device", 390, 844, true)
 	other.do(chromedp.Navigate(url))
 	other.waitState(10*time.Second, nil, "signin")
 	other.signIn("1001")
@@ -371,11 +406,11 @@ func TestBrowserBuyToPaid(t *testing.T) {
 
 	desk.do(chromedp.Click(chromedp.ID("pay")))
 	desk.waitState(20*time.Second, nil, "paid")
-	if st := desk.text("status"); !strings.HasPrefix(st, "Paid.") {
-		t.Fatalf("paid status %q", st)
+	if st, want := desk.text("status"), say(t, lang, "status.paid"); st != want {
+		t.Fatalf("paid status %q, want %q", st, want)
 	}
 	desk.shot("paid")
-	t.Logf("screenshots: %s", strings.Join(append(append(desk.shots, phone.shots...), other.shots...), " "))
+	logShots(t, desk, phone, other)
 }
 
 // TestBrowserProofWorker: the page's Web Worker finds the same nonce as the
@@ -387,7 +422,7 @@ func TestBrowserProofWorker(t *testing.T) {
 	s := createSale(t, 1, 1, 10*time.Minute)
 	g := startGateway(t, testenv.NewTopic(t, "browser-pow"), s, "-relay=false")
 	g.waitReady(t, 20*time.Second)
-	tb := newTab(t, b, "worker", 800, 600, false)
+	tb := newTab(t, b, "en", "worker", 800, 600, false)
 	tb.do(chromedp.Navigate(fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)))
 	for _, c := range []struct {
 		challenge string
@@ -446,15 +481,20 @@ func flashctl(t *testing.T, args ...string) {
 // after the start (places drawn at random, admission at the pace of the
 // stock) and buy: one on a desktop screen to "reserved", one on a phone.
 // The phone's first two joins are answered 503 (as a gateway whose Redis
-// stalls answers): its page shows "very busy" and asks again by itself.
+// stalls answers): its page shows "very busy" and asks again by itself. In
+// every language.
 func TestBrowserQueuedAdmitted(t *testing.T) {
 	need(t)
 	b := browser(t)
-	desk := newTab(t, b, "desktop", 1280, 900, false)
-	phone := newTab(t, b, "phone", 390, 844, true)
+	inLanguages(t, func(t *testing.T, lang string) { queuedAdmitted(t, b, lang) })
+}
+
+func queuedAdmitted(t *testing.T, b context.Context, lang string) {
+	desk := newTab(t, b, lang, "desktop", 1280, 900, false)
+	phone := newTab(t, b, lang, "phone", 390, 844, true)
 	busy := phone.answerBusy(2)
-	s, g := startFrontDoor(t, 2, 10*time.Second, map[string]any{"ticketRequired": true, "name": "Queued drop",
-		"waitingRoom": map[string]any{"preQueue": "1m"}, "powDifficulty": 12})
+	s, g := startFrontDoor(t, 2, 10*time.Second, branded(map[string]any{"ticketRequired": true, "name": "Queued drop",
+		"waitingRoom": map[string]any{"preQueue": "1m"}, "powDifficulty": 12}))
 	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
 	for i, tb := range []*tab{desk, phone} {
 		tb.do(chromedp.Navigate(url))
@@ -465,11 +505,12 @@ func TestBrowserQueuedAdmitted(t *testing.T) {
 	phone.waitState(15*time.Second, func(st string) {
 		if st == "busy" && !sawBusy {
 			sawBusy = true
-			if txt := phone.text("status"); !strings.Contains(txt, "very busy") || !strings.Contains(txt, "asks again by itself") {
+			if txt := phone.text("status"); !strings.HasPrefix(txt, lead(t, lang, "status.busy")) {
 				t.Errorf("busy status %q", txt)
 			}
+			phone.picture("busy")
 			phone.audit("busy")
-			phone.shot("busy")
+			phone.axeAudit("busy")
 		}
 	}, "queued")
 	if !sawBusy || busy.Load() != 2 {
@@ -480,7 +521,7 @@ func TestBrowserQueuedAdmitted(t *testing.T) {
 		if time.Until(s.StartsAt) < 300*time.Millisecond {
 			t.Fatalf("%s: queued only %v before the start", tb.name, time.Until(s.StartsAt))
 		}
-		if st := tb.text("status"); !strings.Contains(st, "You are in the queue") || !strings.Contains(st, "drawn at random") {
+		if st := tb.text("status"); !strings.HasPrefix(st, lead(t, lang, "queue.position")) || !strings.Contains(st, say(t, lang, "queue.drawn")) {
 			t.Fatalf("%s: queued status %q", tb.name, st)
 		}
 		tb.audit("queued")
@@ -491,7 +532,7 @@ func TestBrowserQueuedAdmitted(t *testing.T) {
 		if time.Now().Before(s.StartsAt) {
 			t.Fatalf("%s: admitted %v before the start", tb.name, time.Until(s.StartsAt))
 		}
-		if st := tb.text("status"); !strings.HasPrefix(st, "It is your turn") {
+		if st := tb.text("status"); !strings.HasPrefix(st, lead(t, lang, "status.turn")) {
 			t.Fatalf("%s: admitted status %q", tb.name, st)
 		}
 		if f := eval[string](tb, `document.activeElement.id`); f != "buy" {
@@ -506,31 +547,35 @@ func TestBrowserQueuedAdmitted(t *testing.T) {
 		tb.waitState(20*time.Second, nil, "reserved")
 	}
 	phone.shot("reserved")
+	logShots(t, desk, phone)
 }
 
 // TestBrowserPaused: an operator pauses the sale (flashctl sale pause); a
 // click on "buy" shows the paused state, and the page reopens by itself
-// when the sale is resumed.
+// when the sale is resumed. In every language.
 func TestBrowserPaused(t *testing.T) {
 	need(t)
 	b := browser(t)
-	s := createSaleWith(t, 1, 1, 0, map[string]any{"name": "Paused drop"})
-	g := startGateway(t, testenv.NewTopic(t, "browser-pause"), s, "-dev", "-relay=false")
-	g.waitReady(t, 20*time.Second)
-	phone := newTab(t, b, "phone", 390, 844, true)
-	phone.do(chromedp.Navigate(fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)))
-	phone.waitState(10*time.Second, nil, "signin")
-	phone.signIn("3001")
-	phone.waitState(5*time.Second, nil, "open")
-	flashctl(t, "sale", "pause", "--sale", fmt.Sprint(s.ID))
-	time.Sleep(1500 * time.Millisecond) // every gateway knows within a second
-	phone.do(chromedp.Click(chromedp.ID("buy")))
-	phone.waitState(5*time.Second, nil, "paused")
-	if st := phone.text("status"); !strings.Contains(st, "paused") || !strings.Contains(st, "Nothing was bought") {
-		t.Fatalf("paused status %q", st)
-	}
-	phone.audit("paused")
-	phone.shot("paused")
-	flashctl(t, "sale", "resume", "--sale", fmt.Sprint(s.ID))
-	phone.waitState(10*time.Second, nil, "open")
+	inLanguages(t, func(t *testing.T, lang string) {
+		s := createSaleWith(t, 1, 1, 0, branded(map[string]any{"name": "Paused drop"}))
+		g := startGateway(t, testenv.NewTopic(t, "browser-pause"), s, "-dev", "-relay=false", "-page-media", brandDir())
+		g.waitReady(t, 20*time.Second)
+		phone := newTab(t, b, lang, "phone", 390, 844, true)
+		phone.do(chromedp.Navigate(fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)))
+		phone.waitState(10*time.Second, nil, "signin")
+		phone.signIn("3001")
+		phone.waitState(5*time.Second, nil, "open")
+		flashctl(t, "sale", "pause", "--sale", fmt.Sprint(s.ID))
+		time.Sleep(1500 * time.Millisecond) // every gateway knows within a second
+		phone.do(chromedp.Click(chromedp.ID("buy")))
+		phone.waitState(5*time.Second, nil, "paused")
+		if st, want := phone.text("status"), say(t, lang, "status.pausedNothingBought"); st != want {
+			t.Fatalf("paused status %q, want %q", st, want)
+		}
+		phone.audit("paused")
+		phone.shot("paused")
+		flashctl(t, "sale", "resume", "--sale", fmt.Sprint(s.ID))
+		phone.waitState(10*time.Second, nil, "open")
+		logShots(t, phone)
+	})
 }

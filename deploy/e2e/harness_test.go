@@ -232,7 +232,7 @@ func createSale(t *testing.T, units int64, shards int, startsIn time.Duration) *
 func newSaleID() int64 { return rand.Int64N(sharding.MaxSaleID-10_000_000) + 10_000_000 }
 
 // createSaleWith is createSale with more fields of the sale file (they
-// replace the defaults).
+// replace the defaults); fields["item"], a map, adds to the item's.
 func createSaleWith(t *testing.T, units int64, shards int, startsIn time.Duration, fields map[string]any) *sale {
 	t.Helper()
 	id := newSaleID()
@@ -246,6 +246,12 @@ func createSaleWith(t *testing.T, units int64, shards int, startsIn time.Duratio
 		"items": []map[string]any{{"id": item, "name": "thing", "price": 100, "currency": "JPY", "quantity": units}}}
 	for k, v := range fields {
 		body[k] = v
+	}
+	if extra, ok := fields["item"].(map[string]any); ok {
+		delete(body, "item")
+		for k, v := range extra {
+			body["items"].([]map[string]any)[0][k] = v
+		}
 	}
 	b, _ := json.Marshal(body)
 	file := filepath.Join(t.TempDir(), "sale.json")

@@ -51,11 +51,28 @@ install_pkg() {
 	fi
 }
 
-# tools_up: ensure every STACK_TOOLS entry.
+# STACK_FONTS: "LANG PKG" pairs: a font for each language the sale page speaks, so the
+# browser tests' screenshots show its script rather than empty boxes.
+STACK_FONTS=(
+	"ja fonts-ipafont-gothic"
+)
+
+# ensure_font LANG PKG: make sure fontconfig knows a font for LANG, installing PKG if root.
+ensure_font() {
+	[[ -n "$(fc-list ":lang=$1" 2>/dev/null)" ]] && return 0
+	is_root || die "no font for language '$1': install the Debian package '$2' (sudo apt-get install -y $2)"
+	install_pkg "$2"
+}
+
+# tools_up: ensure every STACK_TOOLS and STACK_FONTS entry.
 tools_up() {
 	local entry
 	for entry in "${STACK_TOOLS[@]}"; do
 		# shellcheck disable=SC2086 # "CMD PKG..." splits on purpose
 		ensure_pkg $entry
+	done
+	for entry in "${STACK_FONTS[@]}"; do
+		# shellcheck disable=SC2086 # "LANG PKG" splits on purpose
+		ensure_font $entry
 	done
 }

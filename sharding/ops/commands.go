@@ -31,6 +31,8 @@ var commands = []command{
 		flags: toolboxFlags},
 	{name: "sale create", summary: "create a sale from a JSON or YAML file (deploy/sale.yaml): PostgreSQL rows and its stock preloaded in Redis",
 		required: []string{"file"}, flags: saleCreateFlags},
+	{name: "sale brand", summary: "change a live sale's branding (brand, items' image and description) from its edited sale file",
+		required: []string{"file"}, flags: saleBrandFlags},
 	{name: "sale list", summary: "list the sales with their status", flags: saleListFlags},
 	{name: "sale show", summary: "a sale: status, halt keys, orders by status (PostgreSQL), stock left per shard (Redis)",
 		required: []string{"sale"}, flags: saleShowFlags},
@@ -237,7 +239,27 @@ func saleCreateFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, erro
 		if err := checkShards("sale create", shards, false); err != nil {
 			return 0, err
 		}
-		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) { return t.CreateSaleFile(ctx, file, shards) })
+		// The file before any store: a bad field is named without a stack.
+		s, err := ReadSaleFile(file)
+		if err != nil {
+			return 0, err
+		}
+		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) { return t.CreateParsedSale(ctx, s, shards) })
+	}
+}
+
+func saleBrandFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var file string
+	fs.StringVar(&file, "file", "", "the sale's `file`, JSON or YAML, edited for its branding only; - reads standard input")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if file == "" {
+			return 0, usagef("sale brand: --file is required")
+		}
+		s, err := ReadSaleFile(file)
+		if err != nil {
+			return 0, err
+		}
+		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) { return t.BrandSale(ctx, s) })
 	}
 }
 

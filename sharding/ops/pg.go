@@ -9,26 +9,33 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flashsale/sharding"
+	"flashsale/writer/schema"
 )
 
 // The queries below read the writer's schema (writer/schema/migrations);
 // the tool never writes PostgreSQL.
 
-// pgSale reads sale id and its items from PostgreSQL. shards is sales.shards
-// (0 when NULL); found is false for an unknown sale.
+// pgSale reads sale id and its items from PostgreSQL, with their branding
+// (migration 00003, which the writer applies at start and sale create
+// before it writes; a preload runs read-only). shards is sales.shards (0
+// when NULL); found is false for an unknown sale.
 func (t *Tool) pgSale(ctx context.Context, id int64) (sale *sharding.Sale, shards int, found bool, err error) {
 	var (
 		s      sharding.Sale
 		window float64
 		n      *int32
+		brand  []byte
 	)
 	err = t.DB.QueryRow(ctx, `
-		SELECT name, starts_at, ends_at, EXTRACT(EPOCH FROM payment_window)::float8, shards
-		FROM sales WHERE id = $1`, id).Scan(&s.Name, &s.StartsAt, &s.EndsAt, &window, &n)
+		SELECT name, starts_at, ends_at, EXTRACT(EPOCH FROM payment_window)::float8, shards, brand
+		FROM sales WHERE id = $1`, id).Scan(&s.Name, &s.StartsAt, &s.EndsAt, &window, &n, &brand)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, false, nil
 	}
 	if err != nil {
+		return nil, 0, false, fmt.Errorf("reading sale %d from postgresql: %w", id, err)
+	}
+	if s.Brand, err = schema.ParseBrand(brand); err != nil {
 		return nil, 0, false, fmt.Errorf("reading sale %d from postgresql: %w", id, err)
 	}
 	s.ID = id
@@ -37,14 +44,14 @@ func (t *Tool) pgSale(ctx context.Context, id int64) (sale *sharding.Sale, shard
 	if n != nil {
 		shards = int(*n)
 	}
-	rows, err := t.DB.Query(ctx, `SELECT id, name, price, currency, quantity FROM items WHERE sale_id = $1 ORDER BY id`, id)
+	rows, err := t.DB.Query(ctx, `SELECT id, name, price, currency, quantity, image, description FROM items WHERE sale_id = $1 ORDER BY id`, id)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("reading items of sale %d: %w", id, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var it sharding.Item
-		if err := rows.Scan(&it.ID, &it.Name, &it.Price, &it.Currency, &it.Quantity); err != nil {
+		if err := rows.Scan(&it.ID, &it.Name, &it.Price, &it.Currency, &it.Quantity, &it.Image, &it.Description); err != nil {
 			return nil, 0, false, fmt.Errorf("reading items of sale %d: %w", id, err)
 		}
 		s.Items = append(s.Items, it)

@@ -113,13 +113,9 @@ func (r *SaleCreated) Text(w io.Writer) error {
 	return err
 }
 
-// CreateSaleFile reads the sale file at path and creates the sale (CreateSale).
-func (t *Tool) CreateSaleFile(ctx context.Context, path string, shards int) (*SaleCreated, error) {
+// CreateParsedSale creates the sale s read from a sale file (CreateSale).
+func (t *Tool) CreateParsedSale(ctx context.Context, s *sharding.Sale, shards int) (*SaleCreated, error) {
 	if err := t.needDB(); err != nil {
-		return nil, err
-	}
-	s, err := ReadSaleFile(path)
-	if err != nil {
 		return nil, err
 	}
 	if err := CreateSale(ctx, t.DB, t.Store, s, shards); err != nil {

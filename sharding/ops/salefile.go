@@ -10,6 +10,23 @@ package ops
 //	paymentWindow: 10m
 //	items:
 //	  - {id: 4201, name: Sneaker, price: 12900, currency: EUR, quantity: 10000}
+//	  - id: 4202
+//	    name: Canvas tote
+//	    price: 2900
+//	    currency: EUR
+//	    quantity: 500
+//	    image: /sale/media/tote.svg          # optional, as is description
+//	    description: Heavy canvas, one size.
+//	brand:                      # optional: how the sale page looks
+//	  shop: Hokusai Shoes
+//	  logo: https://img.shop.example/logo.svg
+//	  accent: "#0a58ca"
+//	  banner: Free shipping on every order
+//
+// The branding fields (brand, and each item's image and description) are
+// checked by sharding.Sale.Validate: image URLs are https or paths on the
+// page's own site, the accent a hex colour that reads as text on the page,
+// lengths bounded; a bad value is refused with the field named.
 //
 // Unknown fields are refused, so a misspelt field never silently falls back to
 // a default. Shard hash tags are placed by `flashctl sale create` (one per
@@ -25,6 +42,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -75,12 +93,18 @@ func ParseSale(data []byte, format string) (*sharding.Sale, error) {
 		if strings.TrimSpace(it.Name) == "" {
 			return nil, fmt.Errorf("item %d (#%d): name is missing", it.ID, i+1)
 		}
+		if n := utf8.RuneCountInString(it.Name); n > maxNameLen {
+			return nil, fmt.Errorf("items[%d] (item %d).name: %d characters, at most %d", i, it.ID, n, maxNameLen)
+		}
 		if it.Currency == "" {
 			return nil, fmt.Errorf("item %d: currency is missing", it.ID)
 		}
 	}
 	if strings.TrimSpace(s.Name) == "" {
 		return nil, errors.New("sale name is missing")
+	}
+	if n := utf8.RuneCountInString(s.Name); n > maxNameLen {
+		return nil, fmt.Errorf("name: %d characters, at most %d", n, maxNameLen)
 	}
 	if s.State != "" {
 		return nil, errors.New("state is not part of a sale file: a sale starts active; `flashctl sale pause|end` changes it")
@@ -91,26 +115,36 @@ func ParseSale(data []byte, format string) (*sharding.Sale, error) {
 	return &s, nil
 }
 
+// maxNameLen bounds the names of a sale and its items, in characters: the
+// sale page shows them as headings.
+const maxNameLen = 200
+
 // stdin is where `--file -` reads the sale (a variable for the tests).
 var stdin io.Reader = os.Stdin
 
-// maxSaleFile bounds a sale file: a real one is a few kilobytes.
-const maxSaleFile = 1 << 20
+// maxSaleFile bounds a sale file: a real one is a few kilobytes. The bound
+// is loose on purpose: a file with one oversized field (a description
+// pasted whole) is read, so that the error names that field.
+const maxSaleFile = 16 << 20
 
 // ReadSaleFile reads and parses the sale file at path; the extension (.json,
 // .yaml, .yml) picks the format, anything else is guessed from the content.
 // Path "-" reads standard input (`kubectl exec -i ... --file - < sale.yaml`).
 func ReadSaleFile(path string) (*sharding.Sale, error) {
-	var data []byte
-	var err error
+	in := stdin
 	if path == "-" {
 		path = "standard input"
-		data, err = io.ReadAll(io.LimitReader(stdin, maxSaleFile+1))
-		if err == nil && len(data) > maxSaleFile {
-			err = fmt.Errorf("more than %d bytes", maxSaleFile)
-		}
 	} else {
-		data, err = os.ReadFile(path)
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading sale file: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	data, err := io.ReadAll(io.LimitReader(in, maxSaleFile+1))
+	if err == nil && len(data) > maxSaleFile {
+		err = fmt.Errorf("more than %d bytes", maxSaleFile)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading sale file: %w", err)

@@ -83,7 +83,7 @@ func TestSaleCreateFromStandardInput(t *testing.T) {
 		"items:\n  - {id: %d, name: Hat, price: 500, currency: EUR, quantity: 5}\n", id, id*100+1)
 	for _, bad := range []struct{ in, want string }{
 		{"", "sale file is empty"},
-		{strings.Repeat("#", maxSaleFile+1), "reading sale file: more than 1048576 bytes"},
+		{strings.Repeat("#", maxSaleFile+1), fmt.Sprintf("reading sale file: more than %d bytes", maxSaleFile)},
 	} {
 		stdin = strings.NewReader(bad.in)
 		if code, _, errOut := runMain("sale", "create", "--file", "-"); code != ExitFail || !strings.Contains(errOut, bad.want) {

@@ -29,10 +29,14 @@ func CreateSale(ctx context.Context, pool *pgxpool.Pool, sale *sharding.Sale, pu
 		return fmt.Errorf("creating sale: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	brand, err := brandJSON(sale.Brand)
+	if err != nil {
+		return err
+	}
 	_, err = tx.Exec(ctx, `
-		INSERT INTO sales (id, name, starts_at, ends_at, payment_window, shards, created_at)
-		VALUES ($1, $2, $3, $4, make_interval(secs => $5::float8), $6, now())`,
-		sale.ID, sale.Name, sale.StartsAt.UTC(), sale.EndsAt.UTC(), sale.Window().Seconds(), len(sale.Shards))
+		INSERT INTO sales (id, name, starts_at, ends_at, payment_window, shards, brand, created_at)
+		VALUES ($1, $2, $3, $4, make_interval(secs => $5::float8), $6, $7, now())`,
+		sale.ID, sale.Name, sale.StartsAt.UTC(), sale.EndsAt.UTC(), sale.Window().Seconds(), len(sale.Shards), brand)
 	if err != nil {
 		var pg *pgconn.PgError
 		if errors.As(err, &pg) && pg.Code == "23505" {
@@ -42,8 +46,8 @@ func CreateSale(ctx context.Context, pool *pgxpool.Pool, sale *sharding.Sale, pu
 	}
 	for _, it := range sale.Items {
 		_, err := tx.Exec(ctx, `
-			INSERT INTO items (id, sale_id, name, price, currency, quantity, sold)
-			VALUES ($1, $2, $3, $4, $5, $6, 0)`, it.ID, sale.ID, it.Name, it.Price, it.Currency, it.Quantity)
+			INSERT INTO items (id, sale_id, name, price, currency, quantity, sold, image, description)
+			VALUES ($1, $2, $3, $4, $5, $6, 0, $7, $8)`, it.ID, sale.ID, it.Name, it.Price, it.Currency, it.Quantity, it.Image, it.Description)
 		if err != nil {
 			var pg *pgconn.PgError
 			if errors.As(err, &pg) && pg.Code == "23505" {

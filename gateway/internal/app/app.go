@@ -244,7 +244,7 @@ func (a *App) newHandler(opt Options) (*httpapi.Handler, error) {
 	if a.Room, a.proofs, err = frontDoor(cfg, a.redis, a.log); err != nil {
 		return nil, err
 	}
-	site, err := page.New(page.Config{Token: cfg.PageToken, Dev: cfg.Dev, MaxAge: cfg.PageMaxAge})
+	site, err := page.New(page.Config{Token: cfg.PageToken, Dev: cfg.Dev, MaxAge: cfg.PageMaxAge, Media: cfg.PageMedia})
 	if err != nil {
 		return nil, err
 	}

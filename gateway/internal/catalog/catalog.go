@@ -1,7 +1,8 @@
 // Package catalog holds the sales the gateway serves: an immutable snapshot
 // behind an atomic pointer, mapping item ids and sale ids to everything a
 // request needs (window, shard tags, precomputed bodies, sold-out flags), so a
-// lookup is one map read and allocates nothing.
+// lookup is one map read and allocates nothing. The public description
+// carries the sale's branding, and each sale has its page's policy.
 //
 // Run keeps it current: every refresh interval (default 1s) it reloads the
 // sales from its Source (in the gateway, the sales index in Redis), rebuilding
@@ -22,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"flashsale/gateway/internal/page"
 	"flashsale/gateway/internal/soldout"
 	"flashsale/sharding"
 	"flashsale/sharding/api"
@@ -47,8 +49,11 @@ type Sale struct {
 	Halt uint8
 	// NotStarted is the 403 body {"error":"SALE_NOT_STARTED","startsAt":"..."}.
 	NotStarted []byte
-	Items      []*Item
-	desc       atomic.Pointer[[]byte]
+	// Page is the sale page's policy: images from the origins the sale's
+	// branding names (page.Policy).
+	Page  *page.Policy
+	Items []*Item
+	desc  atomic.Pointer[[]byte]
 }
 
 // Halt values of Sale.
@@ -407,6 +412,7 @@ func newSale(sl *sharding.Sale, now time.Time) *Sale {
 	b := append([]byte(nil), `{"error":"`+api.SaleNotStarted+`","startsAt":"`...)
 	b = sl.StartsAt.UTC().AppendFormat(b, rfc3339Milli)
 	s.NotStarted = append(b, `"}`...)
+	s.Page = page.PolicyFor(sl.ImageOrigins())
 	shards := len(sl.Shards)
 	for i := range sl.Items {
 		s.Items = append(s.Items, &Item{Sale: s, Item: &sl.Items[i], Flags: soldout.NewItem(shards)})
@@ -440,7 +446,12 @@ func (s *Sale) describe(now time.Time) {
 	}
 	b = append(b, `","paymentWindow":"`...)
 	b = append(b, s.Window().String()...)
-	b = append(b, `","items":[`...)
+	b = append(b, '"')
+	if br := s.Brand; br != nil {
+		b = append(b, `,"brand":`...)
+		b = appendBrand(b, br)
+	}
+	b = append(b, `,"items":[`...)
 	for i, it := range s.Items {
 		if i > 0 {
 			b = append(b, ',')
@@ -486,6 +497,14 @@ func (it *Item) appendJSON(b []byte) []byte {
 	b = appendString(b, it.Item.Currency)
 	b = append(b, `,"quantity":`...)
 	b = strconv.AppendInt(b, it.Item.Quantity, 10)
+	if it.Item.Image != "" {
+		b = append(b, `,"image":`...)
+		b = appendString(b, it.Item.Image)
+	}
+	if it.Item.Description != "" {
+		b = append(b, `,"description":`...)
+		b = appendString(b, it.Item.Description)
+	}
 	b = append(b, `,"remaining":`...)
 	if r := it.Flags.Remaining(); r >= 0 {
 		b = strconv.AppendInt(b, r, 10)
@@ -493,6 +512,13 @@ func (it *Item) appendJSON(b []byte) []byte {
 		b = append(b, "null"...)
 	}
 	return append(b, '}')
+}
+
+// appendBrand appends the sale's branding as the description's "brand"
+// object (the sale file's fields, empty ones left out).
+func appendBrand(b []byte, br *sharding.Brand) []byte {
+	j, _ := json.Marshal(br) // a Brand always marshals
+	return append(b, j...)
 }
 
 // appendString appends v as a JSON string.

@@ -76,6 +76,10 @@ type Config struct {
 	// PageToken tells the sale page where the shop keeps the buyer's bearer
 	// token: "localStorage:<key>" or "cookie:<name>".
 	PageToken string
+	// PageMedia is a directory of images (a shop's logo and item
+	// pictures) served at /sale/media/<name>, read once at start; "" (the
+	// default) serves none.
+	PageMedia string
 
 	JWKS        string        // JWKS file path or http(s) URL (RS256, ES256, EdDSA)
 	JWKSRefresh time.Duration // minimum refresh interval of a URL JWKS
@@ -215,6 +219,7 @@ func (c *Config) settings(set *shared.Set) {
 		{Name: "pow-ttl", Usage: "lifetime of a proof-of-work challenge", Value: shared.Duration(&c.PowTTL)},
 		{Name: "page-max-age", Usage: "Cache-Control max-age of the sale page's HTML", Value: shared.Duration(&c.PageMaxAge)},
 		{Name: "page-token", Usage: "where the sale page finds the buyer's bearer token: localStorage:<key> or cookie:<name>", Value: shared.String(&c.PageToken)},
+		{Name: "page-media", Usage: "directory of images (.svg .png .jpg .webp .gif .avif) served at /sale/media/<name> for sale files that name them; read at start", Value: shared.String(&c.PageMedia)},
 		{Name: "jwks", Usage: "JWKS file path or URL for RS256/ES256/EdDSA", Value: shared.String(&c.JWKS)},
 		{Name: "jwks-refresh", Usage: "minimum refresh interval of a JWKS URL", Value: shared.Duration(&c.JWKSRefresh)},
 		{Name: "jwt-issuer", Usage: "required token issuer (iss), empty to skip", Value: shared.String(&c.Issuer)},

@@ -46,7 +46,17 @@ type pathCase struct {
 }
 
 func cheapPaths() []pathCase {
+	branded := envOpt{stockPerShard: 1, itemImage: "https://img.shop.example/a.webp", brand: &sharding.Brand{Shop: "Hokusai", Accent: "#0a58ca"}}
 	return []pathCase{
+		{"sale-page-branded", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, branded)
+			return e.h, newCtx("GET", "/sale/77", "10.0.0.1", "Accept-Language", "ja")
+		}},
+		{"sale-page-branded-not-modified", 304, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e := newEnv(tb, branded)
+			tag := e.h.Page.AppendPageETag(nil, e.cat.Snapshot().Sale(77).Page)
+			return e.h, newCtx("GET", "/sale/77", "10.0.0.1", "If-None-Match", string(tag))
+		}},
 		{"sold-out", 410, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			e := newEnv(tb, envOpt{stockPerShard: 0})
 			return e.h, newCtx("POST", purchasePath, "10.0.0.1", "Authorization", "Bearer "+e.token(1))

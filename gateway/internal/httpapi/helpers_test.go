@@ -24,6 +24,7 @@ import (
 	"flashsale/gateway/internal/limit"
 	"flashsale/gateway/internal/mac"
 	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/page"
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/room"
 	"flashsale/gateway/internal/ticket"
@@ -375,6 +376,9 @@ type envOpt struct {
 	powDifficulty      int
 	dev                bool // the development sign-in, with testSecret
 	borrow             bool // the handler borrows (scriptStore as its Borrower)
+	brand              *sharding.Brand
+	itemImage          string
+	page               *page.Site // default: page.Default()
 }
 
 // testFrontDoorRing signs the queue passes and challenges of newEnv's handlers.
@@ -400,7 +404,8 @@ func newEnv(t testing.TB, o envOpt) *env {
 	sale := &sharding.Sale{ID: 77, Name: "Test \"sale\"", StartsAt: o.start.Truncate(time.Second), EndsAt: o.end.Truncate(time.Second),
 		Items:  []sharding.Item{{ID: 7, Name: "Widget", Price: 1999, Currency: "JPY", Quantity: o.stockPerShard * int64(o.shards)}},
 		Shards: sharding.UniformTags(77, o.shards), Version: 1, TicketRequired: o.ticketRequired,
-		WaitingRoom: o.waitingRoom, PowDifficulty: o.powDifficulty}
+		WaitingRoom: o.waitingRoom, PowDifficulty: o.powDifficulty, Brand: o.brand}
+	sale.Items[0].Image = o.itemImage
 	if o.tickets == nil {
 		o.tickets, _ = ticket.New(testTicketKey, nil, 0)
 	}
@@ -432,6 +437,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 		Metrics:   obs.New(), Log: quiet, Tickets: o.tickets, Borrower: borrower,
 		// The room has no Redis client: a poll with a pass must not need one.
 		Room: must(room.New(nil, room.Config{Ring: testFrontDoorRing, Log: quiet})), Proofs: pow.NewIssuer(testFrontDoorRing, 0),
+		Page: o.page,
 	})
 	t.Cleanup(h.Close)
 	return &env{t: t, h: h, st: st, cat: cat, sale: sale, tickets: o.tickets}

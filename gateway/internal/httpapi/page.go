@@ -21,57 +21,78 @@ var (
 	hdrReferrer    = []byte("Referrer-Policy")
 	valNoSniff     = []byte("nosniff")
 	valReferrer    = []byte("same-origin")
-	// The page loads nothing from elsewhere: no CDN, no external fonts.
-	valCSP = []byte("default-src 'none'; script-src 'self'; worker-src 'self'; style-src 'self'; " +
-		"connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 )
 
-// salePage serves GET /sale/{saleId} (the page, the same bytes for every
-// sale id and user) and GET /sale/assets/<hashed name>. Nothing here reads
-// the catalog or Redis: the page loads the sale itself, so a CDN may serve
-// it before the gateway knows the sale. An address under /sale/ that names
-// no sale id is a person's typo: it gets the page too (which says so), with
-// 404 and no ETag; a missing asset is a machine's request and gets JSON.
+// salePage serves GET /sale/{saleId} (the page: the same bytes for every
+// sale id and user), GET /sale/assets/<hashed name> and GET
+// /sale/media/<image>. The page's Content-Security-Policy is its sale's
+// (page.Policy: the image origins of its branding), from the catalog, and
+// the default one for a sale the gateway does not know: the page loads the
+// sale itself, so a CDN may serve it before the gateway knows the sale. An
+// address under /sale/ that names no sale id is a person's typo: it gets
+// the page too (which says so), with 404 and no ETag; a missing asset is a
+// machine's request and gets JSON. Nothing here reads Redis, and nothing
+// allocates.
 func (h *Handler) salePage(ctx *fasthttp.RequestCtx, arg []byte) {
 	const route = obs.RoutePage
 	if m := ctx.Method(); string(m) != fasthttp.MethodGet && string(m) != fasthttp.MethodHead {
 		h.answer(ctx, route, aMethodGet)
 		return
 	}
-	var a *page.Asset
-	status := fasthttp.StatusOK
-	if name, ok := cutPrefix(arg, "assets/"); ok {
-		a = h.Page.Asset(name)
-	} else {
-		a = h.Page.Page()
-		id, ok := parseID(trimSlash(arg))
-		if !ok {
-			status = fasthttp.StatusNotFound
-		} else {
-			defer h.pageLoaded(id)
-		}
+	a, pol, status, sale := h.pageAsset(arg)
+	if sale != 0 {
+		defer h.pageLoaded(sale) // the funnel's page loads
 	}
 	if a == nil {
 		h.answer(ctx, route, aNotFound)
 		return
 	}
+	var buf [64]byte
+	tag := a.ETag
+	if a == h.Page.Page() {
+		tag = h.Page.AppendPageETag(buf[:0], pol)
+	}
 	r := &ctx.Response
 	r.Header.SetCanonical(hdrCacheControl, a.CacheControl)
 	if status == fasthttp.StatusOK {
-		r.Header.SetCanonical(hdrETag, a.ETag)
-		if page.NotModified(peek(ctx, hdrIfNoneMatch, hdrINMLower), a.ETag) {
+		r.Header.SetCanonical(hdrETag, tag)
+		if page.NotModified(peek(ctx, hdrIfNoneMatch, hdrINMLower), tag) {
 			r.SetStatusCode(fasthttp.StatusNotModified)
 			h.Metrics.Request(route, fasthttp.StatusNotModified)
 			return
 		}
 	}
+	csp := pol.CSP
+	if a.CSP != nil {
+		csp = a.CSP
+	}
 	r.Header.SetCanonical(hdrNoSniff, valNoSniff)
 	r.Header.SetCanonical(hdrReferrer, valReferrer)
-	r.Header.SetCanonical(hdrCSP, valCSP)
+	r.Header.SetCanonical(hdrCSP, csp)
 	r.SetStatusCode(status)
 	r.Header.SetContentTypeBytes(a.ContentType)
 	r.SetBodyRaw(a.Body)
 	h.Metrics.Request(route, status)
+}
+
+// pageAsset finds what arg (the path after "/sale/") names: an asset, an
+// image of the media directory or the page, with the page's policy and
+// the status to answer; nil when nothing.
+func (h *Handler) pageAsset(arg []byte) (*page.Asset, *page.Policy, int, int64) {
+	if name, ok := cutPrefix(arg, "assets/"); ok {
+		return h.Page.Asset(name), page.DefaultPolicy, fasthttp.StatusOK, 0
+	}
+	if name, ok := cutPrefix(arg, "media/"); ok {
+		return h.Page.Media(name), page.DefaultPolicy, fasthttp.StatusOK, 0
+	}
+	id, ok := parseID(trimSlash(arg))
+	if !ok {
+		return h.Page.Page(), page.DefaultPolicy, fasthttp.StatusNotFound, 0
+	}
+	if s := h.Catalog.Snapshot().Sale(id); s != nil && s.Page != nil {
+		return h.Page.Page(), s.Page, fasthttp.StatusOK, id
+	}
+	return h.Page.Page(), page.DefaultPolicy, fasthttp.StatusOK, id
 }
 
 func cutPrefix(b []byte, p string) ([]byte, bool) {

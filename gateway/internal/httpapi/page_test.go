@@ -2,12 +2,16 @@ package httpapi
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"flashsale/gateway/internal/auth"
+	"flashsale/gateway/internal/page"
+	"flashsale/sharding"
 )
 
 // TestSalePage: the same bytes for every user and sale id, cacheable, with
@@ -41,8 +45,8 @@ func TestSalePage(t *testing.T) {
 	wantStatus(t, do(t, c, "GET", "/sale/77", "", "If-None-Match", `"stale"`), 200, r.body)
 
 	assets := regexp.MustCompile(`"(/sale/assets/[^"]+)"`).FindAllStringSubmatch(r.body, -1)
-	if len(assets) != 3 {
-		t.Fatalf("%d assets named", len(assets))
+	if len(assets) != len(page.Default().Assets()) {
+		t.Fatalf("%d assets named, %d served", len(assets), len(page.Default().Assets()))
 	}
 	for _, a := range assets {
 		ar := do(t, c, "GET", a[1], "")
@@ -122,5 +126,53 @@ func wantStatus(t *testing.T, r reply, status int, body string) {
 	t.Helper()
 	if r.status != status || (body != "" && r.body != body) {
 		t.Fatalf("got %d %.200s, want %d %.200s", r.status, r.body, status, body)
+	}
+}
+
+// TestBrandedSalePage: a sale whose branding names image origins gets the
+// same page bytes, with a policy that allows images from those origins
+// (and its own ETag); another sale, or one the gateway does not know, gets
+// the default policy. For two buyers with different cookies and languages
+// the page is the same bytes, ETag and Cache-Control. The media directory
+// is served with its own inert policy.
+func TestBrandedSalePage(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "logo.svg"), []byte(`<svg xmlns="http://www.w3.org/2000/svg"/>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	site, err := page.New(page.Config{Media: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOpt{stockPerShard: 1, page: site, itemImage: "https://img.shop.example/a.webp",
+		brand: &sharding.Brand{Shop: "Hokusai", Logo: "/sale/media/logo.svg", Accent: "#0a58ca"}})
+	c := e.serve("10.0.0.1")
+	ja := do(t, c, "GET", "/sale/77", e.token(42), "Accept-Language", "ja-JP,ja;q=0.9", "Cookie", "session=a; flashsale.lang=ja")
+	en := do(t, e.serve("10.9.9.9"), "GET", "/sale/77", e.token(43), "Accept-Language", "en-GB,en;q=0.8", "Cookie", "session=b")
+	wantStatus(t, ja, 200, "")
+	if ja.body != en.body || ja.header["ETag"] != en.header["ETag"] || ja.header["Cache-Control"] != "public, max-age=60" ||
+		en.header["Cache-Control"] != ja.header["Cache-Control"] || ja.header["Content-Security-Policy"] != en.header["Content-Security-Policy"] {
+		t.Fatalf("two buyers, two languages: different pages or headers: %v / %v", ja.header, en.header)
+	}
+	csp := ja.header["Content-Security-Policy"]
+	if !strings.Contains(csp, "img-src 'self' data: https://img.shop.example;") || !strings.Contains(csp, "script-src 'self';") {
+		t.Fatalf("branded sale's policy %q", csp)
+	}
+	plain := do(t, c, "GET", "/sale/78", "")
+	if plain.body != ja.body || plain.header["ETag"] == ja.header["ETag"] || plain.header["Content-Security-Policy"] != string(page.DefaultPolicy.CSP) {
+		t.Fatalf("an unknown sale: ETag %s (branded %s), policy %q", plain.header["ETag"], ja.header["ETag"], plain.header["Content-Security-Policy"])
+	}
+	wantStatus(t, do(t, c, "GET", "/sale/77", "", "If-None-Match", ja.header["ETag"]), 304, "")
+	// A cache holding the page under the default policy revalidates to the sale's.
+	wantStatus(t, do(t, c, "GET", "/sale/77", "", "If-None-Match", plain.header["ETag"]), 200, ja.body)
+
+	logo := do(t, c, "GET", "/sale/media/logo.svg", "")
+	if logo.status != 200 || logo.header["Content-Type"] != "image/svg+xml" || !strings.Contains(logo.header["Content-Security-Policy"], "sandbox") ||
+		logo.header["Cache-Control"] != "public, max-age=60" || logo.header["ETag"] == "" {
+		t.Fatalf("media: %d %v", logo.status, logo.header)
+	}
+	wantStatus(t, do(t, c, "GET", "/sale/media/logo.svg", "", "If-None-Match", logo.header["ETag"]), 304, "")
+	for _, p := range []string{"/sale/media/nope.svg", "/sale/media/", "/sale/media/../assets/x"} {
+		want(t, do(t, c, "GET", p, ""), 404, `{"error":"NOT_FOUND"}`)
 	}
 }

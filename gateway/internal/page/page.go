@@ -1,19 +1,3 @@
-// Package page is the sale page (SPEC, "The front door"): plain HTML, CSS and
-// a small script, embedded with go:embed and served by package httpapi at
-// GET /sale/{saleId}.
-//
-// The same bytes go to every user, so a CDN can cache them: nothing in the
-// HTML depends on the user or the sale (the script reads the sale id from the
-// URL and everything else from the public API). The HTML names its assets by
-// content hash (/sale/assets/sale.<hash>.js), so they are served with
-// "immutable" and a year's max-age, while the HTML itself gets a short
-// public max-age and an ETag. The only inputs are gateway flags: where the
-// shop keeps the buyer's bearer token (-page-token) and whether the
-// development sign-in is offered (-dev), written as data attributes of the
-// <html> element; two gateways with the same flags serve identical bytes.
-//
-// Everything is computed once in New; serving a page or an asset is a map
-// read and allocates nothing.
 package page
 
 import (
@@ -23,7 +7,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"html"
+	"io/fs"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -42,8 +28,12 @@ type Config struct {
 	Token string
 	// Dev offers the development sign-in (POST /api/flash-sales/dev/token).
 	Dev bool
-	// MaxAge is the HTML's Cache-Control max-age (default 60s).
+	// MaxAge is the HTML's Cache-Control max-age (default 60s), and the
+	// media's.
 	MaxAge time.Duration
+	// Media is a directory of images served under MediaPrefix (see
+	// loadMedia); "" serves none.
+	Media string
 }
 
 // Asset is one response: body and headers, immutable and shared.
@@ -53,12 +43,16 @@ type Asset struct {
 	ContentType  []byte
 	ETag         []byte // strong, quoted
 	CacheControl []byte
+	// CSP is the asset's own Content-Security-Policy; nil for the page's
+	// default one.
+	CSP []byte
 }
 
 // Site holds the page and its assets.
 type Site struct {
 	page   *Asset
 	assets map[string]*Asset // by name under AssetPrefix
+	media  map[string]*Asset // by name under MediaPrefix
 	other  []otherRelease    // one per asset, for another release's hash
 }
 
@@ -77,8 +71,9 @@ type otherRelease struct {
 const hashLen = 12
 
 var types = map[string]string{
-	".css": "text/css; charset=utf-8",
-	".js":  "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".json": "application/json; charset=utf-8",
 }
 
 // immutable is the Cache-Control of a content-hashed asset; revalidate that
@@ -93,46 +88,111 @@ func New(cfg Config) (*Site, error) {
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = 60 * time.Second
 	}
+	maxAge := []byte("public, max-age=" + strconv.Itoa(int(cfg.MaxAge/time.Second)))
 	s := &Site{assets: map[string]*Asset{}}
-	names := map[string]string{} // source file -> served path
-	// The worker first: the page's script does not name it, the HTML does.
-	for _, f := range []string{"pow-worker.js", "sale.css", "sale.js"} {
-		body, err := files.ReadFile("assets/" + f)
-		if err != nil {
-			return nil, fmt.Errorf("sale page asset %s: %w", f, err)
-		}
-		sum := sha256.Sum256(body)
-		ext := path.Ext(f)
-		name := strings.TrimSuffix(f, ext) + "." + hex.EncodeToString(sum[:hashLen/2]) + ext
-		s.assets[name] = &Asset{Name: AssetPrefix + name, Body: body, ContentType: []byte(types[ext]),
-			ETag: etag(sum[:]), CacheControl: immutable}
-		names[f] = AssetPrefix + name
-		o := *s.assets[name]
-		o.CacheControl = revalidate
-		s.other = append(s.other, otherRelease{prefix: strings.TrimSuffix(f, ext) + ".", ext: ext, asset: &o})
+	names, err := s.hashAssets()
+	if err != nil {
+		return nil, err
+	}
+	switcher, err := languageSwitch(names)
+	if err != nil {
+		return nil, err
+	}
+	if s.media, err = loadMedia(cfg.Media, maxAge); err != nil {
+		return nil, err
 	}
 	tpl, err := files.ReadFile("assets/sale.html")
 	if err != nil {
 		return nil, fmt.Errorf("sale page: %w", err)
 	}
-	r := strings.NewReplacer(
-		"{{token}}", html.EscapeString(cfg.Token),
-		"{{dev}}", strconv.FormatBool(cfg.Dev),
-		"{{css}}", names["sale.css"], "{{js}}", names["sale.js"], "{{worker}}", names["pow-worker.js"])
-	body := []byte(r.Replace(string(tpl)))
-	if i := bytes.Index(body, []byte("{{")); i >= 0 {
-		return nil, fmt.Errorf("sale page: unknown placeholder at %q", body[i:min(i+20, len(body))])
+	body, err := render(tpl, names, strings.NewReplacer(
+		"{{token}}", html.EscapeString(cfg.Token), "{{dev}}", strconv.FormatBool(cfg.Dev), "{{languages}}", switcher))
+	if err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256(body)
 	s.page = &Asset{Name: "/sale/{saleId}", Body: body, ContentType: []byte("text/html; charset=utf-8"), ETag: etag(sum[:]),
-		CacheControl: []byte("public, max-age=" + strconv.Itoa(int(cfg.MaxAge/time.Second)))}
+		CacheControl: maxAge}
 	return s, nil
+}
+
+// hashAssets names every embedded file but the HTML by its content hash
+// (i18n/ja.json is served as i18n-ja.<hash>.json) and returns the served
+// path of each, by source path.
+func (s *Site) hashAssets() (map[string]string, error) {
+	names := map[string]string{}
+	err := fs.WalkDir(files, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || p == "assets/sale.html" {
+			return err
+		}
+		body, err := files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		src := strings.TrimPrefix(p, "assets/")
+		ext := path.Ext(src)
+		if types[ext] == "" {
+			return fmt.Errorf("sale page asset %s: no content type for %s", src, ext)
+		}
+		base := strings.ReplaceAll(strings.TrimSuffix(src, ext), "/", "-")
+		sum := sha256.Sum256(body)
+		name := base + "." + hex.EncodeToString(sum[:hashLen/2]) + ext
+		a := &Asset{Name: AssetPrefix + name, Body: body, ContentType: []byte(types[ext]), ETag: etag(sum[:]), CacheControl: immutable}
+		s.assets[name] = a
+		names[src] = a.Name
+		o := *a
+		o.CacheControl = revalidate
+		s.other = append(s.other, otherRelease{prefix: base + ".", ext: ext, asset: &o})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sale page assets: %w", err)
+	}
+	return names, nil
+}
+
+// assetRef is a placeholder naming an asset by its source path.
+var assetRef = regexp.MustCompile(`\{\{asset:([^}]+)\}\}`)
+
+// render fills the template's placeholders: {{asset:<source path>}} with
+// the asset's served path, the others with r.
+func render(tpl []byte, names map[string]string, r *strings.Replacer) ([]byte, error) {
+	var missing string
+	out := assetRef.ReplaceAllFunc(tpl, func(m []byte) []byte {
+		src := string(assetRef.FindSubmatch(m)[1])
+		if names[src] == "" {
+			missing = src
+		}
+		return []byte(names[src])
+	})
+	if missing != "" {
+		return nil, fmt.Errorf("sale page: no asset %s", missing)
+	}
+	out = []byte(r.Replace(string(out)))
+	if i := bytes.Index(out, []byte("{{")); i >= 0 {
+		return nil, fmt.Errorf("sale page: unknown placeholder at %q", out[i:min(i+20, len(out))])
+	}
+	return out, nil
 }
 
 func etag(sum []byte) []byte { return []byte(`"` + hex.EncodeToString(sum[:12]) + `"`) }
 
 // Page returns the sale page.
 func (s *Site) Page() *Asset { return s.page }
+
+// AppendPageETag appends the ETag the page is served with under policy p
+// (see Policy): the page's own when p is the default, else one that also
+// names p, so a change of the sale's policy is not answered 304. It
+// allocates nothing.
+func (s *Site) AppendPageETag(dst []byte, p *Policy) []byte {
+	if len(p.tag) == 0 {
+		return append(dst, s.page.ETag...)
+	}
+	dst = append(dst, s.page.ETag[:len(s.page.ETag)-1]...)
+	dst = append(dst, '-')
+	dst = append(dst, p.tag...)
+	return append(dst, '"')
+}
 
 // Asset returns the asset served as AssetPrefix+name, or nil. A name of
 // this page's assets with another content hash (<base>.<12 hex>.<ext>) gets
@@ -152,6 +212,10 @@ func (s *Site) Asset(name []byte) *Asset {
 	}
 	return nil
 }
+
+// Media returns the image served as MediaPrefix+name, or nil. It allocates
+// nothing.
+func (s *Site) Media(name []byte) *Asset { return s.media[string(name)] }
 
 func isHex(b []byte) bool {
 	for _, c := range b {

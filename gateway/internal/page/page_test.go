@@ -4,11 +4,27 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
+
+// embedded counts the files served as hashed assets (all but the HTML).
+func embedded(t *testing.T) int {
+	n := 0
+	_ = fs.WalkDir(files, "assets", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && p != "assets/sale.html" {
+			n++
+		}
+		return err
+	})
+	if n < 7 {
+		t.Fatalf("%d assets embedded", n)
+	}
+	return n
+}
 
 func TestPageNamesItsHashedAssets(t *testing.T) {
 	s, err := New(Config{Token: "cookie:shop_token", Dev: true, MaxAge: 30 * time.Second})
@@ -16,7 +32,8 @@ func TestPageNamesItsHashedAssets(t *testing.T) {
 		t.Fatal(err)
 	}
 	html := string(s.Page().Body)
-	for _, want := range []string{`data-token="cookie:shop_token"`, `data-dev="true"`, `<meta name="viewport"`, `lang="en"`, `role="status"`, `aria-live="polite"`, `<label for="user-id">`} {
+	for _, want := range []string{`data-token="cookie:shop_token"`, `data-dev="true"`, `<meta name="viewport"`, `lang="en"`, `role="status"`,
+		`aria-live="polite"`, `<label for="user-id"`, `lang="ja" data-lang="ja"`, `>日本語</button>`, `>English</button>`} {
 		if !strings.Contains(html, want) {
 			t.Errorf("page lacks %s", want)
 		}
@@ -27,9 +44,9 @@ func TestPageNamesItsHashedAssets(t *testing.T) {
 	if cc := string(s.Page().CacheControl); cc != "public, max-age=30" {
 		t.Errorf("page Cache-Control %q", cc)
 	}
-	refs := regexp.MustCompile(`(?:href|src|data-worker)="(/sale/assets/[^"]+)"`).FindAllStringSubmatch(html, -1)
-	if len(refs) != 3 {
-		t.Fatalf("page names %d assets, want 3 (css, js, worker): %v", len(refs), refs)
+	refs := regexp.MustCompile(`(?:href|src|data-worker|data-messages)="(/sale/assets/[^"]+)"`).FindAllStringSubmatch(html, -1)
+	if len(refs) != embedded(t) {
+		t.Fatalf("page names %d assets, want every one of the %d embedded: %v", len(refs), embedded(t), refs)
 	}
 	for _, r := range refs {
 		name := strings.TrimPrefix(r[1], AssetPrefix)
@@ -45,7 +62,7 @@ func TestPageNamesItsHashedAssets(t *testing.T) {
 			t.Errorf("asset %s: Cache-Control %q, type %q", name, a.CacheControl, a.ContentType)
 		}
 	}
-	if s.Asset([]byte("sale.js")) != nil || s.Asset([]byte("../page.go")) != nil {
+	if s.Asset([]byte("sale.js")) != nil || s.Asset([]byte("../page.go")) != nil || s.Asset([]byte("i18n/en.json")) != nil {
 		t.Error("an unhashed or outside name is served")
 	}
 }
@@ -60,6 +77,7 @@ func TestAnotherReleasesHash(t *testing.T) {
 		{"sale.0123456789ab.js", "sale.js"},
 		{"sale.ffffffffffff.css", "sale.css"},
 		{"pow-worker.000000000000.js", "pow-worker.js"},
+		{"i18n-ja.0123456789ab.json", "i18n/ja.json"},
 	} {
 		a := s.Asset([]byte(c.name))
 		body, _ := files.ReadFile("assets/" + c.src)
@@ -73,6 +91,7 @@ func TestAnotherReleasesHash(t *testing.T) {
 	for _, name := range []string{
 		"sale.0123456789a.js", "sale.0123456789abc.js", "sale.0123456789AB.js", "sale.0123456789ab.css.js",
 		"nope.0123456789ab.js", "sale.0123456789ab.html", "sale.0123456789ab", ".0123456789ab.js", "sale.js.0123456789ab",
+		"i18n-xx.0123456789ab.json",
 	} {
 		if a := s.Asset([]byte(name)); a != nil {
 			t.Errorf("%s: served (%s)", name, a.Name)

@@ -1,15 +1,20 @@
 // sale.js: the sale page's script. The page is the same for every buyer; this
 // script reads the sale id from the URL, the sale from the public API, and
 // the buyer's bearer token from where the shop keeps it (the <html>
-// element's data-token: "localStorage:<key>" or "cookie:<name>").
+// element's data-token: "localStorage:<key>" or "cookie:<name>"). Words come
+// from i18n.js (every text is a message, kept as key and values so that a
+// switch of language shows it again), the shop's look from brand.js.
 //
 // States (main[data-state]): loading, signin, countdown, open, ticket,
-// queued, proof, buying, processing, reserved, paying, paid, cancelling,
-// cancelled, expired, failed, soldout, ended, paused, limited, error,
-// notfound. The page never says "reserved" before the order is persisted.
+// queued, busy, proof, buying, processing, reserved, paying, paid,
+// cancelling, cancelled, expired, failed, soldout, ended, paused, limited,
+// error, notfound. The page never says "reserved" before the order is
+// persisted.
 'use strict';
 (() => {
   const API = '/api/flash-sales';
+  const I = FlashSale.i18n;
+  const { t, msg } = I;
   const root = document.documentElement.dataset;
   const $ = (id) => document.getElementById(id);
   const main = $('main');
@@ -38,6 +43,8 @@
   let busyTries = 0;          // 503s of the queue waited out in this attempt
   let inQueue = false;        // this attempt has been answered QUEUED
   let timers = [];
+  // What the page says, as messages (shown again on a switch of language).
+  const says = { status: null, alert: null, order: null, notFound: null };
   // The order the page knows of is kept in localStorage, shared by this
   // browser's tabs (a 'storage' event tells the others), for its user.
   const orderKey = () => 'flashsale.order.' + saleId;
@@ -130,54 +137,62 @@
   }
 
   // ---- rendering ---------------------------------------------------------
-  function money(price, currency) {
-    try {
-      const f = new Intl.NumberFormat(undefined, { style: 'currency', currency });
-      const digits = f.resolvedOptions().maximumFractionDigits;
-      return f.format(price / Math.pow(10, digits));
-    } catch (e) { return price + ' ' + currency; }
-  }
-  function clock(ms) {
-    const s = Math.max(0, Math.ceil(ms / 1000));
-    const d = Math.floor(s / 86400), h = Math.floor(s / 3600) % 24, mi = Math.floor(s / 60) % 60, se = s % 60;
-    const pad = (n) => String(n).padStart(2, '0');
-    return (d > 0 ? d + 'd ' : '') + (d > 0 || h > 0 ? pad(h) + ':' : '') + pad(mi) + ':' + pad(se);
-  }
   function renderSale() {
-    document.title = sale.name + ' – flash sale';
+    document.title = t('title.sale', { sale: sale.name });
     el.title.textContent = sale.name;
-    const fmt = (t) => new Date(t).toLocaleString(undefined,
-      { day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' });
-    el.when.textContent = 'From ' + fmt(sale.start) + ' to ' + fmt(sale.end);
+    el.when.textContent = t('sale.when', { start: I.dateTime(sale.start), end: I.dateTime(sale.end) });
+    FlashSale.brand.show(sale);
+    const keep = chosenItem();
     el.list.replaceChildren();
     el.choices.replaceChildren();
     const many = sale.items.length > 1;
     el.choice.hidden = !many;
     el.list.hidden = many;
     sale.items.forEach((it, i) => {
-      const left = it.remaining == null ? '' : ' · ' + (it.remaining > 0 ? it.remaining + ' of ' + it.quantity + ' left' : 'sold out');
+      const left = it.remaining == null ? '' : ' · ' + (it.remaining > 0
+        ? t('item.left', { left: I.number(it.remaining), quantity: I.number(it.quantity) }) : t('item.soldout'));
+      const img = FlashSale.brand.image(it.itemId, it.image);
+      const about = document.createElement('span');
+      about.className = 'about';
+      const name = document.createElement('span');
+      name.className = 'name';
+      name.textContent = it.name;
+      about.append(name, left);
+      if (it.description) {
+        const d = document.createElement('span');
+        d.className = 'desc';
+        d.textContent = it.description;
+        about.append(d);
+      }
+      const price = document.createElement('span');
+      price.className = 'price';
+      price.textContent = I.money(it.price, it.currency);
       if (many) {
         const label = document.createElement('label');
         const input = document.createElement('input');
-        input.type = 'radio'; input.name = 'item'; input.value = it.itemId; input.checked = i === 0;
-        label.append(input, ' ' + it.name + ' – ' + money(it.price, it.currency) + left);
+        input.type = 'radio'; input.name = 'item'; input.value = it.itemId;
+        input.checked = keep ? String(it.itemId) === keep : i === 0;
+        label.append(input);
+        if (img) label.append(img);
+        label.append(about, price);
         el.choices.append(label);
       } else {
         const li = document.createElement('li');
-        const name = document.createElement('span');
-        name.textContent = it.name + left;
-        const price = document.createElement('span');
-        price.className = 'price';
-        price.textContent = money(it.price, it.currency);
-        li.append(name, price);
+        if (img) li.append(img);
+        li.append(about, price);
         el.list.append(li);
       }
     });
   }
   function chosenItem() {
     const r = el.choices.querySelector('input[name=item]:checked');
-    return r ? r.value : String(sale.items[0].itemId);
+    return r ? r.value : sale && sale.items.length ? String(sale.items[0].itemId) : null;
   }
+
+  // say shows messages on the status line (announced); warn in the alert.
+  function say(refs) { says.status = refs; el.status.textContent = I.text(refs); }
+  function warn(refs) { says.alert = refs; el.alert.textContent = I.text(refs); }
+  function orderSays(refs) { says.order = refs; el.orderText.textContent = I.text(refs); }
 
   // set moves to state s: the status line (announced), the alert (errors),
   // which controls show. focus names an element to move focus to.
@@ -188,8 +203,8 @@
     // Busy only while loading: aria-busy on main would hold back the
     // announcements of the status line inside it.
     main.setAttribute('aria-busy', String(s === 'loading'));
-    el.status.textContent = status || '';
-    el.alert.textContent = o.alert || '';
+    say(status || null);
+    warn(o.alert || null);
     el.progress.hidden = !['ticket', 'busy', 'buying', 'processing', 'paying', 'cancelling', 'proof', 'queued'].includes(s);
     el.retry.hidden = !o.retry;
     const inOrder = ['processing', 'reserved', 'paying', 'paid', 'cancelling', 'cancelled', 'expired', 'failed'].includes(s) && orderId;
@@ -211,38 +226,42 @@
   }
   const buyOff = () => el.buy.getAttribute('aria-disabled') === 'true';
 
-  function every(ms, fn) { fn(); const t = setInterval(fn, ms); timers.push(t); return t; }
+  function every(ms, fn) { fn(); const id = setInterval(fn, ms); timers.push(id); return id; }
   function stopTimers() { timers.forEach(clearInterval); timers = []; }
 
   // ---- the sale's phases -------------------------------------------------
   function phase() {
-    const t = now();
+    const n = now();
     if (!getToken()) return 'signin';
-    if (sale.status === 'ENDED' || t >= sale.end) return 'ended';
+    if (sale.status === 'ENDED' || n >= sale.end) return 'ended';
     if (sale.status === 'PAUSED') return 'paused';
-    if (t < sale.start) return 'countdown';
+    if (n < sale.start) return 'countdown';
     // A SOLD_OUT answer outranks a description a second or two old.
-    if (sale.status === 'SOLD_OUT' || t - soldOutSeen < 5000 || sale.asOf < soldOutSeen) return 'soldout';
+    if (sale.status === 'SOLD_OUT' || n - soldOutSeen < 5000 || sale.asOf < soldOutSeen) return 'soldout';
     return 'open';
   }
   // countdownText is the line under the items: time to the start, time
   // left, or why nothing can be bought.
   function countdownText(p) {
-    const t = now();
-    if (t >= sale.end || sale.status === 'ENDED') return 'The sale has ended.';
-    if (t < sale.start) return 'Starts in ' + clock(sale.start - t);
-    if (p === 'paused') return 'Paused';
-    if (p === 'soldout') return 'Sold out';
-    return 'On sale now · ends in ' + clock(sale.end - t);
+    const n = now();
+    if (n >= sale.end || sale.status === 'ENDED') return t('countdown.ended');
+    if (n < sale.start) return t('countdown.starts', { time: I.clock(sale.start - n) });
+    if (p === 'paused') return t('countdown.paused');
+    if (p === 'soldout') return t('countdown.soldout');
+    return t('countdown.open', { time: I.clock(sale.end - n) });
   }
-  const phaseStatus = {
-    countdown: 'The buy button turns on when the sale starts.',
-    open: 'The sale has started: you can buy now.',
-    signin: 'Sign in to buy.',
-    ended: 'This sale is over.',
-    paused: 'The sale is paused for a moment. This page carries on by itself when it resumes.',
-    soldout: 'Everything has been sold. When an unpaid order expires or is cancelled, its unit goes back on sale: keep this page open to see it.',
-  };
+  // phaseStatus is the status line of an idle phase.
+  function phaseStatus(p) {
+    switch (p) {
+      case 'countdown': return msg('status.countdown');
+      case 'open': return msg('status.open');
+      case 'signin': return msg('status.signin');
+      case 'ended': return msg('status.ended');
+      case 'paused': return msg('status.paused');
+      case 'soldout': return msg('status.soldout');
+    }
+    return null;
+  }
   // showPhase follows the clock and the sale: the countdown line always, the
   // state only while no purchase or order owns the page.
   function showPhase() {
@@ -253,7 +272,7 @@
     // (A tab opened before this buyer's purchase in another tab learns of
     // it through localStorage, not by asking the gateway at the sell-out:
     // every open page would ask at once.)
-    if (idle() && state !== p) set(p, phaseStatus[p]);
+    if (idle() && state !== p) set(p, phaseStatus(p));
     if (afterOrder(state)) showBuyable();
     // A sale with a pre-queue: join it by itself once it opens, so the
     // buyer's place is drawn at the start like everyone else's.
@@ -264,7 +283,7 @@
     }
     if (held && held.expires - now() < 2000) {
       held = null;
-      if (state === 'open') set('open', phaseStatus.open);
+      if (state === 'open') set('open', phaseStatus('open'));
     }
   }
   function newAttempt() {
@@ -284,9 +303,9 @@
     if (buyOff()) return;
     if (orderId) { forgetOrder(); orderId = null; }
     if (held) {
-      const t = held.ticket;
+      const tk = held.ticket;
       held = null;
-      return purchase(t);
+      return purchase(tk);
     }
     newAttempt();
     await getTicket({}, false);
@@ -296,23 +315,18 @@
   // pre-queue: once admitted it holds the ticket and lets the buyer click,
   // where a buyer who clicked goes straight on to the purchase.
   async function getTicket(headers, auto) {
-    if (state !== 'queued' && state !== 'proof') set('ticket', auto ? 'Joining the queue…' : 'Asking for your place…');
+    if (state !== 'queued' && state !== 'proof') set('ticket', msg(auto ? 'status.joining' : 'status.asking'));
     const r = await call('POST', '/sales/' + saleId + '/ticket', headers);
     const code = r.body.error;
     if (r.status === 200 && r.body.ticket) {
       if (!auto) return purchase(r.body.ticket);
       held = { ticket: r.body.ticket, expires: Date.parse(r.body.expiresAt) };
-      const until = new Date(held.expires).toLocaleTimeString(undefined, { timeStyle: 'medium' });
-      set('open', 'It is your turn: buy now. Your place is kept until ' + until + '.', { focus: el.buy });
+      set('open', msg('status.turn', { time: I.time(held.expires - offset, true) }), { focus: el.buy });
       return;
     }
     if (r.status === 202 && r.body.status === 'QUEUED') {
-      const pos = r.body.position, wait = r.body.estimatedWaitSeconds;
       inQueue = true;
-      const before = now() < sale.start;
-      set('queued', 'You are in the queue' + (pos > 0 ? ', number ' + pos : '') +
-        (before ? '. Places are drawn at random when the sale starts' : '') +
-        (wait > 0 ? '. Estimated wait: ' + clock(wait * 1000) : '') + '. Keep this page open: it asks again by itself.');
+      set('queued', queued(r.body.position, r.body.estimatedWaitSeconds));
       await sleep(r.retryAfter * 1000);
       return getTicket({}, auto);
     }
@@ -323,7 +337,7 @@
     }
     if (auto && r.status === 403 && code === 'SALE_NOT_STARTED') {
       joinAt = now() + 2000; // the pre-queue is not open yet by the gateway's clock
-      return set('countdown', phaseStatus.countdown);
+      return set('countdown', phaseStatus('countdown'));
     }
     if (r.status === 503 && code !== 'SALE_PAUSED' && (auto || inQueue) && busyTries < maxBusyTries) {
       // The page joined (or waits in) the queue by itself: a 503 means
@@ -331,7 +345,7 @@
       // rather than dropping the buyer out of the queue to an error.
       busyTries++;
       const ms = Math.min(8, 2 ** (busyTries - 1)) * (500 + Math.random() * 1000);
-      set('busy', 'The shop is very busy. Nothing is lost: this page asks again by itself in ' + Math.ceil(ms / 1000) + ' s…');
+      set('busy', msg('status.busy', { seconds: Math.ceil(ms / 1000) }));
       await sleep(ms);
       return getTicket(headers, auto);
     }
@@ -339,36 +353,46 @@
   }
   const maxBusyTries = 6; // about half a minute, then the error and its retry button
 
+  // queued is the status line of a place in the queue (its sentences).
+  function queued(pos, wait) {
+    return [
+      pos > 0 ? msg('queue.position', { position: I.number(pos) }) : msg('queue.in'),
+      now() < sale.start ? msg('queue.drawn') : null,
+      wait > 0 ? msg('queue.wait', { time: I.clock(wait * 1000) }) : null,
+      msg('queue.keepOpen'),
+    ];
+  }
+
   function proof(challenge, difficulty, auto) {
-    set('proof', 'Checking your browser before the purchase (this takes a moment)…');
+    set('proof', msg('status.proof'));
     return new Promise((resolve) => {
       let w;
       try { w = new Worker(root.worker); } catch (e) {
-        set('error', '', { alert: 'This browser cannot run the check the sale needs.', retry: true });
+        set('error', null, { alert: msg('alert.noWorker'), retry: true });
         return resolve();
       }
       w.onmessage = (ev) => {
         if (ev.data.progress) return;
         w.terminate();
         if (ev.data.error) {
-          set('error', '', { alert: 'The sale sent a check this page cannot solve. Try again.', retry: true });
+          set('error', null, { alert: msg('alert.proofUnsolvable'), retry: true });
           return resolve();
         }
         resolve(getTicket({ 'X-Proof': challenge + ':' + ev.data.nonce }, auto));
       };
-      w.onerror = () => { w.terminate(); set('error', '', { alert: 'The browser check failed. Try again.', retry: true }); resolve(); };
+      w.onerror = () => { w.terminate(); set('error', null, { alert: msg('alert.proofFailed'), retry: true }); resolve(); };
       w.postMessage({ challenge, difficulty });
     });
   }
 
   async function purchase(ticket) {
-    set('buying', 'Buying…');
+    set('buying', msg('status.buying'));
     const r = await call('POST', '/items/' + chosenItem() + '/purchase', { 'X-Purchase-Ticket': ticket, 'Idempotency-Key': idemKey });
     const code = r.body.error;
     if (r.status === 202 || (r.status === 409 && code === 'ALREADY_PURCHASED' && r.body.orderId)) {
       orderId = r.body.orderId;
       rememberOrder();
-      return track(r.status === 409 ? 'You already have an order in this sale.' : '');
+      return track(r.status === 409 ? msg('note.alreadyOrdered') : null);
     }
     if (r.status === 403 && (code === 'TICKET_INVALID' || code === 'TICKET_REQUIRED') && !ticketRetried) {
       ticketRetried = true; // the ticket ran out (a slow network): one new one
@@ -380,51 +404,59 @@
   // refused shows the refusal r of a ticket or purchase request; again
   // repeats the request (after a 429's Retry-After).
   async function refused(r, again) {
-    const code = r.body.error;
+    const code = r.body.error || r.status;
     if (r.status === 410 && code === 'SOLD_OUT') {
       soldOutSeen = now();
       const it = sale.items.find((i) => String(i.itemId) === chosenItem());
       if (it && sale.items.length === 1) { it.remaining = 0; renderSale(); }
       el.countdown.textContent = countdownText('soldout');
-      return set('soldout', 'Sold out: every unit has been taken.', { focus: el.title }); }
-    if (r.status === 410 && code === 'SALE_ENDED') { sale.status = 'ENDED'; el.countdown.textContent = countdownText('ended'); return set('ended', 'This sale is over.', { focus: el.title }); }
-    if (r.status === 503 && code === 'SALE_PAUSED') { sale.status = 'PAUSED'; el.countdown.textContent = countdownText('paused'); return set('paused', 'The sale is paused for a moment. Nothing was bought. This page carries on when it resumes.'); }
-    if (r.status === 403 && code === 'SALE_NOT_STARTED') { await syncClock(); return set('countdown', 'The sale has not started yet.'); }
+      return set('soldout', msg('status.soldoutNow'), { focus: el.title });
+    }
+    if (r.status === 410 && code === 'SALE_ENDED') {
+      sale.status = 'ENDED';
+      el.countdown.textContent = countdownText('ended');
+      return set('ended', msg('status.ended'), { focus: el.title });
+    }
+    if (r.status === 503 && code === 'SALE_PAUSED') {
+      sale.status = 'PAUSED';
+      el.countdown.textContent = countdownText('paused');
+      return set('paused', msg('status.pausedNothingBought'));
+    }
+    if (r.status === 403 && code === 'SALE_NOT_STARTED') { await syncClock(); return set('countdown', msg('status.notStarted')); }
     if (r.status === 401) return signedOut();
     if (r.status === 429) return limited(r.retryAfter, again);
-    if (r.status === 403) return set('error', '', { alert: 'The purchase was refused. Nothing was bought. (' + (code || r.status) + ')', retry: true });
-    if (r.status === 503) return set('error', '', { alert: 'The shop is very busy: nothing was bought. Try again in a moment.', retry: true });
-    if (r.status === 0) return set('error', '', { alert: 'No connection to the shop. Check your network and try again.', retry: true });
-    return set('error', '', { alert: 'Something went wrong (' + (code || r.status) + '). Try again.', retry: true });
+    if (r.status === 403) return set('error', null, { alert: msg('alert.refused', { code }), retry: true });
+    if (r.status === 503) return set('error', null, { alert: msg('alert.busy'), retry: true });
+    if (r.status === 0) return set('error', null, { alert: msg('alert.offline'), retry: true });
+    return set('error', null, { alert: msg('alert.error', { code }), retry: true });
   }
 
   // limited waits out a 429's Retry-After, counting the seconds down on the
   // status line (the alert is said once), then repeats the request.
   async function limited(secs, again) {
-    set('limited', '', { alert: 'Too many tries at once: nothing was bought yet. This page tries again by itself.' });
+    set('limited', null, { alert: msg('alert.limited') });
     for (let s = secs; s > 0; s--) {
-      el.status.textContent = 'Trying again in ' + s + ' s…';
+      say(msg('status.tryingAgain', { seconds: s }));
       await sleep(1000);
     }
     return again();
   }
 
   // ---- the order ---------------------------------------------------------
-  // track polls the order until PostgreSQL holds it, then shows it.
+  // track polls the order until PostgreSQL holds it, then shows it. note is
+  // a message said before "processing".
   async function track(note) {
     el.orderId.textContent = orderId;
-    set('processing', (note ? note + ' ' : '') + 'Processing your order: do not close this page…', { focus: el.orderH });
-    el.orderText.textContent = 'Your unit is held while the order is being recorded.';
+    set('processing', [note, msg('status.processing')], { focus: el.orderH });
+    orderSays(msg('order.held'));
     el.payLeft.textContent = '';
     let down = 0; // failed polls in a row
     for (let i = 0; ; i++) {
       const r = await call('GET', '/orders/' + orderId);
       if (r.status === 0 || r.status >= 500) {
-        if (++down === 3 && state === 'processing') {
-          el.status.textContent = 'Still recording your order. The connection to the shop is interrupted: this page keeps trying, and your unit stays held.';
-        }
+        if (++down === 3 && state === 'processing') say(msg('status.stillRecording'));
       } else if (down >= 3 && state === 'processing') {
-        el.status.textContent = 'Connected again. Processing your order: do not close this page…';
+        say([msg('status.connectedAgain'), msg('status.processing')]);
       }
       if (r.status !== 0 && r.status < 500) down = 0;
       if (r.status === 200) {
@@ -432,7 +464,7 @@
         if (r.body.persisted) return showOrder(r.body);
       } else if (r.status === 404) {
         forgetOrder();
-        return set('error', '', { alert: 'Your order could not be found. Nothing was bought.', retry: true });
+        return set('error', null, { alert: msg('alert.orderNotFound'), retry: true });
       } else if (r.status === 401) {
         return refused(r, () => track(note));
       }
@@ -452,7 +484,7 @@
     if (r.status !== 200 || !r.body.orderId || orderId) return;
     orderId = r.body.orderId;
     if (r.body.status === 'PENDING') rememberOrder();
-    if (r.body.status === 'PENDING' && !r.body.persisted) return track('You have an order in this sale.');
+    if (r.body.status === 'PENDING' && !r.body.persisted) return track(msg('note.haveOrder'));
     el.orderId.textContent = orderId;
     showOrder(r.body);
   }
@@ -477,7 +509,7 @@
     if (ev.key !== orderKey() || !sale) return;
     const id = savedOrder();
     // (A tab showing an order that ended follows the buyer's next one.)
-    if (id && id !== orderId && (idle() || afterOrder(state))) { orderId = id; track('You have an order in this sale.'); }
+    if (id && id !== orderId && (idle() || afterOrder(state))) { orderId = id; track(msg('note.haveOrder')); }
     else if (!id && orderId && state === 'reserved') settle();
   }
 
@@ -490,7 +522,7 @@
     stopTimers();
     startClock();
     showAccount();
-    set('signin', phaseStatus.signin, { alert: 'Your sign-in is no longer valid (it expired or was not recognised). Sign in again to buy.' });
+    set('signin', phaseStatus('signin'), { alert: msg('alert.signedOut') });
   }
 
   function showOrder(o) {
@@ -501,16 +533,15 @@
     if (s === 'PENDING') {
       // The line is announced once, so it names the deadline; the timer
       // below counts down to it.
-      const by = new Date(orderExpires - offset).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
-      set('reserved', 'Reserved: pay by ' + by + '.', { focus: el.orderH });
-      el.orderText.textContent = 'One unit is reserved for you.';
+      set('reserved', msg('status.reserved', { time: I.time(orderExpires - offset, true) }), { focus: el.orderH });
+      orderSays(msg('order.reserved'));
       every(500, () => {
         if (state !== 'reserved') return;
         const left = orderExpires - now();
-        el.payLeft.textContent = 'Pay within ' + clock(left);
+        el.payLeft.textContent = t('order.payWithin', { time: I.clock(left) });
         if (left <= 0) {
           el.payLeft.textContent = '';
-          set('processing', 'The time to pay is up: checking your order…');
+          set('processing', msg('status.timeUp'));
           settle();
         }
       });
@@ -518,43 +549,44 @@
     }
     el.payLeft.textContent = '';
     forgetOrder();
-    if (s === 'PAID') { set('paid', 'Paid. Thank you: your order is complete.', { focus: el.orderH }); el.orderText.textContent = 'Your payment went through.'; }
-    else {
-      // The unit went back on sale: a SOLD_OUT seen before no longer holds.
-      soldOutSeen = -Infinity;
-      if (s === 'CANCELLED') { set('cancelled', 'Order cancelled. Its unit went back on sale.', { focus: el.orderH }); el.orderText.textContent = 'You cancelled this order.'; }
-      else if (s === 'EXPIRED') { set('expired', 'The time to pay ran out and the order expired; its unit goes back on sale.', { focus: el.orderH }); el.orderText.textContent = 'This order was not paid in time.'; }
-      else { set('failed', 'The order could not be completed and nothing was charged. You can try to buy again.', { focus: el.orderH }); el.orderText.textContent = 'Something went wrong recording this order.'; }
+    if (s === 'PAID') {
+      set('paid', msg('status.paid'), { focus: el.orderH });
+      return orderSays(msg('order.paid'));
     }
+    // The unit went back on sale: a SOLD_OUT seen before no longer holds.
+    soldOutSeen = -Infinity;
+    if (s === 'CANCELLED') { set('cancelled', msg('status.cancelled'), { focus: el.orderH }); orderSays(msg('order.cancelled')); }
+    else if (s === 'EXPIRED') { set('expired', msg('status.expired'), { focus: el.orderH }); orderSays(msg('order.expired')); }
+    else { set('failed', msg('status.failed'), { focus: el.orderH }); orderSays(msg('order.failed')); }
   }
 
   async function act(what) {
     if (state !== 'reserved') return;
     const paying = what === 'pay';
-    set(paying ? 'paying' : 'cancelling', paying ? 'Paying…' : 'Cancelling…');
+    set(paying ? 'paying' : 'cancelling', msg(paying ? 'status.paying' : 'status.cancelling'));
     const r = await call('POST', '/orders/' + orderId + '/' + what);
-    const code = r.body.error;
+    const code = r.body.error || r.status;
+    const was = (st) => showOrder({ status: st, expiresAt: new Date(orderExpires).toISOString() });
     if (r.status === 202) return settle();
-    if (r.status === 409 && code === 'ORDER_EXPIRED') return showOrder({ status: 'EXPIRED', expiresAt: new Date(orderExpires).toISOString() });
-    if (r.status === 409 && code === 'ORDER_PAID') return showOrder({ status: 'PAID', expiresAt: new Date(orderExpires).toISOString() });
-    if (r.status === 409 && code === 'ORDER_CANCELLED') return showOrder({ status: 'CANCELLED', expiresAt: new Date(orderExpires).toISOString() });
-    if (r.status === 409) return showOrder({ status: 'FAILED', expiresAt: new Date(orderExpires).toISOString() });
+    if (r.status === 409 && code === 'ORDER_EXPIRED') return was('EXPIRED');
+    if (r.status === 409 && code === 'ORDER_PAID') return was('PAID');
+    if (r.status === 409 && code === 'ORDER_CANCELLED') return was('CANCELLED');
+    if (r.status === 409) return was('FAILED');
     if (r.status === 429) {
       // Nothing happened yet: wait out Retry-After, saying so, and ask again.
-      el.status.textContent = (paying ? 'Paying' : 'Cancelling') + '… the shop is busy: trying again in ' + r.retryAfter + ' s.';
+      say(msg(paying ? 'status.payingBusy' : 'status.cancellingBusy', { seconds: r.retryAfter }));
       await sleep(r.retryAfter * 1000);
       state = 'reserved';
       return act(what);
     }
-    const thing = paying ? 'The payment' : 'The cancellation';
     if (r.status === 0) {
       // The reply was lost, not the request: look before saying anything.
       const o = await call('GET', '/orders/' + orderId);
       if (o.status === 200 && o.body.status !== 'PENDING') return showOrder(o.body);
-      return set('reserved', '', { alert: 'No connection to the shop: ' + thing.toLowerCase() + ' was not confirmed. Your order is still reserved: try again.' });
+      return set('reserved', null, { alert: msg(paying ? 'alert.payOffline' : 'alert.cancelOffline') });
     }
-    if (r.status === 503) return set('reserved', '', { alert: 'The shop is very busy: ' + thing.toLowerCase() + ' did not go through. Your order is still reserved: try again in a moment.' });
-    set('reserved', '', { alert: thing + ' did not go through. Your order is still reserved: try again. (' + (code || r.status) + ')' });
+    if (r.status === 503) return set('reserved', null, { alert: msg(paying ? 'alert.payBusy' : 'alert.cancelBusy') });
+    set('reserved', null, { alert: msg(paying ? 'alert.payFailed' : 'alert.cancelFailed', { code }) });
   }
 
   // settle polls the order until it leaves PENDING.
@@ -572,15 +604,15 @@
     const dev = root.dev === 'true';
     el.signin.hidden = !!tok || !dev;
     el.signout.hidden = !tok || !dev;
-    if (tok) el.who.textContent = 'Signed in' + (tokenUser(tok) ? ' as user ' + tokenUser(tok) : '') + '.';
-    else if (dev) el.who.textContent = 'You are not signed in.';
-    else el.who.textContent = 'Sign in at the shop first, then come back to this page.';
+    const user = tok && tokenUser(tok);
+    if (tok) el.who.textContent = user ? t('who.signedInAs', { user }) : t('who.signedIn');
+    else el.who.textContent = t(dev ? 'who.signedOut' : 'who.signInAtShop');
   }
   async function devSignIn(ev) {
     ev.preventDefault();
     const id = el.userId.value.trim();
     if (!/^[1-9][0-9]{0,18}$/.test(id)) {
-      el.alert.textContent = 'Type a user id made of digits, not starting with 0.';
+      warn(msg('alert.badUserId'));
       el.userId.setAttribute('aria-invalid', 'true');
       el.userId.focus();
       return;
@@ -589,11 +621,11 @@
     let r;
     try {
       r = await fetch(API + '/dev/token', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ userId: id }), credentials: 'same-origin' });
-    } catch (e) { el.alert.textContent = 'No connection to the shop.'; return; }
+    } catch (e) { warn(msg('alert.noConnection')); return; }
     const body = await r.json().catch(() => ({}));
-    if (r.status !== 200 || !body.token) { el.alert.textContent = 'Sign-in refused (' + (body.error || r.status) + ').'; return; }
+    if (r.status !== 200 || !body.token) { warn(msg('alert.signInRefused', { code: body.error || r.status })); return; }
     setToken(body.token);
-    el.alert.textContent = '';
+    warn(null);
     showAccount();
     state = 'loading';
     showPhase();
@@ -614,16 +646,25 @@
   // old): every second while paused, sold out or after the buyer's order
   // ended, to notice a resume or returned stock; every two while open (a
   // pause shows soon) or while the buyer's order runs (the units left);
-  // else every five.
+  // else every five. A change of the shop's branding shows with it.
   async function refreshLoop() {
     for (;;) {
       await sleep(['paused', 'soldout'].includes(state) || afterOrder(state) ? 1000 : state === 'open' || ownOrder() ? 2000 : 5000);
-      const keep = chosenItem();
-      if ((await loadSale()) !== true) continue;
-      renderSale();
-      const r = el.choices.querySelector('input[value="' + keep + '"]');
-      if (r) r.checked = true;
+      if ((await loadSale()) === true) renderSale();
     }
+  }
+
+  // relabel shows everything the page says again, in the language just
+  // picked.
+  function relabel() {
+    if (says.notFound) return noSale(says.notFound);
+    if (sale) renderSale(); else el.title.textContent = document.title = t('title.page');
+    if (state === 'loading') el.countdown.textContent = t('loading');
+    else if (sale) el.countdown.textContent = ownOrder() ? '' : countdownText(phase());
+    if (state !== 'loading') showAccount(); else el.who.textContent = t('who.checking');
+    say(says.status);
+    warn(says.alert);
+    orderSays(says.order);
   }
 
   async function init() {
@@ -639,11 +680,17 @@
     el.signin.addEventListener('submit', devSignIn);
     el.signout.addEventListener('click', () => { setToken(null); forgetOrder(); orderId = null; showAccount(); state = 'loading'; showPhase(); });
     window.addEventListener('storage', sharedOrder);
-    if (!saleId) return noSale('This address names no sale. Check the link you followed.');
-    await syncClock();
-    const ok = await loadSale();
-    if (ok === 'notfound') return noSale('There is no sale ' + saleId + '. Check the link you followed.');
-    if (!ok) { el.buy.hidden = true; showAccount(); set('error', '', { alert: 'The sale could not be loaded.', retry: true }); el.countdown.textContent = ''; return; }
+    I.onChange(relabel);
+    const words = I.start().catch((e) => {
+      // No messages at all: the one text that ships in the script.
+      el.alert.textContent = 'The page could not be loaded. Reload it. / ページを読み込めませんでした。再読み込みしてください。';
+      throw e;
+    });
+    if (!saleId) { await words; return noSale(msg('notFound.noSaleId')); }
+    // The messages load while the clock is set and the sale read.
+    const [ok] = await Promise.all([syncClock().then(loadSale), words]);
+    if (ok === 'notfound') return noSale(msg('notFound.unknown', { sale: saleId }));
+    if (!ok) { el.buy.hidden = true; showAccount(); set('error', null, { alert: msg('alert.loadFailed'), retry: true }); el.countdown.textContent = ''; return; }
     renderSale();
     const tok = getToken();
     const expired = tok && tokenExpired(tok);
@@ -653,15 +700,15 @@
     const saved = savedOrder();
     refreshLoop();
     if (expired) { startClock(); return signedOut(); }
-    if (saved) { orderId = saved; track(''); startClock(); return; }
+    if (saved) { orderId = saved; track(null); startClock(); return; }
     // The buyer's order, if any, before the page says "sold out" (bounded:
     // a slow answer is followed by the order when it arrives).
     await Promise.race([findOrder(), sleep(1500)]);
     startClock();
   }
   function noSale(why) {
-    document.title = 'Sale not found';
-    el.title.textContent = 'Sale not found';
+    says.notFound = why;
+    document.title = el.title.textContent = t('notFound.title');
     el.buy.hidden = true;
     el.countdown.textContent = '';
     el.when.textContent = '';
