@@ -102,7 +102,7 @@ func (l *ledgerSale) checkFunnelAndTiming(t *testing.T, rep *ops.SaleReport) {
 // (artifactsDir).
 func screenshotReport(t *testing.T, page string) {
 	t.Helper()
-	tb := newTab(t, browser(t), "ledger", 1280, 900, false)
+	tb := newTab(t, browser(t), "en", "ledger", 1280, 900, false)
 	tb.do(chromedp.Navigate("file://"+page), chromedp.WaitVisible("#verdict"))
 	if v := tb.text("balanced"); v != "LEDGER BALANCED" {
 		t.Fatalf("the page's verdict %q", v)
