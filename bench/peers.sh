@@ -68,11 +68,17 @@ for t in wrk nginx redis-server bc; do command -v $t >/dev/null || missing=1; do
 if [ $missing = 1 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "peers: installing Debian packages: $PKGS" >&2
-    (apt-get install -y -q $PKGS >/dev/null 2>&1 || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $PKGS >/dev/null; }) ||
-      { echo "peers: apt-get install $PKGS failed" >&2; exit 1; }
-    # nginx-light's package starts a system nginx on port 80; the peer runs its own.
-    command -v systemctl >/dev/null && systemctl stop nginx >/dev/null 2>&1 || true
-    pkill -f 'nginx: master process /usr/sbin/nginx' 2>/dev/null || true
+    # nginx-light's package would start a system nginx on port 80; the peer
+    # runs its own. policy-rc.d (Debian's invoke-rc.d hook) keeps the package
+    # from starting any service while it installs; one already there is kept.
+    own_policy=0
+    if [ ! -e /usr/sbin/policy-rc.d ]; then
+      printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && own_policy=1
+    fi
+    rc=0
+    (apt-get install -y -q $PKGS >/dev/null 2>&1 || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $PKGS >/dev/null; }) || rc=1
+    [ $own_policy = 1 ] && rm -f /usr/sbin/policy-rc.d
+    [ $rc = 0 ] || { echo "peers: apt-get install $PKGS failed" >&2; exit 1; }
   else
     echo "peers: missing tools; as root run: apt-get install -y $PKGS" >&2; exit 1
   fi
