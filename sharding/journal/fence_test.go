@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"flashsale/deploy/testenv"
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
@@ -38,8 +39,12 @@ func fenceRound(t *testing.T, c rueidis.Client, tag string, fenceFor time.Durati
 // later beat lets the entry go; a mark older than the fence time is a
 // gateway gone, dropped, and no longer holds anything; a gateway that beats
 // no shard holds nothing back.
+//
+// It runs on a Redis of its own: on the shared stack, the gateways of other
+// tests beat every live shard, this test's too, and a stopped one's mark
+// holds the shard for the fence's time, as it should.
 func TestFenceHoldsTheRelay(t *testing.T) {
-	e := setup(t, 1)
+	e := loneSetup(t)
 	ctx := context.Background()
 	c := e.st.Client()
 	tag := e.sale.Shards[0]
@@ -103,6 +108,20 @@ func TestFenceHoldsTheRelay(t *testing.T) {
 	}
 }
 
+// loneSetup is setup on a redis-server of the test's own, one shard.
+func loneSetup(t *testing.T) *env {
+	t.Helper()
+	c := testenv.LoneRedis(t)
+	st := stock.New(c)
+	now := time.Now()
+	sale := &sharding.Sale{ID: 77, Name: "fence test", StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		Items: []sharding.Item{{ID: 771, Name: "x", Price: 1, Currency: "JPY", Quantity: 100}}, Shards: []string{"s77:0:0"}, Version: 1}
+	if err := st.Preload(context.Background(), sale, false); err != nil {
+		t.Fatal(err)
+	}
+	return &env{st: st, sale: sale}
+}
+
 // idBefore reports whether stream id upto is below the journal entry of r.
 func idBefore(upto string, r stock.Reservation) bool {
 	ms, _, _ := cutID(upto)
@@ -122,7 +141,7 @@ func cutID(id string) (int64, string, bool) {
 // A beat that comes later than the transit allows after its stamp (held up
 // across a partition, or clocks that disagree) writes nothing.
 func TestFenceRefusesALateBeat(t *testing.T) {
-	e := setup(t, 1)
+	e := loneSetup(t)
 	ctx := context.Background()
 	c := e.st.Client()
 	marks := string(sharding.AppendFenceMarksKey(nil, e.sale.Shards[0]))

@@ -475,12 +475,24 @@
   // findOrder asks for the order this user holds in the sale, for a page
   // that knows of none (its tab was closed, another device): after the sell
   // out a click is answered 410 SOLD_OUT, so the page would never learn of
-  // it. Once, on load or sign-in, and only after the start; nothing changes
-  // when there is none.
+  // it. On load or sign-in, and only after the start; nothing changes when
+  // there is none. A busy or unreachable gateway (503, 429, no answer) is
+  // asked again a few times: one lost answer must not hide the order.
   async function findOrder() {
-    if (orderId || !getToken() || !sale || now() < sale.start) return;
-    const r = await call('GET', '/sales/' + saleId + '/order');
-    if (r.status === 401) return signedOut();
+    for (let i = 0; i < 5; i++) {
+      if (orderId || !getToken() || !sale || now() < sale.start) return;
+      const r = await call('GET', '/sales/' + saleId + '/order');
+      if (r.status === 401) return signedOut();
+      if (r.status === 503 || r.status === 429 || r.status === 0) {
+        await sleep(500 * (i + 1));
+        continue;
+      }
+      return foundOrder(r);
+    }
+  }
+
+  // foundOrder shows the order findOrder's answer r names, if any.
+  function foundOrder(r) {
     if (r.status !== 200 || !r.body.orderId || orderId) return;
     orderId = r.body.orderId;
     if (r.body.status === 'PENDING') rememberOrder();
