@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"flashsale/sharding"
-	"flashsale/writer/internal/store"
 	"flashsale/sharding/orderevent"
+	"flashsale/writer/internal/store"
 )
 
 // history returns e's history rows as "STATUS/cause[/detail]", in the order
