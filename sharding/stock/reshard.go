@@ -57,6 +57,11 @@ type reshardJournal struct {
 // FenceTTL is how long the fences of replaced shards stay.
 const FenceTTL = 24 * time.Hour
 
+// LayoutGrace is how long a reshard keeps the old shards after it published
+// the new layout: the gateways load sales every second (their catalog), and
+// a request routed by the old layout meanwhile must still find its order.
+const LayoutGrace = 2 * time.Second
+
 // ErrReshardRunning is returned when another reshard of the sale is under way.
 var ErrReshardRunning = errors.New("a reshard of this sale is already running (or crashed: resume it with the same command)")
 
@@ -102,6 +107,15 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 		}
 	}
 	rep.Frozen = time.Since(began)
+	// The old shards' records stay readable while the gateways' catalogs
+	// still name them: a GET, pay or cancel there until their next refresh
+	// finds the order (a pay meets the fence and is answered 503, then sent
+	// to the new layout) instead of a false 404.
+	select {
+	case <-time.After(LayoutGrace):
+	case <-ctx.Done():
+		return nil, rep, ctx.Err()
+	}
 	if err := s.dropShards(ctx, sale, j.From, top); err != nil {
 		return nil, rep, err
 	}

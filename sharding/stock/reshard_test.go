@@ -186,3 +186,48 @@ func unconfirmedStore(t *testing.T) (*stock.Store, *stock.Batcher, *testenv.Redi
 	s.SetBatcher(b)
 	return s, b, user
 }
+
+// After a reshard published its layout, the old shards' order records stay
+// readable for stock.LayoutGrace: a gateway whose catalog still names the old
+// layout (it refreshes every second) finds the order. A chaos run found pays
+// and cancels answered 404 ORDER_NOT_FOUND for orders that existed, because
+// the old records went the moment the layout was published.
+func TestReshardKeepsTheOldRecordsForTheGrace(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := storedSale(t, s, c, 2, 20)
+	orders := reserveBuyers(t, s, sale, 4)
+	top, err := stock.Topology(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := s.Reshard(ctx, sale.ID, 3, top); done <- err }()
+	for wait := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if ls, err := s.LoadSale(ctx, sale.ID); err == nil && len(ls.Shards) == 3 {
+			break
+		}
+		if time.Since(wait) > 20*time.Second {
+			t.Fatal("the new layout was not published")
+		}
+	}
+	published := time.Now()
+	for u, id := range orders {
+		old := sale.Shards[sharding.HomeShard(u, sale.ID, len(sale.Shards))]
+		if _, found, err := s.Order(ctx, old, id); err != nil || !found {
+			t.Fatalf("order %v on its old shard right after the publication: found %v, %v", id, found, err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(published); took < stock.LayoutGrace/2 {
+		t.Fatalf("the old shards went %v after the publication, want about %v", took, stock.LayoutGrace)
+	}
+	for u, id := range orders {
+		old := sale.Shards[sharding.HomeShard(u, sale.ID, len(sale.Shards))]
+		if _, found, _ := s.Order(ctx, old, id); found {
+			t.Fatalf("order %v still on its old shard after the reshard", id)
+		}
+	}
+}
