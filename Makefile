@@ -18,10 +18,12 @@ demo-slow: build up
 # test runs every test against the real stack: first all packages in parallel,
 # then, one package at a time, the fault tests (named TestFault...: they kill a
 # Redis master or restart PostgreSQL, which would disturb tests running beside
-# them), then the race detector over the unit tests.
+# them) and the browser tests (TestBrowser...: a page's countdown and budgets
+# starve beside a busy suite on two cores), then the race detector over the
+# unit tests.
 test: up
-	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '^TestFault' ./...
-	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -run '^TestFault' ./...
+	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '^(TestFault|TestBrowser)' ./...
+	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -run '^(TestFault|TestBrowser)' ./...
 	$(MAKE) test-race
 
 # chaos runs a seeded fault run of the whole system (deploy/e2e TestFaultChaos):
