@@ -185,6 +185,9 @@ func finish(ctx context.Context, cfg *config.Config, out *report.Result, res *lo
 // write prints the summary and audit and writes the result directory (default
 // bench/out/<start time>).
 func write(dir string, out *report.Result, stdout io.Writer) (int, error) {
+	if err := out.WriteHeadline(stdout); err != nil {
+		return ExitError, err
+	}
 	if err := out.WriteText(stdout); err != nil {
 		return ExitError, err
 	}

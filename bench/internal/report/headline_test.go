@@ -1,0 +1,37 @@
+package report
+
+import (
+	"strings"
+	"testing"
+
+	"flashsale/bench/internal/audit"
+)
+
+// The headline leads with what the sale did, then the answers, then whether
+// the generator kept its schedule: a run behind it says so in words.
+func TestHeadline(t *testing.T) {
+	r := &Result{Mode: "open", Sent: 1000, Late: 3, LateBy: "10ms", MaxLateMs: 12,
+		Sales:    []ItemSale{{ID: 7, Quantity: 100, Accepted: 100, SoldOutS: 0.42, FirstS: 0.01}},
+		Outcomes: []Outcome{{Name: "202 accepted", Count: 100, Latency: Latency{P50: 1.5, P99: 9}}},
+		Audit:    &audit.Report{Failures: []string{}}}
+	var b strings.Builder
+	if err := r.WriteHeadline(&b); err != nil {
+		t.Fatal(err)
+	}
+	got := b.String()
+	for _, want := range []string{"== item 7: 100 units sold out 0.420s after the start", "== audit PASS: oversold 0",
+		"== answers: 202 accepted 100 (p50 1.5", "on schedule (0.3% of sends later than 10ms"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("headline lacks %q:\n%s", want, got)
+		}
+	}
+	r.Late, r.MaxLateMs = 800, 8260
+	r.Audit.Failures = []string{"oversold 1"}
+	b.Reset()
+	_ = r.WriteHeadline(&b)
+	for _, want := range []string{"== audit FAIL: oversold 1", "BEHIND its schedule: 80% of sends later than 10ms, up to 8"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("headline lacks %q:\n%s", want, b.String())
+		}
+	}
+}
