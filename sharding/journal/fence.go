@@ -3,6 +3,8 @@ package journal
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha1"
+	"log/slog"
 	"encoding/hex"
 	"fmt"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 
 	"flashsale/lua"
 	"flashsale/sharding"
+	"flashsale/sharding/repeatlog"
 )
 
 // DefaultFence is the default of Config.Fence and FenceConfig.Hold: how long
@@ -33,11 +36,48 @@ const (
 	fenceLeft = 2
 )
 
-var fenceScript = rueidis.NewLuaScript(lua.Fence)
+// fenceSHA is fence.lua's SHA-1: beats go as EVALSHA in one DoMulti.
+// (rueidis's Lua.ExecMulti loads the script on every node first, replicas
+// included, and fails every beat while one node is down.)
+var fenceSHA = fmt.Sprintf("%x", sha1.Sum([]byte(lua.Fence)))
+
+// fenceMulti runs fence.lua once per (key, args) in one pipeline, EVAL for
+// those a node without the script answered NOSCRIPT.
+func fenceMulti(ctx context.Context, c rueidis.Client, keys []string, args [][]string) []rueidis.RedisResult {
+	build := func(i int, eval bool) rueidis.Completed {
+		if eval {
+			return c.B().Eval().Script(lua.Fence).Numkeys(1).Key(keys[i]).Arg(args[i]...).Build()
+		}
+		return c.B().Evalsha().Sha1(fenceSHA).Numkeys(1).Key(keys[i]).Arg(args[i]...).Build()
+	}
+	cmds := make(rueidis.Commands, len(keys))
+	for i := range keys {
+		cmds[i] = build(i, false)
+	}
+	res := c.DoMulti(ctx, cmds...)
+	var again []int
+	for i, r := range res {
+		if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		cmds = cmds[:0]
+		for _, i := range again {
+			cmds = append(cmds, build(i, true))
+		}
+		for j, r := range c.DoMulti(ctx, cmds...) {
+			res[again[j]] = r
+		}
+	}
+	return res
+}
 
 // FenceConfig tunes a Fence.
 type FenceConfig struct {
-	// Every is the pause between beats (default 250ms).
+	// Every is the pause between beats (default 500ms). A relay takes an
+	// entry no sooner than the beat after it, so it adds up to that to the
+	// time an order takes to reach PostgreSQL.
 	Every time.Duration
 	// Hold is Config.Fence: a mark older than that is taken for a gateway
 	// gone. A shard this gateway has not beaten for a third of it is not
@@ -49,6 +89,9 @@ type FenceConfig struct {
 	// Pending adds to dst the shards where a void of the gateway waits to
 	// land (queued, or being tried).
 	Pending func(dst map[string]bool)
+	// Log gets a run of failed beats (its first, a reminder every 10 s, its
+	// end); nil logs nothing.
+	Log *slog.Logger
 }
 
 // Fence keeps one gateway's fence marks: it beats every shard the gateway
@@ -66,12 +109,13 @@ type Fence struct {
 	// last is each shard's last accepted beat (unix ns of its stamp), by
 	// tag; entries are never removed (a tag is a few bytes).
 	last map[string]*atomic.Int64
+	fail repeatlog.Failure
 }
 
 // NewFence returns the fence of a gateway with a new random id over c.
 func NewFence(c rueidis.Client, cfg FenceConfig) *Fence {
 	if cfg.Every <= 0 {
-		cfg.Every = 250 * time.Millisecond
+		cfg.Every = 500 * time.Millisecond
 	}
 	if cfg.Hold <= 0 {
 		cfg.Hold = DefaultFence
@@ -98,7 +142,11 @@ func (f *Fence) Run(ctx context.Context) {
 	t := time.NewTicker(f.cfg.Every)
 	defer t.Stop()
 	for {
-		_ = f.Beat(ctx)
+		if err := f.Beat(ctx); err != nil && ctx.Err() == nil && f.cfg.Log != nil {
+			f.fail.Failed(f.cfg.Log, time.Now(), "fence beats failed: this gateway journals nothing on those shards once their marks are a third of -relay-fence old", "err", err)
+		} else if err == nil && f.cfg.Log != nil {
+			f.fail.Recovered(f.cfg.Log, time.Now(), "fence beats succeed again")
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -126,14 +174,14 @@ func (f *Fence) Beat(ctx context.Context) error {
 	}
 	ms := strconv.FormatInt(stamp.UnixMilli(), 10)
 	transit := strconv.FormatInt(FenceTransit.Milliseconds(), 10)
-	execs := make([]rueidis.LuaExec, len(tags))
+	keys, args := make([]string, len(tags)), make([][]string, len(tags))
 	for i, tag := range tags {
-		execs[i] = rueidis.LuaExec{Keys: []string{string(sharding.AppendFenceMarksKey(nil, tag))}, Args: []string{f.id, "beat", ms, transit}}
+		keys[i], args[i] = string(sharding.AppendFenceMarksKey(nil, tag)), []string{f.id, "beat", ms, transit}
 	}
-	ctx, cancel := context.WithTimeout(ctx, FenceTransit)
+	ctx, cancel := context.WithTimeout(ctx, 2*FenceTransit) // fence.lua refuses what comes late
 	defer cancel()
 	var failed []string
-	for i, r := range fenceScript.ExecMulti(ctx, f.c, execs...) {
+	for i, r := range fenceMulti(ctx, f.c, keys, args) {
 		n, err := r.AsInt64()
 		switch {
 		case err == nil && n == fenceBeat:
@@ -188,11 +236,11 @@ func (f *Fence) Ready(now time.Time) error {
 // taken for gone.
 func (f *Fence) Leave(ctx context.Context) error {
 	tags := f.cfg.Tags()
-	execs := make([]rueidis.LuaExec, len(tags))
+	keys, args := make([]string, len(tags)), make([][]string, len(tags))
 	for i, tag := range tags {
-		execs[i] = rueidis.LuaExec{Keys: []string{string(sharding.AppendFenceMarksKey(nil, tag))}, Args: []string{f.id, "leave", "0", "0"}}
+		keys[i], args[i] = string(sharding.AppendFenceMarksKey(nil, tag)), []string{f.id, "leave", "0", "0"}
 	}
-	for i, r := range fenceScript.ExecMulti(ctx, f.c, execs...) {
+	for i, r := range fenceMulti(ctx, f.c, keys, args) {
 		if n, err := r.AsInt64(); err != nil || n != fenceLeft {
 			return fmt.Errorf("leaving the fence of %s: %d %v", tags[i], n, err)
 		}

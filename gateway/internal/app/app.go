@@ -122,7 +122,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	if err := a.newRelay(opt); err != nil {
 		return nil, err
 	}
-	a.fence = journal.NewFence(a.redis, journal.FenceConfig{Hold: cfg.RelayFence, Tags: a.liveTags, Pending: a.pendingVoids})
+	a.fence = journal.NewFence(a.redis, journal.FenceConfig{Hold: cfg.RelayFence, Tags: a.liveTags, Pending: a.pendingVoids, Log: log})
 	if a.Handler, err = a.newHandler(opt); err != nil {
 		return nil, err
 	}
