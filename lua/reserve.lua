@@ -82,7 +82,11 @@ if held then
   return {ALREADY_PURCHASED, held, -1}
 end
 local st = redis.call('HGET', KEYS[3], 'status')
-if st and not (st == 'VOID' and redis.call('HGET', KEYS[3], 'a') ~= attempt) then
+-- A VOID record lets another attempt of the order id buy anew (a retry
+-- with the same Idempotency-Key after a 503), but not the attempt it names
+-- nor one void.lua fenced on it ('v' .. attempt): their late runs are refused.
+if st and not (st == 'VOID' and redis.call('HGET', KEYS[3], 'a') ~= attempt
+    and not redis.call('HGET', KEYS[3], 'v' .. attempt)) then
   return {ID_USED, oid, -1}
 end
 local halt = redis.call('GET', KEYS[7])

@@ -116,7 +116,9 @@ local function one(i)
   elseif ord[kOrder] then
     st, sa = ord[kOrder][1], ord[kOrder][2]
   end
-  if st and not (st == 'VOID' and sa ~= attempt) then
+  -- reserve.lua's rule: a VOID record refuses the attempt it names and the
+  -- attempts fenced on it ('v' .. attempt).
+  if st and not (st == 'VOID' and sa ~= attempt and not redis.call('HGET', kOrder, 'v' .. attempt)) then
     return {ID_USED, oid, -1}
   end
   local hv = halt[kHalt]

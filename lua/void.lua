@@ -14,7 +14,8 @@
 --   2 STANDS   the attempt had reserved and a relay already took its event: the order
 --      stands (the caller answers 202, which is then true);
 --   3 FENCED   the attempt had not run: a VOID record now refuses it if it runs later
---      (reserve.lua answers 3 to the attempt a VOID record names);
+--      (reserve.lua answers ID_USED to the attempt a VOID record names, or
+--      marks with 'v' .. attempt when the record is another attempt's);
 --   0 NOTHING  the order id is held by another attempt (a retry with the same
 --      Idempotency-Key) or already finished: nothing to undo;
 --  -1 FROZEN   the shard is frozen by a reshard: retry on the new layout.
@@ -40,6 +41,13 @@ local rec = redis.call('HMGET', KEYS[3], 'a', 'j', 'status')
 if rec[1] == false and rec[3] == false then
   redis.call('HSET', KEYS[3], 'status', 'VOID', 'a', attempt, 'user', user)
   redis.call('EXPIRE', KEYS[3], ttl)
+  return FENCED
+end
+if rec[3] == 'VOID' and rec[1] ~= attempt then
+  -- Another attempt of this order id was voided or fenced, and a record of
+  -- it would let a late run of this one reserve anew (reserve.lua lets a
+  -- new attempt buy after a VOID): fence this one on the record too.
+  redis.call('HSET', KEYS[3], 'v' .. attempt, '1')
   return FENCED
 end
 if rec[1] ~= attempt or rec[3] ~= 'PENDING' or redis.call('HGET', KEYS[2], user) ~= oid then

@@ -28,6 +28,7 @@ type manyCase struct {
 	journal  int // entries already in the journal
 	buyers   map[string]string
 	voids    map[string]string // order id -> attempt of a VOID record
+	vmarks   map[string]string // order id -> an attempt void.lua fenced on its VOID record
 	pending  []string          // order ids with a PENDING record
 	moveDone string            // a move id already credited
 	rs       [][12]string      // arguments per reservation, minus the keys
@@ -36,7 +37,7 @@ type manyCase struct {
 }
 
 func randomManyCase(r *rand.Rand, saleID int64) manyCase {
-	c := manyCase{stock: map[int64]string{}, buyers: map[string]string{}, voids: map[string]string{}}
+	c := manyCase{stock: map[int64]string{}, buyers: map[string]string{}, voids: map[string]string{}, vmarks: map[string]string{}}
 	items := []int64{saleID*10 + 1, saleID*10 + 2, saleID*10 + 3}
 	c.stock[items[0]] = strconv.Itoa(r.IntN(6))
 	c.stock[items[1]] = strconv.Itoa(r.IntN(40))
@@ -65,7 +66,11 @@ func randomManyCase(r *rand.Rand, saleID int64) manyCase {
 		c.buyers[strconv.Itoa(1+r.IntN(users))] = oid()
 	}
 	for range r.IntN(3) {
-		c.voids[oid()] = strconv.Itoa(r.IntN(3))
+		o := oid()
+		c.voids[o] = strconv.Itoa(r.IntN(3))
+		if r.IntN(2) == 0 {
+			c.vmarks[o] = strconv.Itoa(r.IntN(3))
+		}
 	}
 	if r.IntN(3) == 0 {
 		c.pending = append(c.pending, oid())
@@ -136,6 +141,10 @@ func (mc *manyCase) setUp(t *testing.T, c rueidis.Client, tag string) {
 		id, _ := sharding.ParseOrderID([]byte(o))
 		cmds = append(cmds, c.B().Hset().Key(string(sharding.AppendOrderKey(nil, tag, id))).FieldValue().
 			FieldValue("status", "VOID").FieldValue("a", a).Build())
+	}
+	for o, a := range mc.vmarks {
+		id, _ := sharding.ParseOrderID([]byte(o))
+		cmds = append(cmds, c.B().Hset().Key(string(sharding.AppendOrderKey(nil, tag, id))).FieldValue().FieldValue("v"+a, "1").Build())
 	}
 	for _, o := range mc.pending {
 		id, _ := sharding.ParseOrderID([]byte(o))

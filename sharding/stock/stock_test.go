@@ -671,3 +671,52 @@ func TestReplayTakesTheOrderOver(t *testing.T) {
 		t.Fatalf("stock after the retry's void: %d, want 3", n)
 	}
 }
+
+// TestVoidFencesAnAttemptAfterAVoid: a chaos run (seed 243, with a rush of
+// buyers before each partition) found a buyer told 503 holding an order. Its
+// first attempt reserved and was voided; its retry with the same key went to
+// a gateway cut off from the master, whose void landed before the retry's
+// reserve (held up in a TCP retransmission). The void found the first
+// attempt's VOID record and answered NOTHING without fencing the retry; the
+// retry's late reserve then bought anew, as a new attempt after a VOID may.
+// The void now fences the attempt on the record, and both scripts refuse
+// it.
+func TestVoidFencesAnAttemptAfterAVoid(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale, tag := stockedShard(t, c, 3)
+	id := sharding.NewOrderID(sale, 9, 9)
+	first := reservation(tag, 1, 42, id)
+	if res, err := s.Reserve(ctx, first); err != nil || res.Outcome != stock.Reserved {
+		t.Fatalf("the first attempt: %+v %v", res, err)
+	}
+	if out, err := s.Void(ctx, first); err != nil || out != stock.Voided {
+		t.Fatalf("the first attempt's void: %v %v, want voided", out, err)
+	}
+	retry := reservation(tag, 1, 42, id)
+	if out, err := s.Void(ctx, retry); err != nil || out != stock.VoidFenced {
+		t.Fatalf("the retry's void before its reserve: %v %v, want fenced", out, err)
+	}
+	if res, err := s.Reserve(ctx, retry); err != nil || res.Outcome != stock.IDUsed {
+		t.Fatalf("the retry's late reserve: %+v %v, want refused (ID_USED)", res, err)
+	}
+	b := stock.NewBatcher(c, 4, time.Second)
+	defer b.Close()
+	joined := stock.New(c)
+	joined.SetBatcher(b)
+	if res, err := joined.Reserve(ctx, retry); err != nil || res.Outcome != stock.IDUsed {
+		t.Fatalf("the retry's late reserve through reserve_many: %+v %v, want refused (ID_USED)", res, err)
+	}
+	if _, found, _ := s.Holder(ctx, tag, 42); found {
+		t.Fatal("a buyer record for the fenced retry")
+	}
+	if n := getInt(t, c, sharding.AppendStockKey(nil, tag, 1)); n != 3 {
+		t.Fatalf("stock %d, want 3: nothing reserved", n)
+	}
+	// Another attempt, never voided, may still buy after the VOID (a retry
+	// the buyer makes after the 503).
+	third := reservation(tag, 1, 42, id)
+	if res, err := s.Reserve(ctx, third); err != nil || res.Outcome != stock.Reserved {
+		t.Fatalf("a third attempt: %+v %v, want reserved", res, err)
+	}
+}
