@@ -36,9 +36,36 @@ func (b *chaosBuyer) final() answer {
 // chaosCrowd is the crowd under way.
 type chaosCrowd struct {
 	env    *chaosEnv
+	seed   uint64
 	mu     sync.Mutex
 	buyers []*chaosBuyer
 	wg     sync.WaitGroup
+	rushes int  // rushes sent so far, each with users of its own
+	ended  bool // the schedule is over: no more rushes
+}
+
+// rushSize is how many buyers a rush sends at once.
+const rushSize = 48
+
+// rush sends rushSize new buyers to gateway g at once, in the background, so
+// that a fault struck a moment later meets purchases in flight: their
+// replies lost, their voids needed (the nemesis's fault under load). The
+// buyers then behave as the others, their retries to either gateway.
+func (c *chaosCrowd) rush(g int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ended {
+		return // a fault held back past the crowd's end
+	}
+	c.rushes++
+	n := c.rushes
+	users := crowdOf(rushSize, c.seed+uint64(n)*1_000_003)
+	for i := range users {
+		b := &chaosBuyer{buyer: users[i], key: fmt.Sprintf("rush-%d-%d-%d", c.seed, n, i),
+			rng: rand.New(rand.NewPCG(c.seed+uint64(n), uint64(i)+2))}
+		c.buyers = append(c.buyers, b)
+		c.wg.Go(func() { c.shopAt(b, g) })
+	}
 }
 
 // startChaosCrowd sends chaosRate buyers a second for d, to either gateway
@@ -47,10 +74,13 @@ type chaosCrowd struct {
 // time (the others give up, as people do); one told 202 pays (55 %) or
 // cancels (15 %) within 3 s, or lets the order expire.
 func startChaosCrowd(e *chaosEnv, seed uint64, d time.Duration) *chaosCrowd {
-	c := &chaosCrowd{env: e}
+	c := &chaosCrowd{env: e, seed: seed}
 	users := crowdOf(int(d.Seconds()*chaosRate)+1, seed)
 	start := time.Now()
 	c.wg.Go(func() {
+		// No rush once the schedule is over: every wg.Go then happens
+		// while this goroutine still holds the group open.
+		defer func() { c.mu.Lock(); c.ended = true; c.mu.Unlock() }()
 		for i := range users {
 			at := start.Add(time.Duration(i) * time.Second / chaosRate)
 			if at.Sub(start) >= d {
@@ -79,9 +109,15 @@ func crowdOf(n int, seed uint64) []buyer {
 	return out
 }
 
-func (c *chaosCrowd) shop(b *chaosBuyer) {
+func (c *chaosCrowd) shop(b *chaosBuyer) { c.shopAt(b, -1) }
+
+// shopAt is shop with the first purchase sent to gateway first (-1: either).
+func (c *chaosCrowd) shopAt(b *chaosBuyer, first int) {
 	for try := 0; try < 5; try++ {
 		g := c.env.gateways[b.rng.IntN(2)]
+		if try == 0 && first >= 0 {
+			g = c.env.gateways[first]
+		}
 		a := keyedPurchase(g.addr, c.env.sale, b.buyer, b.key)
 		b.attempts = append(b.attempts, a)
 		if a.status != 503 && a.status != 0 {

@@ -72,11 +72,16 @@ func (f *fault) String() string {
 }
 
 // class is the resource a fault takes: faults of one class do not overlap
-// (a node is not frozen while killed), faults of different ones do.
+// (a node is not frozen while killed), faults of different ones do. A
+// gateway's kill and its partition are one class: a gateway killed while
+// cut off, with voids still queued, is the one case the fence leaves open
+// (sharding/journal/DESIGN.md, "The fence"), which no run can pass.
 func (f *fault) class() string {
 	switch f.kind {
-	case "gateway-kill", "writer-kill", "partition-gateway", "partition-writer":
-		return fmt.Sprintf("%s-%d", f.kind, f.target)
+	case "gateway-kill", "partition-gateway":
+		return fmt.Sprintf("gateway-%d", f.target)
+	case "writer-kill", "partition-writer":
+		return fmt.Sprintf("writer-%d", f.target)
 	case "master-freeze", "master-kill", "replica-kill":
 		return "redis"
 	case "pause", "reshard":
@@ -185,14 +190,22 @@ func (e *chaosEnv) inject(t *testing.T, f *fault) error {
 		return testenv.Stack(t, "broker-stop")
 	case "pg-restart":
 		return testenv.Stack(t, "pg-restart")
-	case "master-freeze", "master-kill", "replica-kill":
+	case "master-freeze":
+		e.rushAll()
+		return e.redisFault(t, f)
+	case "master-kill", "replica-kill":
 		return e.redisFault(t, f)
 	case "pause":
 		return e.flashctl("sale", "pause", "--sale", strconv.FormatInt(e.sale.ID, 10))
 	case "reshard":
 		return e.reshard(f)
 	case "partition-gateway":
-		return e.cut(f, e.gateways[f.target].gid, func() (string, error) { return e.masterOf(f.shard) })
+		port, err := e.masterOf(f.shard)
+		if err != nil {
+			return err
+		}
+		e.rushTo(f.target)
+		return e.cut(f, e.gateways[f.target].gid, func() (string, error) { return port, nil })
 	case "partition-writer":
 		return e.cut(f, gidWriter0+uint32(f.target), pgPort)
 	}
@@ -225,6 +238,24 @@ func (e *chaosEnv) heal(t *testing.T, f *fault) error {
 		return e.parts.Heal(gid, port)
 	}
 	return nil
+}
+
+// rushTo sends a rush of buyers to gateway g and gives their requests a
+// moment to leave, so that the fault struck next meets them in flight.
+func (e *chaosEnv) rushTo(g int) {
+	if e.crowd != nil {
+		e.crowd.rush(g)
+		time.Sleep(3 * time.Millisecond)
+	}
+}
+
+// rushAll sends a rush to each gateway.
+func (e *chaosEnv) rushAll() {
+	if e.crowd != nil {
+		e.crowd.rush(0)
+		e.crowd.rush(1)
+		time.Sleep(3 * time.Millisecond)
+	}
 }
 
 // redisFault freezes or kills the master of shard f.target, or kills its
