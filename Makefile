@@ -29,12 +29,14 @@ test: up
 # chaos runs a seeded fault run of the whole system (deploy/e2e TestFaultChaos):
 # SEED= replays a run (default: a random one, printed first), DURATION= of the
 # crowd and the faults, FAULTS= the most faults, KINDS= a comma-separated
-# subset of the fault kinds. make test runs it once on a fixed seed.
+# subset of the fault kinds, RUSH=0 not to rush buyers before each partition and
+# freeze. make test runs it once on a fixed seed, without the rushes.
 SEED ?= random
 DURATION ?= 60s
+RUSH ?= 1
 chaos: up
 	source .run/env && FLASHSALE_REQUIRE_STACK=1 FLASHSALE_CHAOS_SEED=$(SEED) FLASHSALE_CHAOS_DURATION=$(DURATION) \
-		FLASHSALE_CHAOS_FAULTS=$(FAULTS) FLASHSALE_CHAOS_KINDS=$(KINDS) \
+		FLASHSALE_CHAOS_FAULTS=$(FAULTS) FLASHSALE_CHAOS_KINDS=$(KINDS) FLASHSALE_CHAOS_RUSH=$(RUSH) \
 		$(GO) test -count=1 -v -timeout 40m -run '^TestFaultChaos$$' ./deploy/e2e/
 
 # test-race runs the packages with concurrency of their own under the race detector.

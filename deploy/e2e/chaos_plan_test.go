@@ -21,18 +21,18 @@ func TestChaosConfig(t *testing.T) {
 		}
 	}
 	c, err := chaosConfigFrom(env())
-	if err != nil || c.seed != chaosDefaultSeed || c.duration != 40*time.Second || c.faults != 10 || len(c.kinds) != len(chaosKinds) {
+	if err != nil || c.seed != chaosDefaultSeed || c.duration != 40*time.Second || c.faults != 10 || len(c.kinds) != len(chaosKinds) || c.rush {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = chaosConfigFrom(env("FLASHSALE_CHAOS_SEED", "9", "FLASHSALE_CHAOS_DURATION", "1m", "FLASHSALE_CHAOS_FAULTS", "3",
-		"FLASHSALE_CHAOS_KINDS", "pause,master-kill"))
-	if err != nil || c.seed != 9 || c.duration != time.Minute || c.faults != 3 || strings.Join(c.kinds, ",") != "pause,master-kill" {
+		"FLASHSALE_CHAOS_KINDS", "pause,master-kill", "FLASHSALE_CHAOS_RUSH", "1"))
+	if err != nil || c.seed != 9 || c.duration != time.Minute || c.faults != 3 || strings.Join(c.kinds, ",") != "pause,master-kill" || !c.rush {
 		t.Fatalf("set: %+v %v", c, err)
 	}
 	for _, bad := range [][]string{
 		{"FLASHSALE_CHAOS_SEED", "x"}, {"FLASHSALE_CHAOS_SEED", "-1"},
 		{"FLASHSALE_CHAOS_DURATION", "5s"}, {"FLASHSALE_CHAOS_DURATION", "2h"}, {"FLASHSALE_CHAOS_DURATION", "soon"},
-		{"FLASHSALE_CHAOS_FAULTS", "-2"}, {"FLASHSALE_CHAOS_KINDS", "pause,meteor"},
+		{"FLASHSALE_CHAOS_FAULTS", "-2"}, {"FLASHSALE_CHAOS_KINDS", "pause,meteor"}, {"FLASHSALE_CHAOS_RUSH", "yes"},
 	} {
 		if _, err := chaosConfigFrom(env(bad...)); err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%s=%s: %v, want an error naming the variable", bad[0], bad[1], err)

@@ -36,8 +36,12 @@ func TestFaultChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("chaos seed %d (replay: make chaos SEED=%d DURATION=%v FAULTS=%d KINDS=%s)",
-		cfg.seed, cfg.seed, cfg.duration, cfg.faults, strings.Join(cfg.kinds, ","))
+	rush := 0
+	if cfg.rush {
+		rush = 1
+	}
+	t.Logf("chaos seed %d (replay: make chaos SEED=%d DURATION=%v FAULTS=%d RUSH=%d KINDS=%s)",
+		cfg.seed, cfg.seed, cfg.duration, cfg.faults, rush, strings.Join(cfg.kinds, ","))
 	logs := filepath.Join(root, ".run", "artifacts", fmt.Sprintf("chaos-%d-%s", cfg.seed, time.Now().UTC().Format("20060102T150405")))
 	if err := os.MkdirAll(logs, 0o755); err != nil {
 		t.Fatal(err)
@@ -51,7 +55,9 @@ func TestFaultChaos(t *testing.T) {
 	}
 	start := time.Now()
 	crowd := startChaosCrowd(env, cfg.seed, cfg.duration)
-	env.crowd = crowd
+	if cfg.rush {
+		env.crowd = crowd
+	}
 	done := runFaults(t, env, plan, start)
 	crowd.wait()
 	faults := <-done
@@ -71,6 +77,7 @@ type chaosConfig struct {
 	duration time.Duration // of the crowd and the faults
 	faults   int           // the most faults drawn
 	kinds    []string      // the kinds drawn from
+	rush     bool          // rush buyers before each partition and freeze
 }
 
 // chaosDefaultSeed is the seed of make test's run: its 40 s schedule holds
@@ -83,7 +90,9 @@ const chaosDefaultSeed = 243
 // chaosConfigFrom reads a run's bounds from the environment through getenv:
 // FLASHSALE_CHAOS_SEED (a number, or random), FLASHSALE_CHAOS_DURATION
 // (10s to 30m), FLASHSALE_CHAOS_FAULTS (the most faults) and
-// FLASHSALE_CHAOS_KINDS (a comma-separated subset of chaosKinds).
+// FLASHSALE_CHAOS_KINDS (a comma-separated subset of chaosKinds) and
+// FLASHSALE_CHAOS_RUSH (1: rush buyers before each partition and freeze;
+// make chaos sets it, make test's run goes without).
 func chaosConfigFrom(getenv func(string) string) (chaosConfig, error) {
 	c := chaosConfig{seed: chaosDefaultSeed, duration: 40 * time.Second, kinds: chaosKinds}
 	switch v := getenv("FLASHSALE_CHAOS_SEED"); v {
@@ -111,6 +120,13 @@ func chaosConfigFrom(getenv func(string) string) (chaosConfig, error) {
 			return c, fmt.Errorf("FLASHSALE_CHAOS_FAULTS=%q: want the most faults, 0 or more", v)
 		}
 		c.faults = n
+	}
+	switch v := getenv("FLASHSALE_CHAOS_RUSH"); v {
+	case "", "0":
+	case "1":
+		c.rush = true
+	default:
+		return c, fmt.Errorf("FLASHSALE_CHAOS_RUSH=%q: want 0 or 1", v)
 	}
 	if v := getenv("FLASHSALE_CHAOS_KINDS"); v != "" {
 		c.kinds = nil
