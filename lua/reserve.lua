@@ -73,8 +73,10 @@ if held then
     -- A retry of this order (the same Idempotency-Key) takes it over: the
     -- void of an earlier attempt, still queued after its 503, must not undo
     -- the order this retry is answered 202 for (void.lua leaves alone an
-    -- order another attempt holds).
-    if redis.call('HGET', KEYS[3], 'status') == 'PENDING' then
+    -- order another attempt holds). An attempt void.lua fenced ('v' ..
+    -- attempt: its client was told 503) takes nothing over.
+    local r = redis.call('HMGET', KEYS[3], 'status', 'v' .. attempt)
+    if r[1] == 'PENDING' and not r[2] then
       redis.call('HSET', KEYS[3], 'a', attempt)
     end
     return {RESERVED, oid, -1}

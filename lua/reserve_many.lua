@@ -101,8 +101,10 @@ local function one(i)
   local h = held[kBuyers][user]
   if h then
     if h == oid then
-      -- reserve.lua's replay: the PENDING order's attempt becomes this one's.
-      if made[kOrder] or (ord[kOrder] and ord[kOrder][1] == 'PENDING') then
+      -- reserve.lua's replay: the PENDING order's attempt becomes this one's,
+      -- unless void.lua fenced this one ('v' .. attempt).
+      if (made[kOrder] or (ord[kOrder] and ord[kOrder][1] == 'PENDING'))
+          and not redis.call('HGET', kOrder, 'v' .. attempt) then
         redis.call('HSET', kOrder, 'a', attempt)
         if ord[kOrder] then ord[kOrder][2] = attempt end
       end

@@ -43,12 +43,17 @@ if rec[1] == false and rec[3] == false then
   redis.call('EXPIRE', KEYS[3], ttl)
   return FENCED
 end
-if rec[3] == 'VOID' and rec[1] ~= attempt then
-  -- Another attempt of this order id was voided or fenced, and a record of
-  -- it would let a late run of this one reserve anew (reserve.lua lets a
-  -- new attempt buy after a VOID): fence this one on the record too.
+if rec[1] ~= attempt then
+  -- Another attempt of this order id holds the record, or was voided or
+  -- fenced on it. A late run of this one must change nothing: not reserve
+  -- anew after a VOID (reserve.lua lets a new attempt buy then), nor take
+  -- the order over by a replay (which would leave its holder's void
+  -- nothing to undo). Fence this attempt on the record too.
   redis.call('HSET', KEYS[3], 'v' .. attempt, '1')
-  return FENCED
+  if rec[3] == 'VOID' then
+    return FENCED
+  end
+  return NOTHING
 end
 if rec[1] ~= attempt or rec[3] ~= 'PENDING' or redis.call('HGET', KEYS[2], user) ~= oid then
   return NOTHING

@@ -73,7 +73,16 @@ func randomManyCase(r *rand.Rand, saleID int64) manyCase {
 		}
 	}
 	if r.IntN(3) == 0 {
-		c.pending = append(c.pending, oid())
+		// A PENDING order its buyer holds: a reservation of it is a replay,
+		// which takes the order over unless its attempt is fenced.
+		o := oid()
+		c.pending = append(c.pending, o)
+		if r.IntN(2) == 0 {
+			c.buyers[strconv.Itoa(1+r.IntN(users))] = o
+		}
+		if r.IntN(2) == 0 {
+			c.vmarks[o] = strconv.Itoa(r.IntN(3))
+		}
 	}
 	c.moveDone = "m" + strconv.Itoa(r.IntN(3))
 	now := time.Now().UnixMilli()

@@ -720,3 +720,78 @@ func TestVoidFencesAnAttemptAfterAVoid(t *testing.T) {
 		t.Fatalf("a third attempt: %+v %v, want reserved", res, err)
 	}
 }
+
+// TestVoidFencesAnAttemptAnotherHolds: the same buyer's attempts, all told
+// 503 by a gateway cut off from the master (make test's chaos run, seed
+// 243): the second attempt's void landed while the first attempt held the
+// order, answered NOTHING and fenced nothing; the first attempt's void then
+// undid the order, and the second attempt's late reserve bought anew.
+// Fenced now, the second attempt can neither buy after the VOID nor, as a
+// replay, take the order over from the first (whose void must still undo
+// it).
+func TestVoidFencesAnAttemptAnotherHolds(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	for _, late := range []string{"after the holder's void", "before the holder's void"} {
+		sale, tag := stockedShard(t, c, 3)
+		id := sharding.NewOrderID(sale, 9, 9)
+		first, second := reservation(tag, 1, 42, id), reservation(tag, 1, 42, id)
+		if res, err := s.Reserve(ctx, first); err != nil || res.Outcome != stock.Reserved {
+			t.Fatalf("%s: the first attempt: %+v %v", late, res, err)
+		}
+		if out, err := s.Void(ctx, second); err != nil || out != stock.VoidNothing {
+			t.Fatalf("%s: the second attempt's void while the first holds: %v %v, want nothing", late, out, err)
+		}
+		if late == "before the holder's void" {
+			// A replay of the fenced attempt changes nothing, through
+			// reserve.lua and through reserve_many.lua alike.
+			if res, err := s.Reserve(ctx, second); err != nil || res.Outcome != stock.Reserved || !res.Replay {
+				t.Fatalf("%s: the second attempt's late replay: %+v %v", late, res, err)
+			}
+			if reply := reserveMany(t, c, second); !strings.HasPrefix(reply, "1 ") {
+				t.Fatalf("%s: the second attempt's late replay through reserve_many: %s", late, reply)
+			}
+		}
+		if out, err := s.Void(ctx, first); err != nil || out != stock.Voided {
+			t.Fatalf("%s: the first attempt's void: %v %v, want voided", late, out, err)
+		}
+		if late == "after the holder's void" {
+			if res, err := s.Reserve(ctx, second); err != nil || res.Outcome != stock.IDUsed {
+				t.Fatalf("%s: the second attempt's late reserve: %+v %v, want refused", late, res, err)
+			}
+		}
+		if _, found, _ := s.Holder(ctx, tag, 42); found {
+			t.Fatalf("%s: the buyer holds an order though every attempt was told 503", late)
+		}
+		if n := getInt(t, c, sharding.AppendStockKey(nil, tag, 1)); n != 3 {
+			t.Fatalf("%s: stock %d, want 3", late, n)
+		}
+	}
+}
+
+// reserveMany runs reserve_many.lua for r alone and returns its one reply
+// as "code order left".
+func reserveMany(t *testing.T, c rueidis.Client, r stock.Reservation) string {
+	t.Helper()
+	keys := []string{string(sharding.AppendStockKey(nil, r.Tag, r.ItemID)), string(sharding.AppendBuyersKey(nil, r.Tag)),
+		string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)), string(sharding.AppendFenceKey(nil, r.Tag)),
+		string(sharding.AppendEventsKey(nil, r.Tag)), string(sharding.AppendNoMoveKey(nil, r.Tag)), string(sharding.AppendHaltKey(nil, r.Tag))}
+	args := []string{strconv.FormatUint(r.UserID, 10), r.OrderID.String(), strconv.FormatInt(r.ItemID, 10),
+		strconv.FormatInt(r.Created.UnixMilli(), 10), strconv.FormatInt(r.Expires.UnixMilli(), 10), "3600",
+		strconv.FormatInt(r.SaleID, 10), "1000", strconv.FormatUint(r.Attempt, 10), "0", "", "60"}
+	arr, err := rueidis.NewLuaScript(lua.ReserveMany).Exec(context.Background(), c, keys, args).ToArray()
+	if err != nil || len(arr) != 1 {
+		t.Fatalf("reserve_many: %v %v", arr, err)
+	}
+	one, _ := arr[0].ToArray()
+	var parts []string
+	for _, m := range one {
+		v, _ := m.ToString()
+		if v == "" {
+			n, _ := m.AsInt64()
+			v = strconv.FormatInt(n, 10)
+		}
+		parts = append(parts, v)
+	}
+	return strings.Join(parts, " ")
+}
