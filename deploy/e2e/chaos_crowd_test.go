@@ -1,13 +1,10 @@
 package e2e_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
 // The chaos crowd: chaosRate new buyers a second for the run's duration,
@@ -158,27 +155,3 @@ func (c *chaosCrowd) shopAt(b *chaosBuyer, first int) {
 
 // wait waits for every buyer to be done, its pay or cancel included.
 func (c *chaosCrowd) wait() { c.wg.Wait() }
-
-// keyedPurchase is purchase with an Idempotency-Key.
-func keyedPurchase(addr string, s *sale, b buyer, key string) answer {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.Header.SetMethod("POST")
-	req.SetRequestURI(fmt.Sprintf("http://%s/api/flash-sales/items/%d/purchase", addr, s.item))
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	req.Header.Set("X-Forwarded-For", b.ip)
-	req.Header.Set("Idempotency-Key", key)
-	if err := client.DoTimeout(req, resp, 10*time.Second); err != nil {
-		return answer{}
-	}
-	a := answer{status: resp.StatusCode()}
-	if a.status >= 500 {
-		a.body = string(resp.Body())
-	}
-	var v struct{ OrderID string }
-	if json.Unmarshal(resp.Body(), &v) == nil {
-		a.order = v.OrderID
-	}
-	return a
-}

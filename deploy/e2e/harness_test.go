@@ -300,7 +300,10 @@ type answer struct {
 var client = &fasthttp.Client{MaxConnsPerHost: 512, MaxConnWaitTimeout: 30 * time.Second,
 	ReadTimeout: 20 * time.Second, WriteTimeout: 20 * time.Second, MaxIdemponentCallAttempts: 1}
 
-func purchase(addr string, s *sale, b buyer) answer {
+func purchase(addr string, s *sale, b buyer) answer { return keyedPurchase(addr, s, b, "") }
+
+// keyedPurchase is purchase with an Idempotency-Key (none when key is "").
+func keyedPurchase(addr string, s *sale, b buyer, key string) answer {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -308,6 +311,9 @@ func purchase(addr string, s *sale, b buyer) answer {
 	req.SetRequestURI(fmt.Sprintf("http://%s/api/flash-sales/items/%d/purchase", addr, s.item))
 	req.Header.Set("Authorization", "Bearer "+b.token)
 	req.Header.Set("X-Forwarded-For", b.ip)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	if err := client.DoTimeout(req, resp, 20*time.Second); err != nil {
 		return answer{}
 	}

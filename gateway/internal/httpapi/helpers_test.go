@@ -143,14 +143,19 @@ func (f *scriptStore) Reserve(ctx context.Context, r stock.Reservation) (stock.R
 }
 
 func (f *scriptStore) Void(ctx context.Context, r stock.Reservation) (stock.VoidOutcome, error) {
-	f.fault(&f.voids)
-	f.mu.Lock()
-	verr := f.voidErr
-	f.mu.Unlock()
-	if verr != nil {
-		return 0, verr
+	if err := f.voidFault(); err != nil {
+		return 0, err
 	}
 	return f.real.Void(ctx, r)
+}
+
+// voidFault counts a void (of a purchase, a pay or a cancel) and returns
+// the injected voidErr, if any.
+func (f *scriptStore) voidFault() error {
+	f.fault(&f.voids)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.voidErr
 }
 
 func (f *scriptStore) Act(ctx context.Context, a stock.ActRequest) (string, error) {
@@ -181,12 +186,8 @@ func (f *scriptStore) Act(ctx context.Context, a stock.ActRequest) (string, erro
 }
 
 func (f *scriptStore) VoidAct(ctx context.Context, a stock.ActRequest) (stock.VoidOutcome, error) {
-	f.fault(&f.voids)
-	f.mu.Lock()
-	verr := f.voidErr
-	f.mu.Unlock()
-	if verr != nil {
-		return 0, verr
+	if err := f.voidFault(); err != nil {
+		return 0, err
 	}
 	return f.real.VoidAct(ctx, a)
 }
