@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -55,10 +57,15 @@ func (b *Batcher) Shortfalls() int64 { return b.short.Load() }
 // ErrUnconfirmed.
 func (b *Batcher) Unconfirmed() int64 { return b.unconfirmed.Load() }
 
+// Ownerless returns how many batches of acknowledged writes no replica
+// acknowledged were answered ErrUnconfirmed because no other node named
+// their master the owner of their slots (see confirmOwner).
+func (b *Batcher) Ownerless() int64 { return b.ownerless.Load() }
+
 // sendAck sends g's commands to node followed by WAIT, and returns the calls
 // whose command was redirected (it ran nothing), their result set to the
 // redirect.
-func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, st *ackState, g []*call) (redirected []*call) {
+func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, addr string, st *ackState, g []*call) (redirected []*call) {
 	b.batches.Add(1)
 	cmds, units := b.joinCalls(g, make(rueidis.Commands, 0, len(g)+1))
 	wait := b.waits(st)
@@ -86,6 +93,15 @@ func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, st *ackState
 		}
 	}
 	b.split(units, res[:len(units)])
+	if unconfirmed == nil && n < int64(b.acks) && anyWritten(g) {
+		// Short: the write is on the master alone. It stands only if the
+		// master still owns its slots (see confirmOwner).
+		if err := b.confirmOwner(ctx, node == b.c, addr, g); err != nil {
+			unconfirmed = fmt.Errorf("%w: %w", ErrUnconfirmed, err)
+			b.ownerless.Add(1)
+			b.refreshSoon()
+		}
+	}
 	for _, c := range g {
 		if redirect(c.res.Error()) {
 			redirected = append(redirected, c)
@@ -117,3 +133,70 @@ func (b *Batcher) waits(st *ackState) bool {
 	last := st.probe.Load()
 	return now-last >= int64(ackProbe) && st.probe.CompareAndSwap(last, now)
 }
+
+// anyWritten reports whether an acknowledged write of g was applied (answered
+// without an error and not redirected).
+func anyWritten(g []*call) bool {
+	for _, c := range g {
+		if c.ack && c.res.Error() == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// confirmOwner decides whether the writes of g that the master at addr
+// applied and no replica acknowledged may stand: only if a node other than
+// that master names it the owner of their slots now, after the writes.
+//
+// A short WAIT usually means the master's replica is down, and the writes
+// stand on the master alone until it is back (the sale goes on meanwhile).
+// But a master frozen past its failover (a SIGSTOP, a long stall, a
+// partition from the other masters) wakes up still believing it owns its
+// slots, until the cluster's gossip tells it otherwise: a client that asked
+// it for the slot map, or one cut off from the promoted replica, sends it
+// writes meanwhile. It applies them, its WAIT comes back short (its replica
+// is a master now), and a moment later it turns replica and drops them for
+// the promoted one's data: a 202 answered then would be lost, with its
+// journal entry and buyer record. The promotion happened before the write,
+// so every other node already names the new owner: asking one of them
+// after the write tells the two cases apart. A write sent through the
+// cluster client (no connection of the master's own yet) cannot be placed
+// on a node, so it is not confirmed either, except on a single Redis (no
+// slot map: nothing can promote another node over it).
+func (b *Batcher) confirmOwner(ctx context.Context, viaCluster bool, addr string, g []*call) error {
+	if viaCluster || addr == "" {
+		_, err := b.c.Do(ctx, b.c.B().ClusterSlots().Build()).ToArray()
+		if noSlotMap(err) {
+			return nil
+		}
+		return errors.New("stock: a write no replica acknowledged went through the cluster client: its node is unknown")
+	}
+	nodes := b.c.Nodes()
+	err := fmt.Errorf("stock: no node but %s answered", addr)
+	for _, other := range slices.Sorted(maps.Keys(nodes)) {
+		if other == addr {
+			continue
+		}
+		nctx, cancel := context.WithTimeout(ctx, ownerAsk)
+		arr, aerr := nodes[other].Do(nctx, b.c.B().ClusterSlots().Build()).ToArray()
+		cancel()
+		if aerr != nil {
+			continue
+		}
+		top, perr := parseSlots(arr)
+		if perr != nil {
+			return perr
+		}
+		for _, c := range g {
+			if o := top.Owner(c.slot); c.ack && (o < 0 || top.Masters[o].Addr != addr) {
+				return fmt.Errorf("stock: %s answered a write no replica acknowledged, but %s names another owner of slot %d", addr, other, c.slot)
+			}
+		}
+		return nil
+	}
+	return err
+}
+
+// ownerAsk bounds confirmOwner's question to one node.
+const ownerAsk = 200 * time.Millisecond

@@ -52,6 +52,7 @@ type Batcher struct {
 	ackTimeout  time.Duration
 	short       atomic.Int64 // acknowledged writes that fell short of acks
 	unconfirmed atomic.Int64 // acknowledged writes answered ErrUnconfirmed
+	ownerless   atomic.Int64 // short batches whose master no other node named owner
 	joined      atomic.Int64 // reservations sent joined with others (reserve_many)
 	loading     atomic.Bool  // a SCRIPT LOAD of reserve_many is under way
 }
@@ -286,12 +287,12 @@ func (b *Batcher) send(live []*call, cmds rueidis.Commands) {
 		}
 		pending = pending[:0:0]
 		for o, g := range groups {
-			node := b.c
+			node, addr := b.c, ""
 			var st *ackState
 			if r != nil && o >= 0 && r.nodes[o] != nil {
-				node, st = r.nodes[o], r.acks[o]
+				node, addr, st = r.nodes[o], r.top.Masters[o].Addr, r.acks[o]
 			}
-			redirected := b.sendAck(ctx, node, st, g)
+			redirected := b.sendAck(ctx, node, addr, st, g)
 			if len(redirected) > 0 {
 				b.refreshSoon()
 				if try < 2 {

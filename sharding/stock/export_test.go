@@ -63,3 +63,10 @@ func (b *Batcher) Routed(ctx context.Context) bool {
 // AskFirst makes Topology ask the node at addr first, as if it had answered
 // the last reading.
 func AskFirst(addr string) { lastAnswered.Store(addr) }
+
+// ConfirmOwner runs confirmOwner for one applied write on slot, as if the
+// master at addr had answered it and no replica had acknowledged it (through
+// the cluster client when viaCluster).
+func (b *Batcher) ConfirmOwner(ctx context.Context, viaCluster bool, addr string, slot uint16) error {
+	return b.confirmOwner(ctx, viaCluster, addr, []*call{{ack: true, slot: slot}})
+}

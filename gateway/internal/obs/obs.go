@@ -133,7 +133,7 @@ func New() *Metrics {
 // fewer replicas than asked (stock.Batcher.Shortfalls), read at each scrape.
 func (m *Metrics) ReplicaShortfalls(count func() int64) {
 	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_replica_ack_shortfalls_total",
-		Help: "Journaled writes (reservations, pays, cancels, voids) answered after WAIT timed out with fewer replicas than asked: a failover before the replicas caught up could lose them."},
+		Help: "Journaled writes (reservations, pays, cancels, voids) answered after WAIT timed out with fewer replicas than asked, on a master another node still names the owner: a failover before the replicas caught up could lose them."},
 		func() float64 { return float64(count()) }))
 }
 
@@ -141,7 +141,7 @@ func (m *Metrics) ReplicaShortfalls(count func() int64) {
 // the master answered (stock.Batcher.Unconfirmed), read at each scrape.
 func (m *Metrics) ReplicaUnconfirmed(count func() int64) {
 	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_replica_ack_unconfirmed_total",
-		Help: "Journaled writes whose WAIT failed after the master answered (the master may be gone): settled as unknown outcomes (a purchase voided before its 503, a pay or cancel asked again)."},
+		Help: "Journaled writes whose WAIT failed after the master answered (the master may be gone), or that no replica acknowledged on a master no other node still names the owner (a demoted master): settled as unknown outcomes (a purchase voided before its 503, a pay or cancel asked again)."},
 		func() float64 { return float64(count()) }))
 }
 
