@@ -9,7 +9,8 @@
 -- shard's relay watermark (entries at or below it may have been taken),
 -- KEYS[4] the shard's ownership mark (set by the relay that takes the lease,
 -- deleted with it by a clean release), KEYS[5] the shard's fence marks
--- (fence.lua: gateway id -> its last beat, ms)
+-- (fence.lua: gateway id -> its last beat, ms), KEYS[6] the shard's freeze
+-- (a reshard's fence, sharding.AppendFenceKey)
 -- ARGV[1] lease token (unique per relay process), ARGV[2] lease lifetime (ms;
 -- 0 releases the lease and closes nothing), ARGV[3] hold (ms), ARGV[4] how
 -- long a fence mark holds (ms), ARGV[5]
@@ -38,6 +39,12 @@
 -- A mark older than ARGV[4] is a gateway gone (or cut off that long): it is
 -- dropped, and its entries are taken as any others.
 --
+-- A shard frozen by a reshard closes nothing more: the reshard copies its
+-- journal to the new shards, and what no relay had taken by the freeze goes
+-- there untaken, where a void can still undo it (a relay that took it here
+-- meanwhile would make that void undo an order already on its way to
+-- Kafka). What was closed before is read again up to the watermark.
+--
 -- A lease taken while another relay's ownership mark is there was lost, not
 -- released: its owner died, or could not renew it through an outage in
 -- which a gateway may also have failed to void an attempt. That round closes
@@ -49,8 +56,8 @@
 -- or '' when no entry is old enough or the lease was just taken over from
 -- a lost one, lost (1 or 0)}; {0} when another relay holds the lease; {2}
 -- when the lease was released.
-if #KEYS ~= 5 or #ARGV < 4 or #ARGV > 5 then
-  return redis.error_reply('ERR relay: want 5 keys and 4 or 5 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+if #KEYS ~= 6 or #ARGV < 4 or #ARGV > 5 then
+  return redis.error_reply('ERR relay: want 6 keys and 4 or 5 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
 local token, ttl, hold, fenceFor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if token == '' or not ttl or ttl < 0 or not hold or hold < 0 or not fenceFor or fenceFor <= 0 then
@@ -114,6 +121,13 @@ local function id_lt(a, b)
   local bm, bs = string.match(b, '^(%d+)-(%d+)$')
   am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
   return am < bm or (am == bm and as < bs)
+end
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  local taken = redis.call('GET', KEYS[3])
+  if taken and string.match(taken, '^%d+%-%d+$') and not id_lt(taken, oldest) then
+    out[4] = taken
+  end
+  return out
 end
 local upto = string.format('%.0f', cutoff) .. '-18446744073709551615'
 if cutoff < 0 or id_lt(upto, oldest) then

@@ -159,12 +159,16 @@ func (f *Fence) Run(ctx context.Context) {
 // an error naming the shards whose beat failed.
 func (f *Fence) Beat(ctx context.Context) error {
 	stamp := time.Now() // before Pending is read: see fence.lua
+	// Tags before Pending: a reshard published in between moves both to the
+	// new layout, and Pending names a void's new shard as well as its old
+	// one, never the other way round.
+	all := f.cfg.Tags()
 	pending := map[string]bool{}
 	if f.cfg.Pending != nil {
 		f.cfg.Pending(pending)
 	}
 	var tags []string
-	for _, tag := range f.cfg.Tags() {
+	for _, tag := range all {
 		if !pending[tag] {
 			tags = append(tags, tag)
 		}

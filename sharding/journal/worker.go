@@ -30,6 +30,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 		string(sharding.AppendTakenKey(nil, sh.Tag)),
 		string(sharding.AppendRelayMarkKey(nil, sh.Tag)),
 		string(sharding.AppendFenceMarksKey(nil, sh.Tag)),
+		string(sharding.AppendFenceKey(nil, sh.Tag)),
 	}, fail: r.failure(sh)}
 	for w.step(ctx) {
 	}

@@ -236,10 +236,14 @@ func TestCommandsOnTheStack(t *testing.T) {
 	// the stock is rewritten and reconciled against PostgreSQL.
 	sh := newShopper(e.t.Store, sale)
 	us := users(3)
+	unpersisted := map[uint64]sharding.OrderID{}
 	for i, u := range us {
 		r, err := sh.buy(ctx, sale.Items[0].ID, u)
 		if err != nil || r.Outcome != stock.Reserved {
 			t.Fatal(r, err)
+		}
+		if i > 0 {
+			unpersisted[u] = r.OrderID
 		}
 		if i == 0 {
 			e.insertOrder(t, sale.ID, sale.Items[0].ID, u, r.OrderID, stock.StatusPending, time.Now())
@@ -283,6 +287,31 @@ func TestCommandsOnTheStack(t *testing.T) {
 		t.Fatalf("reshard: exit %d\n%s%s", code, out, errOut)
 	}
 	t.Logf("reshard:\n%s", out)
+	// The two unpersisted reservations moved with their journal entries:
+	// in hand-off on the new layout, not orphans.
+	code, out, errOut = runMain("--json", "reconcile", "--sale", id, "--grace", "1ms")
+	var clean ReconcileReport
+	if err := json.Unmarshal([]byte(out), &clean); err != nil {
+		t.Fatalf("reconcile --json: %v\n%s%s", err, out, errOut)
+	}
+	if code != ExitOK || !clean.Clean || clean.Before.Items[0].HandOff+clean.Before.Items[1].HandOff != 2 {
+		t.Fatalf("reconcile after the reshard: exit %d, %+v, want clean with 2 in hand-off", code, clean.Before)
+	}
+	// Their entries lost (as by a failover that dropped them): orphans.
+	live, err := e.t.Store.LoadSale(ctx, sale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, oid := range unpersisted {
+		tag := live.Shards[sharding.HomeShard(u, live.ID, len(live.Shards))]
+		rec, found, err := e.t.Store.Order(ctx, tag, oid)
+		if err != nil || !found {
+			t.Fatalf("order %s on %s: %v %v", oid, tag, found, err)
+		}
+		if n, err := e.c.Do(ctx, e.c.B().Xdel().Key(string(sharding.AppendEventsKey(nil, tag))).Id(rec.Journal).Build()).AsInt64(); err != nil || n != 1 {
+			t.Fatalf("deleting the entry %s of order %s: %d %v", rec.Journal, oid, n, err)
+		}
+	}
 	code, out, errOut = runMain("--json", "reconcile", "--sale", id, "--grace", "1ms")
 	var rep ReconcileReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {

@@ -302,17 +302,27 @@ func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJ
 	want := make(map[string]*copied, len(j.To))
 	for _, tag := range j.To {
 		want[tag] = &copied{}
+		// Nobody knows the new shards yet: a resumed copy writes their
+		// journal and its marks anew (UNLINK: a partial copy of any size
+		// is freed off Redis's main thread).
+		cmds = append(cmds, s.c.B().Unlink().Key(string(sharding.AppendEventsKey(nil, tag)), string(sharding.AppendTakenKey(nil, tag)),
+			string(sharding.AppendFenceMarksKey(nil, tag))).Build())
 	}
+	jc, err := s.copyJournals(ctx, sale.ID, j.From, j.To, want)
+	if err != nil {
+		return err
+	}
+	cmds = append(cmds, jc.cmds...)
+	marks, err := s.copyFenceMarks(ctx, j.From, j.To)
+	if err != nil {
+		return err
+	}
+	cmds = append(cmds, marks...)
 	for _, tag := range j.From {
 		if cmds, err = s.copyBuyers(ctx, sale.ID, tag, j.To, want, cmds, rep); err != nil {
 			return err
 		}
-		entries, err := s.copyJournal(ctx, sale.ID, tag, j.To, want)
-		if err != nil {
-			return err
-		}
-		cmds = append(cmds, entries...)
-		if cmds, err = s.copyOrders(ctx, sale.ID, tag, j.To, top, want, cmds, rep); err != nil {
+		if cmds, err = s.copyOrders(ctx, sale.ID, tag, j.To, top, want, jc.renamed[tag], cmds, rep); err != nil {
 			return err
 		}
 	}
@@ -374,7 +384,12 @@ func (s *Store) copyBuyers(ctx context.Context, saleID int64, tag string, to []s
 
 // copyOrders appends to cmds the writes that move old shard tag's order
 // records, with their time to live, to their owners' new home shards.
-func (s *Store) copyOrders(ctx context.Context, saleID int64, tag string, to []string, top *sharding.Topology, want map[string]*copied, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
+//
+// A record whose reservation entry ('j') or pay or cancel entry ('qj') went
+// to the new journal untaken names it by its new id (renamed), so that a
+// void there undoes it; any other keeps its old id, which the new journal
+// lacks or holds at or below its watermark: a void answers that it stands.
+func (s *Store) copyOrders(ctx context.Context, saleID int64, tag string, to []string, top *sharding.Topology, want map[string]*copied, renamed map[string]string, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
 	keys, err := s.shardOrders(ctx, tag, top)
 	if err != nil {
 		return nil, err
@@ -402,6 +417,9 @@ func (s *Store) copyOrders(ctx context.Context, saleID int64, tag string, to []s
 		nk := string(sharding.AppendOrderKey(nil, dst, id))
 		fv := s.c.B().Hset().Key(nk).FieldValue()
 		for f, v := range m {
+			if n, ok := renamed[v]; ok && (f == "j" || f == "qj") {
+				v = n
+			}
 			fv = fv.FieldValue(f, v)
 		}
 		cmds = append(cmds, fv.Build())
@@ -415,8 +433,7 @@ func (s *Store) copyOrders(ctx context.Context, saleID int64, tag string, to []s
 }
 
 // copyCheck reads the copy back from the new shards' masters: every buyer
-// record field, at least every journal entry (a resumed copy appends its
-// entries again; the writer deduplicates) and every order record. A
+// record field, every journal entry and every order record. A
 // shortfall means a failover lost part of the copy: the reshard stops, and
 // running it again copies again from the frozen old shards.
 func (s *Store) copyCheck(ctx context.Context, want map[string]*copied) error {
@@ -435,7 +452,7 @@ func (s *Store) copyCheck(ctx context.Context, want map[string]*copied) error {
 			}
 			got[i] = n
 		}
-		if got[0] != w.buyers || got[1] < w.entries || got[2] != int64(len(w.orders)) {
+		if got[0] != w.buyers || got[1] != w.entries || got[2] != int64(len(w.orders)) {
 			return fmt.Errorf("%w: the copy to %s reads back %d buyers, %d journal entries, %d orders, where %d, %d and %d were written (a failover during the copy?); run the reshard again",
 				ErrUnconfirmed, tag, got[0], got[1], got[2], w.buyers, w.entries, len(w.orders))
 		}
@@ -443,29 +460,147 @@ func (s *Store) copyCheck(ctx context.Context, want map[string]*copied) error {
 	return nil
 }
 
-// copyJournal returns the commands that append the hand-off journal entries of
-// the old shard tag to the journals of their users' new home shards. An entry
-// a relay is producing meanwhile may reach Kafka twice; the writer
-// deduplicates. A copied order record keeps the entry id of the old journal,
-// which the new journal lacks, so a void of it answers that the order stands.
-func (s *Store) copyJournal(ctx context.Context, saleID int64, tag string, to []string, want map[string]*copied) (rueidis.Commands, error) {
-	arr, err := s.c.Do(ctx, s.c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()).AsXRange()
-	if err != nil {
-		return nil, fmt.Errorf("reading hand-off journal of %s: %w", tag, err)
+// journalCopy is the old shards' hand-off journals as the copy writes them
+// to the new shards.
+type journalCopy struct {
+	cmds rueidis.Commands
+	// renamed maps, per old tag, the id of each entry no relay had taken to
+	// its id in the new journal.
+	renamed map[string]map[string]string
+}
+
+// copyJournals returns the writes that append the hand-off journal entries
+// of the old shards from to the journals of their users' new home shards.
+//
+// A void must still find, on the new shard, an entry that no relay had
+// taken: its gateway may be cut off from the old master with the void
+// queued, its fence mark holding the old shard's relays back (the relay
+// takes nothing more from a frozen shard, see relay.lua). So the entries
+// get new ids, the taken ones first: each new journal holds the taken
+// entries (read again by its relay, which Kafka may get twice; the writer
+// deduplicates), its watermark at the last of them, then the untaken ones,
+// which its relay takes only past the hold and the fence marks (copied by
+// copyFenceMarks) and which their records name (copyOrders). The new ids
+// all carry one millisecond after every old entry's, with sequence numbers
+// in that order, so no old id is ever a new one.
+func (s *Store) copyJournals(ctx context.Context, saleID int64, from, to []string, want map[string]*copied) (journalCopy, error) {
+	type entry struct {
+		tag   string
+		e     rueidis.XRangeEntry
+		taken bool
+	}
+	jc := journalCopy{renamed: make(map[string]map[string]string, len(from))}
+	byDst := make(map[string][]entry, len(to))
+	base := time.Now().UnixMilli()
+	for _, tag := range from {
+		res := s.c.DoMulti(ctx, s.c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build(),
+			s.c.B().Get().Key(string(sharding.AppendTakenKey(nil, tag))).Build())
+		arr, err := res[0].AsXRange()
+		if err != nil {
+			return jc, fmt.Errorf("reading hand-off journal of %s: %w", tag, err)
+		}
+		mark, err := res[1].ToString()
+		if rueidis.IsRedisNil(err) {
+			mark, err = "", nil
+		}
+		if err != nil {
+			return jc, fmt.Errorf("reading relay watermark of %s: %w", tag, err)
+		}
+		wm, wseq, okm := entryID(mark)
+		if mark != "" && !okm {
+			return jc, fmt.Errorf("relay watermark of %s is %q, not an entry id", tag, mark)
+		}
+		jc.renamed[tag] = map[string]string{}
+		for _, e := range arr {
+			u, err := strconv.ParseUint(e.FieldValues["u"], 10, 64)
+			ms, seq, ok := entryID(e.ID)
+			if err != nil || !ok {
+				return jc, fmt.Errorf("hand-off journal of %s: entry %q has user %q", tag, e.ID, e.FieldValues["u"])
+			}
+			base = max(base, ms+1)
+			dst := to[sharding.HomeShard(u, saleID, len(to))]
+			taken := mark != "" && (ms < wm || (ms == wm && seq <= wseq))
+			byDst[dst] = append(byDst[dst], entry{tag: tag, e: e, taken: taken})
+		}
+	}
+	for dst, es := range byDst {
+		// Taken first; each old journal's entries stay in their order.
+		slices.SortStableFunc(es, func(a, b entry) int {
+			switch {
+			case a.taken == b.taken:
+				return 0
+			case a.taken:
+				return -1
+			}
+			return 1
+		})
+		last := ""
+		for k, e := range es {
+			id := strconv.FormatInt(base, 10) + "-" + strconv.Itoa(k)
+			fv := s.c.B().Xadd().Key(string(sharding.AppendEventsKey(nil, dst))).Id(id).FieldValue()
+			for _, f := range []string{"t", "o", "s", "i", "u", "c", "x", "at"} {
+				if v, ok := e.e.FieldValues[f]; ok {
+					fv = fv.FieldValue(f, v)
+				}
+			}
+			jc.cmds = append(jc.cmds, fv.Build())
+			if e.taken {
+				last = id
+			} else {
+				jc.renamed[e.tag][e.e.ID] = id
+			}
+			want[dst].entries++
+		}
+		if last != "" {
+			jc.cmds = append(jc.cmds, s.c.B().Set().Key(string(sharding.AppendTakenKey(nil, dst))).Value(last).Build())
+		}
+	}
+	return jc, nil
+}
+
+// entryID parses a stream entry id "ms-seq" (a relay watermark's sequence
+// is the largest, 2^64-1).
+func entryID(id string) (ms int64, seq uint64, ok bool) {
+	a, b, found := strings.Cut(id, "-")
+	if !found {
+		return 0, 0, false
+	}
+	ms, err1 := strconv.ParseInt(a, 10, 64)
+	seq, err2 := strconv.ParseUint(b, 10, 64)
+	return ms, seq, err1 == nil && err2 == nil && ms >= 0
+}
+
+// copyFenceMarks returns the writes that give every new shard the gateways'
+// fence marks of the old ones, each gateway's oldest: a gateway cut off
+// from an old shard's master, with a void for it queued, holds the new
+// shards' relays back as it held the old one's, until its void has landed
+// (on the new layout) and it beats again, or its mark is old enough to be
+// taken for a gateway gone.
+func (s *Store) copyFenceMarks(ctx context.Context, from, to []string) (rueidis.Commands, error) {
+	oldest := map[string]int64{}
+	for _, tag := range from {
+		m, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendFenceMarksKey(nil, tag))).Build()).AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("reading fence marks of %s: %w", tag, err)
+		}
+		for id, v := range m {
+			at, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("fence marks of %s: gateway %s has %q, not a time", tag, id, v)
+			}
+			if cur, ok := oldest[id]; !ok || at < cur {
+				oldest[id] = at
+			}
+		}
+	}
+	if len(oldest) == 0 {
+		return nil, nil
 	}
 	var cmds rueidis.Commands
-	for _, e := range arr {
-		u, err := strconv.ParseUint(e.FieldValues["u"], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("hand-off journal of %s: entry %s has user %q", tag, e.ID, e.FieldValues["u"])
-		}
-		dst := to[sharding.HomeShard(u, saleID, len(to))]
-		want[dst].entries++
-		fv := s.c.B().Xadd().Key(string(sharding.AppendEventsKey(nil, dst))).Id("*").FieldValue()
-		for _, f := range []string{"t", "o", "s", "i", "u", "c", "x", "at"} {
-			if v, ok := e.FieldValues[f]; ok {
-				fv = fv.FieldValue(f, v)
-			}
+	for _, tag := range to {
+		fv := s.c.B().Hset().Key(string(sharding.AppendFenceMarksKey(nil, tag))).FieldValue()
+		for id, at := range oldest {
+			fv = fv.FieldValue(id, strconv.FormatInt(at, 10))
 		}
 		cmds = append(cmds, fv.Build())
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"flashsale/deploy/testenv"
+	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 )
@@ -229,5 +230,108 @@ func TestReshardKeepsTheOldRecordsForTheGrace(t *testing.T) {
 		if _, found, _ := s.Order(ctx, old, id); found {
 			t.Fatalf("order %v still on its old shard after the reshard", id)
 		}
+	}
+}
+
+// relayRound runs one relay.lua round on tag with hold 0 and a fence time
+// of ten minutes, and returns its reply's id to read up to ("" for none).
+func relayRound(t *testing.T, c rueidis.Client, tag string) string {
+	t.Helper()
+	keys := []string{string(sharding.AppendEventsKey(nil, tag)), string(sharding.AppendRelayLeaseKey(nil, tag)),
+		string(sharding.AppendTakenKey(nil, tag)), string(sharding.AppendRelayMarkKey(nil, tag)),
+		string(sharding.AppendFenceMarksKey(nil, tag)), string(sharding.AppendFenceKey(nil, tag))}
+	arr, err := rueidis.NewLuaScript(lua.Relay).Exec(context.Background(), c, keys, []string{"reshard-test", "5000", "0", "600000"}).ToArray()
+	if err != nil || len(arr) < 4 {
+		t.Fatalf("relay round on %s: %v %v", tag, arr, err)
+	}
+	upto, _ := arr[3].ToString()
+	return upto
+}
+
+// TestReshardKeepsAQueuedVoidUndoable: a void queued by a gateway cut off
+// from a shard's master must still undo its attempt after a reshard moved
+// the shard. A chaos run (seed 598733) found two purchases answered 503
+// that became orders: the attempts reached the master just as the
+// partition began, their voids waited in the gateway's queue (its fence
+// mark holding the relays back), a live reshard copied the journal to the
+// new shards, and there the entries were neither held by that mark nor
+// named by their order records (the copy kept the old entry ids), so the
+// voids, landing after the partition healed, answered that the orders
+// stood. Now the copy keeps what the old shard knew: each gateway's oldest
+// fence mark, the entries a relay had taken (below the new watermark: a
+// void of those answers that the order stands) and the ones it had not,
+// which the records name by their new ids; and a frozen shard's relay
+// closes nothing more, so what the copy read as untaken stays so.
+func TestReshardKeepsAQueuedVoidUndoable(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := storedSale(t, s, c, 2, 20)
+	tagOf := func(sh []string, u uint64) string { return sh[sharding.HomeShard(u, sale.ID, len(sh))] }
+	const relayed, cut = uint64(1), uint64(2)
+	rRelayed := reservation(tagOf(sale.Shards, relayed), 1, relayed, sharding.NewOrderID(sale.ID, relayed, 1))
+	if r, err := s.Reserve(ctx, rRelayed); err != nil || r.Outcome != stock.Reserved {
+		t.Fatalf("reserve: %+v %v", r, err)
+	}
+	if relayRound(t, c, rRelayed.Tag) == "" {
+		t.Fatal("the relay took nothing before the reshard")
+	}
+	time.Sleep(2 * time.Millisecond) // the cut-off attempt's entry is not in the relayed one's millisecond
+	rCut := reservation(tagOf(sale.Shards, cut), 1, cut, sharding.NewOrderID(sale.ID, cut, 2))
+	if r, err := s.Reserve(ctx, rCut); err != nil || r.Outcome != stock.Reserved {
+		t.Fatalf("reserve: %+v %v", r, err)
+	}
+	// The cut-off gateway's last beat, before its attempt.
+	beat := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
+	for _, tag := range sale.Shards {
+		if err := c.Do(ctx, c.B().Hset().Key(string(sharding.AppendFenceMarksKey(nil, tag))).FieldValue().FieldValue("cut-off", beat).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A frozen shard's relay closes nothing more.
+	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendFenceKey(nil, rCut.Tag))).Value("0").Ex(time.Minute).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	// (Its mark gone, nothing but the freeze holds the relay back.)
+	c.Do(ctx, c.B().Hdel().Key(string(sharding.AppendFenceMarksKey(nil, rCut.Tag))).Field("cut-off").Build())
+	takenKey := string(sharding.AppendTakenKey(nil, rCut.Tag))
+	before, _ := c.Do(ctx, c.B().Get().Key(takenKey).Build()).ToString()
+	upto := relayRound(t, c, rCut.Tag)
+	if after, _ := c.Do(ctx, c.B().Get().Key(takenKey).Build()).ToString(); after != before || upto != before {
+		t.Errorf("a relay round on a frozen shard read up to %q and moved its watermark from %q to %q", upto, before, after)
+	}
+	c.Do(ctx, c.B().Hset().Key(string(sharding.AppendFenceMarksKey(nil, rCut.Tag))).FieldValue().FieldValue("cut-off", beat).Build())
+
+	top, err := stock.Topology(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _, err := s.Reshard(ctx, sale.ID, 4, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCut := tagOf(live.Shards, cut)
+	marks, err := c.Do(ctx, c.B().Hget().Key(string(sharding.AppendFenceMarksKey(nil, newCut))).Field("cut-off").Build()).ToString()
+	if err != nil || marks != beat {
+		t.Errorf("the new shard's mark of the cut-off gateway: %q %v, want its old %s", marks, err, beat)
+	}
+	relayRound(t, c, newCut) // held back by the cut-off gateway's mark
+	rCut.Tag = newCut
+	if out, err := s.Void(ctx, rCut); err != nil || out != stock.Voided {
+		t.Errorf("the queued void on the new layout: %v %v, want VOIDED", out, err)
+	}
+	rRelayed.Tag = tagOf(live.Shards, relayed)
+	if out, err := s.Void(ctx, rRelayed); err != nil || out != stock.VoidStands {
+		t.Errorf("a void of the entry a relay took before the reshard: %v %v, want STANDS", out, err)
+	}
+	left, err := s.Remaining(ctx, live, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for _, n := range left {
+		sum += n
+	}
+	if sum != 19 {
+		t.Errorf("%d units left on the new layout, want 19 (20, one sold, one voided)", sum)
 	}
 }

@@ -251,6 +251,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	lease := string(sharding.AppendRelayLeaseKey(nil, tag))
 	mark := string(sharding.AppendRelayMarkKey(nil, tag))
 	marks := string(sharding.AppendFenceMarksKey(nil, tag))
+	freeze := string(sharding.AppendFenceKey(nil, tag))
 	fenceScript := rueidis.NewLuaScript(lua.Fence)
 	halt := string(sharding.AppendHaltKey(nil, tag))
 	rk := []string{stockKey, buyers, order, fence, events, marker, halt}
@@ -293,13 +294,13 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"void_act: no attempt", voidAct, []string{order, fence, events, taken}, nil, "want 4 keys and 1 arg"},
 		{"void_act: attempt not a number", voidAct, []string{order, fence, events, taken}, []string{"x"}, "bad arguments"},
 		{"expire_claim: args given", claim, []string{order, fence}, []string{"x"}, "want 2 keys and 0 args"},
-		{"relay: too few keys", relay, []string{events, lease, taken, mark}, []string{"tok", "1000", "0", "30000"}, "want 5 keys and 4 or 5 args"},
-		{"relay: too few args", relay, []string{events, lease, taken, mark, marks}, []string{"tok", "1000", "0"}, "want 5 keys and 4 or 5 args"},
-		{"relay: too many args", relay, []string{events, lease, taken, mark, marks}, []string{"tok", "1000", "0", "30000", "1-1", "2-2"}, "want 5 keys and 4 or 5 args"},
-		{"relay: negative hold", relay, []string{events, lease, taken, mark, marks}, []string{"tok", "1000", "-1", "30000"}, "bad arguments"},
-		{"relay: no fence time", relay, []string{events, lease, taken, mark, marks}, []string{"tok", "1000", "0", "0"}, "bad arguments"},
-		{"relay: empty token", relay, []string{events, lease, taken, mark, marks}, []string{"", "1000", "0", "30000"}, "bad arguments"},
-		{"relay: bad acked id", relay, []string{events, lease, taken, mark, marks}, []string{"tok", "1000", "0", "30000", "not-an-id"}, "bad entry id"},
+		{"relay: too few keys", relay, []string{events, lease, taken, mark, marks}, []string{"tok", "1000", "0", "30000"}, "want 6 keys and 4 or 5 args"},
+		{"relay: too few args", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "0"}, "want 6 keys and 4 or 5 args"},
+		{"relay: too many args", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "0", "30000", "1-1", "2-2"}, "want 6 keys and 4 or 5 args"},
+		{"relay: negative hold", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "-1", "30000"}, "bad arguments"},
+		{"relay: no fence time", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "0", "0"}, "bad arguments"},
+		{"relay: empty token", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"", "1000", "0", "30000"}, "bad arguments"},
+		{"relay: bad acked id", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "0", "30000", "not-an-id"}, "bad entry id"},
 		{"fence: no key", fenceScript, nil, []string{"g", "beat", "1", "200"}, "want 1 key and 4 args"},
 		{"fence: bad op", fenceScript, []string{marks}, []string{"g", "stay", "1", "200"}, "bad arguments"},
 		{"fence: empty id", fenceScript, []string{marks}, []string{"", "beat", "1", "200"}, "bad arguments"},

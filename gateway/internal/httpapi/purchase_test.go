@@ -306,6 +306,35 @@ func TestUnavailable(t *testing.T) {
 		}
 		settled(t, e)
 	})
+	t.Run("void queued across a reshard: its old and new shards unbeaten", func(t *testing.T) {
+		// The fence beats no shard a queued void may still undo an entry on:
+		// after a reshard copied the entry untaken to the user's new home
+		// shard, that one too (a chaos run lost two 503s when it did not).
+		e := newEnv(t, envOpt{stockPerShard: 1, shards: 2})
+		c := e.serve("10.0.0.1")
+		e.st.set(func(f *scriptStore) { f.lostReply, f.voidErr = true, errRedisDown })
+		want(t, do(t, c, "POST", purchasePath, e.token(1)), 503, `{"error":"UNAVAILABLE"}`)
+		old := e.sale.Shards[sharding.HomeShard(1, e.sale.ID, 2)]
+		pending := map[string]bool{}
+		e.h.PendingVoidTags(pending)
+		if len(pending) != 1 || !pending[old] {
+			t.Fatalf("pending void shards %v, want only %s", pending, old)
+		}
+		resharded := *e.sale
+		resharded.Shards, resharded.Version = []string{"x77:0", "x77:1", "x77:2", "x77:3", "x77:4"}, e.sale.Version+1
+		e.st.mu.Lock()
+		e.st.sales = []*sharding.Sale{&resharded}
+		e.st.mu.Unlock()
+		if err := e.cat.Refresh(context.Background(), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		moved := resharded.Shards[sharding.HomeShard(1, e.sale.ID, 5)]
+		pending = map[string]bool{}
+		e.h.PendingVoidTags(pending)
+		if len(pending) != 2 || !pending[old] || !pending[moved] {
+			t.Fatalf("pending void shards after the reshard %v, want %s and %s", pending, old, moved)
+		}
+	})
 	t.Run("voids unreachable: one try per shard and round, all settled soon after", func(t *testing.T) {
 		// A relay takes nothing from a shard it could not see until the shard
 		// has answered for 3 s (journal.Config): the queue must void in less.

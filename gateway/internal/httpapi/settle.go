@@ -201,12 +201,18 @@ func (q *retryQueue) push(it retryItem) {
 	}
 }
 
-// pendingTags adds to dst the shards of the voids waiting or being tried.
+// pendingTags adds to dst the shards of the voids waiting or being tried:
+// each one's shard when it was queued and its user's home shard in the
+// sale's layout now, where a reshard since has copied its entry untaken (and
+// where its next try goes, see retag).
 func (q *retryQueue) pendingTags(dst map[string]bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, it := range q.items {
 		dst[it.tag()] = true
+		now := it
+		q.retag(&now)
+		dst[now.tag()] = true
 	}
 	for tag := range q.trying {
 		dst[tag] = true
