@@ -34,7 +34,13 @@ var browserLanguage = map[string]struct{ accept, locale string }{
 // inLanguages runs f as one subtest per page language.
 func inLanguages(t *testing.T, f func(t *testing.T, lang string)) {
 	for _, lang := range pageLanguages {
-		t.Run(lang, func(t *testing.T) { f(t, lang) })
+		t.Run(lang, func(t *testing.T) {
+			// Side by side: each language has its own front door, sale and
+			// browser context, and the tests mostly wait (countdowns,
+			// Retry-After), so this halves their time.
+			t.Parallel()
+			f(t, lang)
+		})
 	}
 }
 

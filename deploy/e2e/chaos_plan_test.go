@@ -21,12 +21,12 @@ func TestChaosConfig(t *testing.T) {
 		}
 	}
 	c, err := chaosConfigFrom(env())
-	if err != nil || c.seed != chaosDefaultSeed || c.duration != 40*time.Second || c.faults != 10 || len(c.kinds) != len(chaosKinds) || c.rush {
+	if err != nil || c.seed != chaosDefaultSeed || c.duration != 40*time.Second || c.faults != 10 || len(c.kinds) != len(chaosKinds) || !c.rush {
 		t.Fatalf("defaults: %+v %v", c, err)
 	}
 	c, err = chaosConfigFrom(env("FLASHSALE_CHAOS_SEED", "9", "FLASHSALE_CHAOS_DURATION", "1m", "FLASHSALE_CHAOS_FAULTS", "3",
-		"FLASHSALE_CHAOS_KINDS", "pause,master-kill", "FLASHSALE_CHAOS_RUSH", "1"))
-	if err != nil || c.seed != 9 || c.duration != time.Minute || c.faults != 3 || strings.Join(c.kinds, ",") != "pause,master-kill" || !c.rush {
+		"FLASHSALE_CHAOS_KINDS", "pause,master-kill", "FLASHSALE_CHAOS_RUSH", "0"))
+	if err != nil || c.seed != 9 || c.duration != time.Minute || c.faults != 3 || strings.Join(c.kinds, ",") != "pause,master-kill" || c.rush {
 		t.Fatalf("set: %+v %v", c, err)
 	}
 	for _, bad := range [][]string{

@@ -91,10 +91,10 @@ const chaosDefaultSeed = 243
 // FLASHSALE_CHAOS_SEED (a number, or random), FLASHSALE_CHAOS_DURATION
 // (10s to 30m), FLASHSALE_CHAOS_FAULTS (the most faults) and
 // FLASHSALE_CHAOS_KINDS (a comma-separated subset of chaosKinds) and
-// FLASHSALE_CHAOS_RUSH (1: rush buyers before each partition and freeze;
-// make chaos sets it, make test's run goes without).
+// FLASHSALE_CHAOS_RUSH (1, the default: rush buyers before each partition
+// and freeze; 0: no rushes).
 func chaosConfigFrom(getenv func(string) string) (chaosConfig, error) {
-	c := chaosConfig{seed: chaosDefaultSeed, duration: 40 * time.Second, kinds: chaosKinds}
+	c := chaosConfig{seed: chaosDefaultSeed, duration: 40 * time.Second, kinds: chaosKinds, rush: true}
 	switch v := getenv("FLASHSALE_CHAOS_SEED"); v {
 	case "":
 	case "random":
@@ -122,9 +122,9 @@ func chaosConfigFrom(getenv func(string) string) (chaosConfig, error) {
 		c.faults = n
 	}
 	switch v := getenv("FLASHSALE_CHAOS_RUSH"); v {
-	case "", "0":
-	case "1":
-		c.rush = true
+	case "", "1":
+	case "0":
+		c.rush = false
 	default:
 		return c, fmt.Errorf("FLASHSALE_CHAOS_RUSH=%q: want 0 or 1", v)
 	}
