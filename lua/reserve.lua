@@ -74,10 +74,15 @@ if held then
     -- void of an earlier attempt, still queued after its 503, must not undo
     -- the order this retry is answered 202 for (void.lua leaves alone an
     -- order another attempt holds). An attempt void.lua fenced ('v' ..
-    -- attempt: its client was told 503) takes nothing over.
-    local r = redis.call('HMGET', KEYS[3], 'status', 'v' .. attempt)
-    if r[1] == 'PENDING' and not r[2] then
-      redis.call('HSET', KEYS[3], 'a', attempt)
+    -- attempt: its client was told 503) takes nothing over, nor does one
+    -- older than the holder (by its created time; 'ac' is the holder's when
+    -- a retry took the order over): a late run of an attempt whose client
+    -- was told 503 while a retry bought the order, whose void would then
+    -- undo the order the retry was answered 202 for.
+    local r = redis.call('HMGET', KEYS[3], 'status', 'v' .. attempt, 'ac', 'created')
+    local holder = tonumber(r[3] or r[4])
+    if r[1] == 'PENDING' and not r[2] and (not holder or tonumber(ARGV[4]) >= holder) then
+      redis.call('HSET', KEYS[3], 'a', attempt, 'ac', ARGV[4])
     end
     return {RESERVED, oid, -1}
   end

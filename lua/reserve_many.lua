@@ -59,14 +59,14 @@ end
 if redis.call('EXISTS', unpack(orders)) > 0 then
   for _, o in ipairs(orders) do
     if ord[o] == nil then
-      local v = redis.call('HMGET', o, 'status', 'a')
-      ord[o] = v[1] and {v[1], v[2]} or false
+      local v = redis.call('HMGET', o, 'status', 'a', 'ac', 'created')
+      ord[o] = v[1] and {v[1], v[2], tonumber(v[3] or v[4])} or false
     end
   end
 end
 
 local out = {}
-local made = {}   -- order keys written by this call
+local made = {}   -- order keys written by this call -> their holder's created ms
 local taken = {}  -- stock key -> units taken by this call
 local buyers = {} -- buyers key -> {user, order id, ...} to write
 local added = {}  -- journal key -> entries added by this call
@@ -102,11 +102,15 @@ local function one(i)
   if h then
     if h == oid then
       -- reserve.lua's replay: the PENDING order's attempt becomes this one's,
-      -- unless void.lua fenced this one ('v' .. attempt).
+      -- unless void.lua fenced this one ('v' .. attempt) or it is older
+      -- than the holder.
+      local holder = made[kOrder] or (ord[kOrder] and ord[kOrder][3])
+      local created = tonumber(ARGV[a + 4])
       if (made[kOrder] or (ord[kOrder] and ord[kOrder][1] == 'PENDING'))
-          and not redis.call('HGET', kOrder, 'v' .. attempt) then
-        redis.call('HSET', kOrder, 'a', attempt)
-        if ord[kOrder] then ord[kOrder][2] = attempt end
+          and not redis.call('HGET', kOrder, 'v' .. attempt) and (not holder or created >= holder) then
+        redis.call('HSET', kOrder, 'a', attempt, 'ac', ARGV[a + 4])
+        if made[kOrder] then made[kOrder] = created end
+        if ord[kOrder] then ord[kOrder][2], ord[kOrder][3] = attempt, created end
       end
       return {RESERVED, oid, -1}
     end
@@ -147,7 +151,7 @@ local function one(i)
   redis.call('HSET', kOrder, 'user', user, 'item', item, 'status', 'PENDING', 'created', ARGV[a + 4], 'expires', ARGV[a + 5],
     'a', attempt, 'j', eid)
   redis.call('EXPIRE', kOrder, ttl)
-  made[kOrder] = true
+  made[kOrder] = tonumber(ARGV[a + 4])
   return {RESERVED, oid, units - 1}
 end
 

@@ -770,6 +770,48 @@ func TestVoidFencesAnAttemptAnotherHolds(t *testing.T) {
 	}
 }
 
+// TestAnOlderAttemptTakesNothingOver: a chaos run (seed 227378) answered a
+// buyer 202 for a purchase and 202 for its pay, and the order then vanished
+// (VOID in Redis, never in PostgreSQL). The first attempt went to a gateway
+// cut off from the master and was told 503, its void queued; the retry with
+// the same key bought the order fresh (202, then paid); after the cut healed
+// the first attempt's reserve, held up in TCP retransmission, ran as a
+// replay and took the order over, and its void, landing next, undid it. An
+// attempt older than the order's holder now takes nothing over, through
+// either script, and its void leaves the order alone.
+func TestAnOlderAttemptTakesNothingOver(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	for _, via := range []string{"reserve.lua", "reserve_many.lua"} {
+		sale, tag := stockedShard(t, c, 3)
+		id := sharding.NewOrderID(sale, 9, 9)
+		first, retry := reservation(tag, 1, 42, id), reservation(tag, 1, 42, id)
+		first.Created = retry.Created.Add(-2 * time.Second) // sent before the retry
+		if res, err := s.Reserve(ctx, retry); err != nil || res.Outcome != stock.Reserved || res.Replay {
+			t.Fatalf("%s: the retry: %+v %v, want a fresh reservation", via, res, err)
+		}
+		if via == "reserve.lua" {
+			if res, err := s.Reserve(ctx, first); err != nil || res.Outcome != stock.Reserved || !res.Replay {
+				t.Fatalf("%s: the first attempt's late run: %+v %v, want a replay", via, res, err)
+			}
+		} else if reply := reserveMany(t, c, first); !strings.HasPrefix(reply, "1 ") {
+			t.Fatalf("%s: the first attempt's late run: %s, want a replay", via, reply)
+		}
+		if out, err := s.Void(ctx, first); err != nil || out != stock.VoidNothing {
+			t.Fatalf("%s: the first attempt's void: %v %v, want nothing undone", via, out, err)
+		}
+		if rec, found, err := s.Order(ctx, tag, id); err != nil || !found || rec.Status != stock.StatusPending {
+			t.Fatalf("%s: the retry's order after the late attempt and its void: %+v %v %v", via, rec, found, err)
+		}
+		if held, found, _ := s.Holder(ctx, tag, 42); !found || held != id {
+			t.Fatalf("%s: the buyer record after the late attempt and its void: %v %v", via, held, found)
+		}
+		if n := getInt(t, c, sharding.AppendStockKey(nil, tag, 1)); n != 2 {
+			t.Fatalf("%s: stock %d, want 2", via, n)
+		}
+	}
+}
+
 // reserveMany runs reserve_many.lua for r alone and returns its one reply
 // as "code order left".
 func reserveMany(t *testing.T, c rueidis.Client, r stock.Reservation) string {
