@@ -11,8 +11,14 @@
 # Redis CPU is counted over all six nodes (replication and AOF included) less
 # their idle CPU.
 #
+# For reservations it also prints what the masters replicate per 202 (the
+# commands the replicas run, from INFO commandstats, and the bytes of
+# replication stream, from master_repl_offset: deterministic, low-noise) and
+# the reservations per reserve script call (the gateway's metrics).
+#
 # Usage: deploy/sizing.sh [SECONDS]   (default 5 per path; GATEWAY=path measures another
-# gateway binary, e.g. a build of an older commit, against the same stack)
+# gateway binary, e.g. a build of an older commit, against the same stack;
+# RES_CONNS=n the reservation crowd's connections, default 256)
 set -euo pipefail
 DUR=${1:-5}
 cd "$(dirname "$0")/.."
@@ -45,6 +51,14 @@ trap '[ -n "$gw" ] && kill "$gw" 2>/dev/null || true' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$gw/stat"; }
 redis_cpu() { for p in 7001 7002 7003 7004 7005 7006; do redis-cli -p $p info cpu; done | awk -F: '/used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'; }
 hz=$(getconf CLK_TCK)
+# What the masters replicate: commands the replicas run (INFO commandstats)
+# and bytes of replication stream (master_repl_offset), over all nodes.
+replicas() { for p in 7001 7002 7003 7004 7005 7006; do [ "$(redis-cli -p $p role | head -1)" = slave ] && echo $p; done; }
+masters() { for p in 7001 7002 7003 7004 7005 7006; do [ "$(redis-cli -p $p role | head -1)" = master ] && echo $p; done; }
+repl_cmds() { for p in $(replicas); do redis-cli -p $p info commandstats; done | awk -F'[=,]' '/^cmdstat_/ {s += $2} END {print s + 0}'; }
+repl_bytes() { for p in $(masters); do redis-cli -p $p info replication; done | awk -F: '/^master_repl_offset:/ {s += $2} END {print s + 0}'; }
+# The gateway's reserve script calls and the reservations they carried.
+reserve_calls() { curl -fsS http://127.0.0.1:18192/metrics | awk '/^flashsale_gateway_reserve_calls_total / {c = $2} /^flashsale_gateway_reserve_call_reservations_total / {r = $2} END {printf "%d %d", c, r}'; }
 # Redis spends CPU when idle too (cluster bus gossip, cron); subtract it.
 r0=$(redis_cpu); sleep "$DUR"; idle=$(echo "$(redis_cpu) - $r0" | bc -l)
 measure() { # name, redis? (1/0), connections, wrk args...
@@ -77,16 +91,19 @@ TOKENS=$RUN/tokens.txt measure "already purchased (409)" 1 64 -s bench/peers/rep
 # tokens fast enough), one click each in a closed loop; the count is of 202s.
 bin/bench -url http://127.0.0.1:18190 -items $fresh -scenario steady -users 1000000 -user-base 4000000 -c 256 \
   -duration 2s -jwt-secret "$secret" -quiet -out "$RUN/bench-warm" >/dev/null 2>&1 # warms the Kafka producer
-t0=$(ticks); r0=$(redis_cpu)
-bin/bench -url http://127.0.0.1:18190 -items $fresh -scenario steady -users 1000000 -c 256 -idempotency-keys=false \
+t0=$(ticks); r0=$(redis_cpu); c0=$(repl_cmds); b0=$(repl_bytes); read -r k0 v0 <<<"$(reserve_calls)"
+bin/bench -url http://127.0.0.1:18190 -items $fresh -scenario steady -users 1000000 -c "${RES_CONNS:-256}" -idempotency-keys=false \
   -duration ${DUR}s -jwt-secret "$secret" -quiet -out "$RUN/bench-res" >"$RUN/bench-res.txt" 2>&1
-t1=$(ticks); r1=$(redis_cpu)
+t1=$(ticks); r1=$(redis_cpu); c1=$(repl_cmds); b1=$(repl_bytes); read -r k1 v1 <<<"$(reserve_calls)"
 n=$(awk '$1 == "purchase" && $2 == "202" {print $3}' "$RUN/bench-res.txt")
 all=$(awk '/^elapsed/ {for (i=1;i<=NF;i++) if ($i=="responses") {gsub(",","",$(i+1)); print $(i+1)}}' "$RUN/bench-res.txt")
 us=$(echo "($t1 - $t0) * 1000000 / $hz / $all" | bc -l); rus=$(echo "($r1 - $r0 - $idle) * 1000000 / $all" | bc -l)
 printf '%-24s %9.0f req/s  gateway %6.1f µs/req = %7.0f req/s per core   Redis %5.1f µs/call = %7.0f calls/s per master core  (%s of %s were 202)\n' \
   "reservation (202)" "$(echo "$all / $DUR" | bc -l)" "$us" "$(echo "1000000 / $us" | bc -l)" "$rus" "$(echo "1000000 / $rus" | bc -l)" "$n" "$all"
 echo "reservation $us $rus" >>"$RUN/figures.txt"
+printf '%-24s replicated per 202: %.2f commands, %.0f bytes; %.2f reservations per script call (%s connections)\n' "" \
+  "$(echo "($c1 - $c0) / $n" | bc -l)" "$(echo "($b1 - $b0) / $n" | bc -l)" "$(echo "($v1 - $v0) / ($k1 - $k0)" | bc -l)" "${RES_CONNS:-256}"
+echo "reservation-replication $(echo "($c1 - $c0) / $n" | bc -l) $(echo "($b1 - $b0) / $n" | bc -l) $(echo "($v1 - $v0) / ($k1 - $k0)" | bc -l)" >>"$RUN/figures.txt"
 start_gateway -ip-rate 1 -ip-burst 1
 measure "rate-limited (429)" 0 64 -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18190 -- $repeat
 # The 409 path again with every repeat click running the reserve script

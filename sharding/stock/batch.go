@@ -55,6 +55,8 @@ type Batcher struct {
 	ownerless   atomic.Int64 // short batches whose master no other node named owner
 	joined      atomic.Int64 // reservations sent joined with others (reserve_many)
 	loading     atomic.Bool  // a SCRIPT LOAD of reserve_many is under way
+	// the reserve script calls sent and the reservations they carried
+	reserveCalls, reservations atomic.Int64
 }
 
 // ErrBatcherClosed is returned by Do after Close.

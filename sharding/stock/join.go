@@ -15,6 +15,15 @@ import (
 // Joined returns how many reservations were sent joined with others.
 func (b *Batcher) Joined() int64 { return b.joined.Load() }
 
+// ReserveStats reports the reserve script calls sent (reserve.lua alone or
+// reserve_many.lua) and the reservations they carried: their ratio is the
+// reservations per call, what one call's fixed cost in Redis (its setup,
+// the replica's MULTI/EXEC, the shared stock and buyer writes) is spread
+// over.
+func (b *Batcher) ReserveStats() (calls, reservations int64) {
+	return b.reserveCalls.Load(), b.reservations.Load()
+}
+
 // maxJoin is the most reservations joined into one reserve_many.lua call.
 const maxJoin = 64
 
@@ -49,6 +58,10 @@ func (b *Batcher) joinCalls(calls []*call, cmds rueidis.Commands) (rueidis.Comma
 		units = append(units, []*call{c})
 	}
 	for _, u := range units {
+		if u[0].keys != nil {
+			b.reserveCalls.Add(1)
+			b.reservations.Add(int64(len(u)))
+		}
 		if c := u[0]; len(u) == 1 {
 			if c.keys != nil {
 				c.cmd = b.c.B().Evalsha().Sha1(reserveScript.sha).Numkeys(int64(len(c.keys))).Key(c.keys...).Arg(c.args...).Build()

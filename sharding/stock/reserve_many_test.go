@@ -392,5 +392,9 @@ func TestBatcherJoinsReservations(t *testing.T) {
 	if b.Joined() == 0 {
 		t.Fatal("no reservation was joined with another: the test did not exercise reserve_many")
 	}
-	t.Logf("%d of %d reservations went joined", b.Joined(), buyers)
+	calls, carried := b.ReserveStats()
+	if carried < buyers || calls < 1 || calls >= carried {
+		t.Fatalf("%d reserve calls carrying %d reservations, want %d reservations in fewer calls", calls, carried, buyers)
+	}
+	t.Logf("%d of %d reservations went joined; %.1f reservations per call", b.Joined(), buyers, float64(carried)/float64(calls))
 }

@@ -198,6 +198,7 @@ func (a *App) connectRedis() error {
 		a.batcher.SetAcks(cfg.ReplicaAcks, cfg.ReplicaTimeout)
 		a.store.SetBatcher(a.batcher)
 		a.Metrics.Batches(a.batcher.Stats)
+		a.Metrics.ReserveCalls(a.batcher.ReserveStats)
 		a.Metrics.ReplicaShortfalls(a.batcher.Shortfalls)
 		a.Metrics.ReplicaUnconfirmed(a.batcher.Unconfirmed)
 	}

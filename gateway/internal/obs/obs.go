@@ -145,6 +145,18 @@ func (m *Metrics) ReplicaUnconfirmed(count func() int64) {
 		func() float64 { return float64(count()) }))
 }
 
+// ReserveCalls exports the reserve script calls and the reservations they
+// carried (stock.Batcher.ReserveStats), read at each scrape: their rates'
+// ratio is the reservations per call.
+func (m *Metrics) ReserveCalls(stats func() (calls, reservations int64)) {
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_reserve_calls_total",
+		Help: "Reserve script calls sent to Redis (reserve.lua alone, or reserve_many.lua for the reservations of one slot in one batch)."},
+		func() float64 { c, _ := stats(); return float64(c) }))
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_reserve_call_reservations_total",
+		Help: "Reservations carried by the reserve script calls: divided by flashsale_gateway_reserve_calls_total, the reservations per call."},
+		func() float64 { _, r := stats(); return float64(r) }))
+}
+
 // Batches exports the purchase path's Redis batching (stock.Batcher.Stats):
 // commands sent and the batches they went in, read at each scrape.
 func (m *Metrics) Batches(stats func() (commands, batches int64)) {
