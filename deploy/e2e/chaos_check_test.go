@@ -32,8 +32,9 @@ type chaosReport struct {
 }
 
 // checkChaos waits for the system to settle (every journal empty, no move
-// in flight, every buyer record's order in PostgreSQL, every pay and cancel
-// answered 202 applied), then checks SPEC's invariants, with no repair:
+// in flight, every buyer record's order in PostgreSQL and every active
+// order's buyer record in Redis, every pay and cancel answered 202
+// applied), then checks SPEC's invariants, with no repair:
 // P <= Q; one active order per user; every 202 in PostgreSQL; no order for
 // a buyer whose last answer was 503; every pay answered 202 PAID and every
 // cancel answered 202 CANCELLED; Q = S + P; the dead-letter topic empty.
@@ -208,6 +209,20 @@ func chaosAudit(t *testing.T, e *chaosEnv, c *chaosCrowd, pool *pgxpool.Pool, rs
 	}
 	if unpersisted > 0 {
 		waiting = append(waiting, fmt.Sprintf("%d buyer records without an active order in PostgreSQL", unpersisted))
+	}
+	// The other way: an expiry or a cancel under way has returned the unit
+	// and dropped the buyer record in Redis, and PostgreSQL does not say so
+	// yet. Read then, Q = S + P is off by its units (seed 126671 read
+	// S = 86, P = 915 of 1,000; the same sale reconciled clean a moment
+	// later).
+	releasing := 0
+	for o := range a.active {
+		if _, ok := a.buyers[o]; !ok {
+			releasing++
+		}
+	}
+	if releasing > 0 {
+		waiting = append(waiting, fmt.Sprintf("%d active orders in PostgreSQL whose buyer record is gone (a release under way)", releasing))
 	}
 	unapplied := 0
 	for _, b := range c.buyers {
