@@ -5,14 +5,14 @@ STACK := deploy/stack/stack.sh
 BINS := gateway writer bench flashctl
 TEST_TIMEOUT ?= 14m
 
-.PHONY: demo demo-slow test test-unit test-race chaos up down reset status build lint bench bench-peers clean
+.PHONY: demo demo-slow test test-unit test-race chaos up up-services down reset status build lint bench bench-peers clean
 
-demo: build up
+demo: build up-services
 	bash deploy/demo.sh
 
 # demo-slow runs a small sale that starts a minute ahead, on a gateway with
 # the development sign-in, for a person to click through the sale page.
-demo-slow: build up
+demo-slow: build up-services
 	bash deploy/demo-slow.sh
 
 # test runs every test against the real stack: first all packages in parallel,
@@ -54,6 +54,11 @@ test-unit:
 
 up:
 	bash $(STACK) up
+
+# up-services starts the stack without installing the tests' tools (a
+# browser, Prometheus, iptables, fonts): what the demos need.
+up-services:
+	STACK_TESTS=0 bash $(STACK) up
 
 down:
 	bash $(STACK) down

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The demo flash sale (make demo): the local stack, a writer and a gateway,
-# a sale of 10,000 units over 8 shards, 500,000 users arriving within about two
-# seconds, then the audit of the outcome. Needs `make build` and `make up` first
-# (the Makefile's demo target runs both).
+# a sale of 10,000 units over 8 shards and a crowd of 500,000 users: 95% of
+# them arrive within two seconds of the start (exponential arrivals, as a
+# crowd pours in), each clicks 1-3 times 100-600 ms apart, and winners pay,
+# so the schedule's last requests come several seconds later; then the audit
+# of the outcome. Needs `make build` and the stack up first (the Makefile's
+# demo target runs both; it starts the stack without the tests' tools).
 #
 # Knobs: DEMO_USERS (500000), DEMO_UNITS (10000), DEMO_SHARDS (8),
 # DEMO_PORT (18080 public, admin ports next to it), DEMO_CONNS (256),

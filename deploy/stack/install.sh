@@ -64,9 +64,11 @@ ensure_font() {
 	install_pkg "$2"
 }
 
-# tools_up: ensure every STACK_TOOLS and STACK_FONTS entry.
+# tools_up: ensure every STACK_TOOLS and STACK_FONTS entry, unless STACK_TESTS=0
+# (make demo: the services only, none of the tests' tools).
 tools_up() {
 	local entry
+	[[ ${STACK_TESTS:-1} == 0 ]] && return 0
 	for entry in "${STACK_TOOLS[@]}"; do
 		# shellcheck disable=SC2086 # "CMD PKG..." splits on purpose
 		ensure_pkg $entry

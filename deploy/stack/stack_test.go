@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,5 +70,26 @@ func TestStackToolsEntries(t *testing.T) {
 		if line != "" && len(strings.Fields(line)) < 2 {
 			t.Errorf("STACK_TOOLS entry %q: want a command and at least one package", line)
 		}
+	}
+}
+
+// TestStackTestsOff: with STACK_TESTS=0 (make demo) `up` ensures none of the
+// tests' tools and fonts; by default it ensures each.
+func TestStackTestsOff(t *testing.T) {
+	run := func(env string) []string {
+		script := `set -eu; RUN=/nonexistent; source lib.sh; source install.sh
+ensure_pkg() { echo "pkg $1"; }; ensure_font() { echo "font $1"; }
+` + env + ` tools_up`
+		out, err := exec.Command("bash", "-c", script).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s tools_up: %v\n%s", env, err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	if got := run("STACK_TESTS=0"); len(got) != 0 {
+		t.Errorf("STACK_TESTS=0 tools_up ensured %q, want nothing", got)
+	}
+	if got := run(""); !slices.Contains(got, "chromium") || !slices.Contains(got, "ja") {
+		t.Errorf("tools_up ensured %q, want the browser and the fonts", got)
 	}
 }
