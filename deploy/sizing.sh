@@ -95,7 +95,7 @@ t0=$(ticks); r0=$(redis_cpu); c0=$(repl_cmds); b0=$(repl_bytes); read -r k0 v0 <
 bin/bench -url http://127.0.0.1:18190 -items $fresh -scenario steady -users 1000000 -c "${RES_CONNS:-256}" -idempotency-keys=false \
   -duration ${DUR}s -jwt-secret "$secret" -quiet -out "$RUN/bench-res" >"$RUN/bench-res.txt" 2>&1
 t1=$(ticks); r1=$(redis_cpu); c1=$(repl_cmds); b1=$(repl_bytes); read -r k1 v1 <<<"$(reserve_calls)"
-n=$(awk '$1 == "purchase" && $2 == "202" {print $3}' "$RUN/bench-res.txt")
+n=$(awk '$1 == "purchase" && $2 == "202" {gsub(",", "", $3); print $3}' "$RUN/bench-res.txt")
 all=$(awk '/^elapsed/ {for (i=1;i<=NF;i++) if ($i=="responses") {gsub(",","",$(i+1)); print $(i+1)}}' "$RUN/bench-res.txt")
 us=$(echo "($t1 - $t0) * 1000000 / $hz / $all" | bc -l); rus=$(echo "($r1 - $r0 - $idle) * 1000000 / $all" | bc -l)
 printf '%-24s %9.0f req/s  gateway %6.1f µs/req = %7.0f req/s per core   Redis %5.1f µs/call = %7.0f calls/s per master core  (%s of %s were 202)\n' \
