@@ -57,11 +57,6 @@ func (b *Batcher) Shortfalls() int64 { return b.short.Load() }
 // ErrUnconfirmed.
 func (b *Batcher) Unconfirmed() int64 { return b.unconfirmed.Load() }
 
-// Ownerless returns how many batches of acknowledged writes no replica
-// acknowledged were answered ErrUnconfirmed because no other node named
-// their master the owner of their slots (see confirmOwner).
-func (b *Batcher) Ownerless() int64 { return b.ownerless.Load() }
-
 // sendAck sends g's commands to node followed by WAIT, and returns the calls
 // whose command was redirected (it ran nothing), their result set to the
 // redirect.
@@ -98,7 +93,6 @@ func (b *Batcher) sendAck(ctx context.Context, node rueidis.Client, addr string,
 		// master still owns its slots (see confirmOwner).
 		if err := b.confirmOwner(ctx, node == b.c, addr, g); err != nil {
 			unconfirmed = fmt.Errorf("%w: %w", ErrUnconfirmed, err)
-			b.ownerless.Add(1)
 			b.refreshSoon()
 		}
 	}
@@ -166,8 +160,7 @@ func anyWritten(g []*call) bool {
 // slot map: nothing can promote another node over it).
 func (b *Batcher) confirmOwner(ctx context.Context, viaCluster bool, addr string, g []*call) error {
 	if viaCluster || addr == "" {
-		_, err := b.c.Do(ctx, b.c.B().ClusterSlots().Build()).ToArray()
-		if noSlotMap(err) {
+		if b.lone.Load() {
 			return nil
 		}
 		return errors.New("stock: a write no replica acknowledged went through the cluster client: its node is unknown")

@@ -52,7 +52,7 @@ type Batcher struct {
 	ackTimeout  time.Duration
 	short       atomic.Int64 // acknowledged writes that fell short of acks
 	unconfirmed atomic.Int64 // acknowledged writes answered ErrUnconfirmed
-	ownerless   atomic.Int64 // short batches whose master no other node named owner
+	lone        atomic.Bool  // the last slot map reading found a single Redis (no cluster)
 	joined      atomic.Int64 // reservations sent joined with others (reserve_many)
 	loading     atomic.Bool  // a SCRIPT LOAD of reserve_many is under way
 	// the reserve script calls sent and the reservations they carried

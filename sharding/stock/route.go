@@ -52,8 +52,12 @@ func (b *Batcher) refresh() {
 func (b *Batcher) reroute(ctx context.Context) (*route, error) {
 	top, err := Topology(ctx, b.c)
 	if err != nil {
+		if noSlotMap(err) {
+			b.lone.Store(true)
+		}
 		return nil, err
 	}
+	b.lone.Store(false)
 	nodes := b.c.Nodes()
 	old := b.route.Load()
 	r := &route{top: top, nodes: make([]rueidis.Client, len(top.Masters)), acks: make([]*ackState, len(top.Masters))}
