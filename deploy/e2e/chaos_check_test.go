@@ -201,13 +201,7 @@ func chaosAudit(t *testing.T, e *chaosEnv, c *chaosCrowd, pool *pgxpool.Pool, rs
 	if moves, err := rs.PendingMoves(ctx, cur); err != nil || len(moves) > 0 {
 		waiting = append(waiting, fmt.Sprintf("%d moves in flight (%v)", len(moves), err))
 	}
-	unpersisted := 0
-	for o := range a.buyers {
-		if _, ok := a.active[o]; !ok {
-			unpersisted++
-		}
-	}
-	if unpersisted > 0 {
+	if unpersisted := missing(a.buyers, a.active); unpersisted > 0 {
 		waiting = append(waiting, fmt.Sprintf("%d buyer records without an active order in PostgreSQL", unpersisted))
 	}
 	// The other way: an expiry or a cancel under way has returned the unit
@@ -215,13 +209,7 @@ func chaosAudit(t *testing.T, e *chaosEnv, c *chaosCrowd, pool *pgxpool.Pool, rs
 	// yet. Read then, Q = S + P is off by its units (seed 126671 read
 	// S = 86, P = 915 of 1,000; the same sale reconciled clean a moment
 	// later).
-	releasing := 0
-	for o := range a.active {
-		if _, ok := a.buyers[o]; !ok {
-			releasing++
-		}
-	}
-	if releasing > 0 {
+	if releasing := missing(a.active, a.buyers); releasing > 0 {
 		waiting = append(waiting, fmt.Sprintf("%d active orders in PostgreSQL whose buyer record is gone (a release under way)", releasing))
 	}
 	unapplied := 0
@@ -235,6 +223,17 @@ func chaosAudit(t *testing.T, e *chaosEnv, c *chaosCrowd, pool *pgxpool.Pool, rs
 		waiting = append(waiting, fmt.Sprintf("%d pays or cancels answered 202 not applied", unapplied))
 	}
 	return a, strings.Join(waiting, ", ")
+}
+
+// missing counts the orders of from that in lacks.
+func missing(from, in map[string]uint64) int {
+	n := 0
+	for o := range from {
+		if _, ok := in[o]; !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // dlqRecords counts the records of the dead-letter topic (0 when it was

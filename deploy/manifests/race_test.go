@@ -20,15 +20,23 @@ var concurrent = regexp.MustCompile(`(?m)^\s*go [\w(]|\.Go\(|\bsync\.|\batomic\.
 // Every package whose non-test code starts goroutines or uses sync or
 // atomic must be on the list, and every listed package must exist.
 func TestRaceListCoversConcurrentPackages(t *testing.T) {
-	listed := makeList(t, "RACE_PKGS")
-	for _, pkg := range packagesMatching(t, concurrent, false) {
+	checkMakeList(t, "RACE_PKGS", packagesMatching(t, concurrent, false), "has concurrency of its own")
+}
+
+// checkMakeList fails t for each package of want missing from the
+// Makefile's list name (why it belongs there), and for each listed package
+// that does not exist.
+func checkMakeList(t *testing.T, name string, want []string, why string) {
+	t.Helper()
+	listed := makeList(t, name)
+	for _, pkg := range want {
 		if !slices.Contains(listed, pkg) {
-			t.Errorf("%s has concurrency of its own but is not in the Makefile's RACE_PKGS", pkg)
+			t.Errorf("%s %s but is not in the Makefile's %s", pkg, why, name)
 		}
 	}
 	for _, pkg := range listed {
 		if _, err := os.Stat(filepath.Join(repoRoot, pkg)); err != nil {
-			t.Errorf("RACE_PKGS lists %s: %v", pkg, err)
+			t.Errorf("%s lists %s: %v", name, pkg, err)
 		}
 	}
 }
@@ -89,15 +97,5 @@ var faultTest = regexp.MustCompile(`(?m)^func Test(Fault|Browser)\w*\(`)
 // packages listed in the Makefile's FAULT_PKGS; every package with a
 // TestFault or TestBrowser test must be on the list.
 func TestPhaseTwoListCoversFaultTests(t *testing.T) {
-	listed := makeList(t, "FAULT_PKGS")
-	for _, pkg := range packagesMatching(t, faultTest, true) {
-		if !slices.Contains(listed, pkg) {
-			t.Errorf("%s has TestFault or TestBrowser tests but is not in the Makefile's FAULT_PKGS", pkg)
-		}
-	}
-	for _, pkg := range listed {
-		if _, err := os.Stat(filepath.Join(repoRoot, pkg)); err != nil {
-			t.Errorf("FAULT_PKGS lists %s: %v", pkg, err)
-		}
-	}
+	checkMakeList(t, "FAULT_PKGS", packagesMatching(t, faultTest, true), "has TestFault or TestBrowser tests")
 }
