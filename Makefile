@@ -15,14 +15,15 @@ demo: build up-services
 demo-slow: build up-services
 	bash deploy/demo-slow.sh
 
-# test runs every test against the real stack: first all packages in parallel,
-# then, one package at a time, the fault tests (named TestFault...: they kill a
+# test runs every test against the real stack: first all packages in parallel
+# (four at a time: most of their time is spent waiting on the stack, and two,
+# go's default here, left the two cores half idle), then, one package at a time, the fault tests (named TestFault...: they kill a
 # Redis master or restart PostgreSQL, which would disturb tests running beside
 # them) and the browser tests (TestBrowser...: a page's countdown and budgets
 # starve beside a busy suite on two cores), then the race detector over the
 # unit tests.
 test: up
-	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '^(TestFault|TestBrowser)' ./...
+	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -p 4 -count=1 -timeout $(TEST_TIMEOUT) -skip '^(TestFault|TestBrowser)' ./...
 	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -run '^(TestFault|TestBrowser)' $(FAULT_PKGS)
 	$(MAKE) test-race
 
