@@ -26,16 +26,23 @@ port_ours_or_die() {
 # say, was seen (2026-12-02) taking it and failing the PostgreSQL start with
 # "Address already in use" while nothing listened there. As root, PORT is
 # reserved (net.ipv4.ip_local_reserved_ports) so no later client takes it;
-# then this waits up to 60 s (TIME_WAIT's length) for the sockets that hold
-# it to go.
+# then this waits up to 60 s for the sockets that hold it to go. Once PORT
+# was reserved before, sockets in TIME_WAIT do not count: no client took it
+# since, so they are the old server's closed connections, which inherit its
+# SO_REUSEADDR and do not stop a new bind (they kept make down && make up
+# waiting most of a minute for nothing).
 port_free_of_clients() {
-	local f=/proc/sys/net/ipv4/ip_local_reserved_ports cur i
+	local f=/proc/sys/net/ipv4/ip_local_reserved_ports cur i states=(exclude listening)
 	if [[ -w $f ]]; then
 		cur=$(cat "$f")
-		[[ ,$cur, == *",$1,"* ]] || echo "${cur:+$cur,}$1" >"$f" 2>/dev/null || true
+		if [[ ,$cur, == *",$1,"* ]]; then
+			states+=(exclude time-wait)
+		else
+			echo "${cur:+$cur,}$1" >"$f" 2>/dev/null || true
+		fi
 	fi
 	for ((i = 0; i < 600; i++)); do
-		[[ -z $(ss -Htan "sport = :$1" 2>/dev/null | grep -v LISTEN) ]] && return 0
+		[[ -z $(ss -Htan "${states[@]}" "sport = :$1" 2>/dev/null) ]] && return 0
 		((i == 0)) && log "port $1 is held by a client connection (its source port); waiting for it to close"
 		sleep 0.1
 	done

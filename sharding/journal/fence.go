@@ -18,6 +18,7 @@ import (
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/repeatlog"
+	"flashsale/sharding/startup"
 )
 
 // DefaultFence is the default of Config.Fence and FenceConfig.Hold: how long
@@ -185,6 +186,7 @@ func (f *Fence) Beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*FenceTransit) // fence.lua refuses what comes late
 	defer cancel()
 	var failed []string
+	transient := true
 	for i, r := range fenceMulti(ctx, f.c, keys, args) {
 		n, err := r.AsInt64()
 		switch {
@@ -194,15 +196,32 @@ func (f *Fence) Beat(ctx context.Context) error {
 			failed = append(failed, tags[i]+" (late: the clocks or the network)")
 		case err == nil:
 			failed = append(failed, tags[i]+" (reply "+strconv.FormatInt(n, 10)+")")
+			transient = false
 		default:
 			failed = append(failed, tags[i]+" ("+err.Error()+")")
+			transient = transient && startup.Transient(err)
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("fence beats failed on %d of %d shards: %s", len(failed), len(tags), listed(failed))
+		return &BeatError{msg: fmt.Sprintf("fence beats failed on %d of %d shards: %s", len(failed), len(tags), listed(failed)), transient: transient}
 	}
 	return nil
 }
+
+// BeatError is Beat's error: the shards whose beat failed and why.
+type BeatError struct {
+	msg       string
+	transient bool
+}
+
+func (e *BeatError) Error() string { return e.msg }
+
+// Transient reports whether every failed beat was late (a slow moment: a
+// busy machine, a master failing over) or met an error of a server away or
+// starting, so that a gateway's start waits for a beat that lands rather
+// than exiting (startup.Transient asks it). A late first beat was seen
+// (2026-12-06) ending a gateway that started beside a busy test suite.
+func (e *BeatError) Transient() bool { return e.transient }
 
 // mark records a beat of tag stamped at.
 func (f *Fence) mark(tag string, at time.Time) {

@@ -129,10 +129,15 @@ func (w Wait) Until(ctx context.Context, step func(context.Context) error) error
 var transientReplies = []string{"LOADING", "CLUSTERDOWN", "MASTERDOWN", "TRYAGAIN", "BUSY", "READONLY"}
 
 // Transient reports whether err is what a server gives while it is away or
-// starting (worth waiting out), rather than a configuration error.
+// starting (worth waiting out), rather than a configuration error. An error
+// with a Transient method says so itself.
 func Transient(err error) bool {
 	if err == nil {
 		return false
+	}
+	var says interface{ Transient() bool }
+	if errors.As(err, &says) {
+		return says.Transient()
 	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) ||

@@ -48,6 +48,8 @@ func TestTransientSortsWaitableFromConfigurationErrors(t *testing.T) {
 		{"malformed sale", errors.New("sale 42: item 4201: quantity -1"), false},
 		{"cancelled", context.Canceled, false},
 		{"nil", nil, false},
+		{"says it is transient", fmt.Errorf("first beat: %w", says(true)), true},
+		{"says it is not", fmt.Errorf("first beat: %w", says(false)), false},
 	}
 	for _, c := range cases {
 		if got := Transient(c.err); got != c.want {
@@ -150,3 +152,10 @@ func TestUntilEndsWithItsContext(t *testing.T) {
 		t.Errorf("Until = %v, want the context's end", err)
 	}
 }
+
+// says is an error that tells itself whether it is transient (as
+// journal.BeatError does).
+type says bool
+
+func (s says) Error() string   { return "an error that knows" }
+func (s says) Transient() bool { return bool(s) }
