@@ -12,6 +12,9 @@
 #                            init, which formats every request first, takes
 #                            seconds of its own)
 #   cpu_during PORT SECS     wrk_ready PORT, then cpu_snap, SECS, cpu_report
+#                            (its lines starting with # are for cpu_per)
+#   cpu_per FILE RATE GROUP... µs of CPU per request spent by GROUPs in the
+#                            cpu_during output FILE, at RATE requests/s
 #
 # Figures are shares of the whole machine, so they add up to 100 % with idle.
 
@@ -64,6 +67,19 @@ cpu_report() {
   done
   printf '    cpu (share of both cores): %srest %d%%, idle %d%%\n' "$line" \
     $(( 100 * (busy - sum) / all )) $(( 100 * (all - busy) / all ))
+  # For cpu_per: each group's ticks, machine-readable.
+  for g in "${CPU_ORDER[@]}"; do printf '#ticks %s %d\n' "$g" "${d[$g]:-0}"; done
+}
+
+# cpu_per FILE RATE GROUP...: the CPU in µs per request that GROUPs spent
+# over cpu_during's window (FILE its output, RATE the requests per second over
+# the run).
+cpu_per() {
+  local f=$1 rate=$2; shift 2
+  local secs; secs=$(awk '$1 == "#secs" {print $2}' "$f")
+  awk -v hz="$(getconf CLK_TCK)" -v rate="$rate" -v secs="${secs:-0}" -v groups=" $* " '
+    $1 == "#ticks" && index(groups, " " $2 " ") {t += $3}
+    END {if (rate > 0 && secs > 0) printf "%.1f", t / hz * 1e6 / (rate * secs); else printf "nan"}' "$f"
 }
 
 # wrk_ready PORT waits (up to 30 s, for wrk's init) until a running wrk holds
@@ -81,4 +97,5 @@ cpu_during() {
   cpu_snap
   sleep "$2"
   cpu_report
+  echo "#secs $2"
 }

@@ -36,7 +36,7 @@ func TestColdStart(t *testing.T) {
 	}
 }
 
-// TestFaultBrokerStop: the Kafka broker is stopped for 20 seconds while
+// TestFaultBrokerStop: the Kafka broker is stopped for 10 seconds while
 // buyers keep coming. Purchases go on being accepted (the journal holds their
 // events), the gateway's metrics show the outage while it lasts, and after
 // the broker is back every accepted order reaches PostgreSQL; Q = S + P with
@@ -46,17 +46,17 @@ func TestFaultBrokerStop(t *testing.T) {
 	if brokerKind(t) != "kafka" {
 		t.Skip("the broker is the embedded kfake, which keeps no state across a restart")
 	}
-	brokerOutage(t, "broker-stop", "broker-start", 20)
+	brokerOutage(t, "broker-stop", "broker-start", 10)
 }
 
-// TestFaultBrokerFreeze: the same with a broker that hangs for 15 seconds
+// TestFaultBrokerFreeze: the same with a broker that hangs for 10 seconds
 // (SIGSTOP) instead: its connections stay open and take requests it never
 // answers, so the relays' produce calls cannot end (franz-go's idempotent
 // producer does not give up on a record it may have written) where a stopped
 // broker's refuse at once. The journal's gauges and Kafka failures must show
 // it all the same.
 func TestFaultBrokerFreeze(t *testing.T) {
-	brokerOutage(t, "broker-freeze", "broker-thaw", 15)
+	brokerOutage(t, "broker-freeze", "broker-thaw", 10)
 }
 
 // brokerOutage sells 500 units, runs the stack command down, sells 75 units
