@@ -33,7 +33,11 @@ for s in 1 2 3; do # 1: sold out, 2: repeat clicks, 3: fresh reservations
   q=1; [ $s != 1 ] && q=10000000
   echo "{\"id\": $((base + s)), \"name\": \"sizing $s\", \"startsAt\": \"$starts\", \"endsAt\": \"$ends\",
     \"items\": [{\"id\": $(( (base + s) * 10 + 1 )), \"name\": \"x\", \"price\": 1, \"currency\": \"JPY\", \"quantity\": $q}]}" >"$RUN/sale$s.json"
-  bin/flashctl sale create --file "$RUN/sale$s.json" --shards 8 >/dev/null
+  # The reservations' sale has flashctl's default shard count (one per
+  # master, as bench-peers' accepted rows): a batch then joins every purchase
+  # a master gets into one script call. RES_SHARDS=n for another.
+  n=(--shards 8); [ $s = 3 ] && n=(${RES_SHARDS:+--shards $RES_SHARDS})
+  bin/flashctl sale create --file "$RUN/sale$s.json" "${n[@]}" >/dev/null
 done
 sold=$(( (base + 1) * 10 + 1 )); repeat=$(( (base + 2) * 10 + 1 )); fresh=$(( (base + 3) * 10 + 1 ))
 bin/bench -tokens-out "$RUN/tokens.txt" -users 20000 -jwt-secret "$secret" 2>/dev/null
@@ -57,6 +61,32 @@ replicas() { for p in 7001 7002 7003 7004 7005 7006; do [ "$(redis-cli -p $p rol
 masters() { for p in 7001 7002 7003 7004 7005 7006; do [ "$(redis-cli -p $p role | head -1)" = master ] && echo $p; done; }
 repl_cmds() { for p in $(replicas); do redis-cli -p $p info commandstats; done | awk -F'[=,]' '/^cmdstat_/ {s += $2} END {print s + 0}'; }
 repl_bytes() { for p in $(masters); do redis-cli -p $p info replication; done | awk -F: '/^master_repl_offset:/ {s += $2} END {print s + 0}'; }
+# Each node's role and CPU seconds.
+node_cpu() { for p in 7001 7002 7003 7004 7005 7006; do
+  echo "$p $(redis-cli -p $p role | head -1) $(redis-cli -p $p info cpu | tr -d '\r' | awk -F: '/used_cpu_(sys|user):/ {s += $2} END {print s}')"; done; }
+# redis_parts N CALLS: where the nodes' CPU per 202 went during the
+# reservation row (N 202s, CALLS reserve script calls): on the masters, the
+# scripts (EVALSHA with the commands they run: the reserve calls, and the
+# fence beats and relay rounds beside them) and all the rest (commands sent
+# on their own, such as the relay's XRANGE and WAIT, the event loop, reading
+# and writing sockets, TLS to the replicas, the AOF); on the replicas,
+# applying what the masters replicate (EXEC with the commands in it) and the
+# rest (reading the TLS stream, the AOF). From INFO commandstats and INFO cpu.
+redis_parts() {
+  local n=$1 calls=$2
+  paste "$RUN/node-cpu0.txt" "$RUN/node-cpu1.txt" | awk '{print $2, $6 - $3}' >"$RUN/node-cpu.txt"
+  awk -v n="$n" -v calls="$calls" '
+    FNR == NR {cpu[$1] += $2 * 1e6; next}
+    /^(master|slave) cmdstat_(evalsha|eval|exec):/ {
+      split($2, a, ":"); split(a[2], f, "[=,]")
+      if ($1 == "master" && a[1] != "cmdstat_exec") { script += f[4]; evals += f[2] }
+      if ($1 == "slave" && a[1] == "cmdstat_exec") apply += f[4]
+    }
+    END {
+      printf "%-24s Redis CPU per 202: masters %.1f µs (in scripts %.1f, the rest %.1f), replicas %.1f µs (applying %.1f, the rest %.1f); %d script calls, %d of them reserve calls\n", "",
+        cpu["master"] / n, script / n, (cpu["master"] - script) / n, cpu["slave"] / n, apply / n, (cpu["slave"] - apply) / n, evals, calls
+    }' "$RUN/node-cpu.txt" "$RUN/commandstats.txt"
+}
 # The gateway's reserve script calls and the reservations they carried.
 reserve_calls() { curl -fsS http://127.0.0.1:18192/metrics | awk '/^flashsale_gateway_reserve_calls_total / {c = $2} /^flashsale_gateway_reserve_call_reservations_total / {r = $2} END {printf "%d %d", c, r}'; }
 # Redis spends CPU when idle too (cluster bus gossip, cron); subtract it.
@@ -91,10 +121,14 @@ TOKENS=$RUN/tokens.txt measure "already purchased (409)" 1 64 -s bench/peers/rep
 # tokens fast enough), one click each in a closed loop; the count is of 202s.
 bin/bench -url http://127.0.0.1:18190 -items $fresh -scenario steady -users 1000000 -user-base 4000000 -c 256 \
   -duration 2s -jwt-secret "$secret" -quiet -out "$RUN/bench-warm" >/dev/null 2>&1 # warms the Kafka producer
+for p in 7001 7002 7003 7004 7005 7006; do redis-cli -p $p config resetstat >/dev/null; done
+node_cpu >"$RUN/node-cpu0.txt"
 t0=$(ticks); r0=$(redis_cpu); c0=$(repl_cmds); b0=$(repl_bytes); read -r k0 v0 <<<"$(reserve_calls)"
 bin/bench -url http://127.0.0.1:18190 -items $fresh -scenario steady -users 1000000 -c "${RES_CONNS:-256}" -idempotency-keys=false \
   -duration ${DUR}s -jwt-secret "$secret" -quiet -out "$RUN/bench-res" >"$RUN/bench-res.txt" 2>&1
 t1=$(ticks); r1=$(redis_cpu); c1=$(repl_cmds); b1=$(repl_bytes); read -r k1 v1 <<<"$(reserve_calls)"
+node_cpu >"$RUN/node-cpu1.txt"
+for p in 7001 7002 7003 7004 7005 7006; do redis-cli -p $p info commandstats | tr -d '\r' | sed "s/^/$(redis-cli -p $p role | head -1) /"; done >"$RUN/commandstats.txt"
 n=$(awk '$1 == "purchase" && $2 == "202" {gsub(",", "", $3); print $3}' "$RUN/bench-res.txt")
 all=$(awk '/^elapsed/ {for (i=1;i<=NF;i++) if ($i=="responses") {gsub(",","",$(i+1)); print $(i+1)}}' "$RUN/bench-res.txt")
 us=$(echo "($t1 - $t0) * 1000000 / $hz / $all" | bc -l); rus=$(echo "($r1 - $r0 - $idle) * 1000000 / $all" | bc -l)
@@ -104,6 +138,7 @@ echo "reservation $us $rus" >>"$RUN/figures.txt"
 printf '%-24s replicated per 202: %.2f commands, %.0f bytes; %.2f reservations per script call (%s connections)\n' "" \
   "$(echo "($c1 - $c0) / $n" | bc -l)" "$(echo "($b1 - $b0) / $n" | bc -l)" "$(echo "($v1 - $v0) / ($k1 - $k0)" | bc -l)" "${RES_CONNS:-256}"
 echo "reservation-replication $(echo "($c1 - $c0) / $n" | bc -l) $(echo "($b1 - $b0) / $n" | bc -l) $(echo "($v1 - $v0) / ($k1 - $k0)" | bc -l)" >>"$RUN/figures.txt"
+redis_parts "$n" "$((k1 - k0))"
 start_gateway -ip-rate 1 -ip-burst 1
 measure "rate-limited (429)" 0 64 -s "$PEERS/wrk-purchase.lua" http://127.0.0.1:18190 -- $repeat
 # The 409 path again with every repeat click running the reserve script
