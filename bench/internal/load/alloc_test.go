@@ -35,7 +35,7 @@ func TestParseAndRecordDoNotAllocate(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = jsonString(resp.body, `"orderId"`)
-		r.recordSend(5e8, 100, 1e7)
+		r.recordSend(5e8, 100, 1e7, false)
 	}); n != 0 {
 		t.Fatalf("parse and record: %v allocs/op", n)
 	}

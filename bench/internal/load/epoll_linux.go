@@ -67,10 +67,13 @@ type conn struct {
 
 type worker struct {
 	sched
-	ep        int
-	dst       syscall.Sockaddr // the worker's own copy of the target
-	conns     []conn
-	idle      []int32
+	ep    int
+	dst   syscall.Sockaddr // the worker's own copy of the target
+	conns []conn
+	idle  []int32
+	// refilled is when the idle stack last went from empty to not empty
+	// (ns after start): a send due before it waited for a connection.
+	refilled  int64
 	events    []syscall.EpollEvent
 	resp      response
 	ts        syscall.Timespec
@@ -152,7 +155,7 @@ func (w *worker) send(a *Action, intended, now int64) {
 	c := &w.conns[ci]
 	if c.fd < 0 {
 		if err := w.connect(c, ci); err != nil {
-			w.rec.recordSend(now, now-intended, int64(w.e.o.LateBy))
+			w.rec.recordSend(now, now-intended, int64(w.e.o.LateBy), w.refilled > intended)
 			w.rec.recordFailure(a.Kind, ErrConnect, now)
 			w.afterFailure(a, now)
 			return
@@ -161,7 +164,7 @@ func (w *worker) send(a *Action, intended, now int64) {
 	c.act = *a
 	c.intended, c.sent = intended, now
 	c.wbuf = w.e.rb.appendRequest(c.wbuf[:0], &c.act)
-	w.rec.recordSend(now, now-intended, int64(w.e.o.LateBy))
+	w.rec.recordSend(now, now-intended, int64(w.e.o.LateBy), w.refilled > intended)
 	n, err := sendNoSignal(c.fd, c.wbuf)
 	if err == syscall.EAGAIN {
 		n, err = 0, nil
@@ -247,6 +250,9 @@ func (w *worker) release(c *conn, ci int) {
 	c.busy = false
 	w.busy--
 	w.rec.live.inflight.Store(int64(w.busy))
+	if len(w.idle) == 0 {
+		w.refilled = w.elapsed()
+	}
 	w.idle = append(w.idle, int32(ci))
 }
 

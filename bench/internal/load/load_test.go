@@ -139,6 +139,11 @@ func TestOpenLoopShowsStall(t *testing.T) {
 	if r.Late < 150 {
 		t.Errorf("late sends = %d, want about 200", r.Late)
 	}
+	// They were late waiting for a connection, all four held in the stall:
+	// the target's pace, not the generator's.
+	if r.LateWaited*10 < r.Late*9 {
+		t.Errorf("late sends that waited for a connection = %d of %d, want nearly all", r.LateWaited, r.Late)
+	}
 }
 
 func TestConnectFailureCounts(t *testing.T) {

@@ -123,7 +123,7 @@ func (w *portableWorker) take() (act Action, at, wait int64, done bool) {
 	act = *a
 	w.busy++
 	w.rec.live.inflight.Store(int64(w.busy))
-	w.rec.recordSend(now, now-at, int64(w.e.o.LateBy))
+	w.rec.recordSend(now, now-at, int64(w.e.o.LateBy), false)
 	return act, at, 0, false
 }
 

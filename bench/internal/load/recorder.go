@@ -120,9 +120,14 @@ type Recorder struct {
 	Codes     [numKinds][maxCodes]int64
 	CodeNames []string
 	Late      int64 // sends later than Options.LateBy after their intended time
-	Retries   int64 // follow-up retries scheduled
-	Unsent    int64 // scheduled requests dropped at the end of the run
-	Accepted  []Accepted
+	// LateWaited counts the late sends that waited for a free connection:
+	// every connection was busy, waiting for the target's answers, after the
+	// send was due (the target's pace). The others were late for the
+	// generator itself (its CPU). Counted on Linux only.
+	LateWaited int64
+	Retries    int64 // follow-up retries scheduled
+	Unsent     int64 // scheduled requests dropped at the end of the run
+	Accepted   []Accepted
 	// MaxLateNs is the largest send delay seen, in ns.
 	MaxLateNs int64
 
@@ -165,11 +170,16 @@ func (r *Recorder) second(sec int) *Second {
 	return s
 }
 
-// recordSend counts a write at elapsed ns, lateNs after its intended time.
-func (r *Recorder) recordSend(elapsed, lateNs, lateBy int64) {
+// recordSend counts a write at elapsed ns, lateNs after its intended time;
+// waited says it waited for a free connection (every one busy after it was
+// due).
+func (r *Recorder) recordSend(elapsed, lateNs, lateBy int64, waited bool) {
 	r.second(int(elapsed/1e9)).Sent++
 	if lateNs > lateBy {
 		r.Late++
+		if waited {
+			r.LateWaited++
+		}
 	}
 	if lateNs > r.MaxLateNs {
 		r.MaxLateNs = lateNs
@@ -279,6 +289,7 @@ func (r *Recorder) Merge(o *Recorder) {
 		}
 	}
 	r.Late += o.Late
+	r.LateWaited += o.LateWaited
 	r.Retries += o.Retries
 	r.Unsent += o.Unsent
 	r.MaxLateNs = max(r.MaxLateNs, o.MaxLateNs)

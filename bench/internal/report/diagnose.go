@@ -21,7 +21,18 @@ const lateShare = 0.01
 // that failed at the transport level.
 func (r *Result) Warnings() []Warning {
 	var out []Warning
-	if r.Mode == "open" && r.Sent > 0 && float64(r.Late) > lateShare*float64(r.Sent) {
+	if r.Mode == "open" && r.Sent > 0 && float64(r.Late) > lateShare*float64(r.Sent) && r.targetPaced() {
+		out = append(out, Warning{
+			Title: "The target did not keep up with the schedule",
+			Detail: fmt.Sprintf("%s of %s sends (%s) went out more than %s after their intended time, up to %s late; %s of them "+
+				"waited for one of the %s, all busy waiting for answers: the crowd outpaced the target, and the wait is the queue "+
+				"a real crowd would meet at its door. Latency counts from the intended time, so the percentiles include it.",
+				commas(r.Late), commas(r.Sent), pct(r.Late, r.Sent), r.LateBy, ms(r.MaxLateMs), pct(r.LateWaited, r.Late),
+				plural(r.Conns, "connection", "connections")) + unsentNote(r.Unsent),
+			Advice: "Read the throughput per second for what the target served; a smaller crowd, or more connections (-c) where " +
+				"the target has cores to spare, measures it below its limit.",
+		})
+	} else if r.Mode == "open" && r.Sent > 0 && float64(r.Late) > lateShare*float64(r.Sent) {
 		out = append(out, Warning{
 			Title: "The generator fell behind its schedule",
 			Detail: fmt.Sprintf("%s of %s sends (%s) went out more than %s after their intended time, up to %s late. "+
@@ -66,4 +77,10 @@ func unsentNote(n int64) string {
 		return ""
 	}
 	return fmt.Sprintf(" %s scheduled requests were never sent: the schedule's -drain ran out first.", commas(n))
+}
+
+// targetPaced reports whether most late sends waited for a free connection
+// (the target's pace) rather than for the generator.
+func (r *Result) targetPaced() bool {
+	return r.Late > 0 && r.LateWaited*10 >= r.Late*9
 }

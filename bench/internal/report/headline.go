@@ -10,7 +10,7 @@ import (
 // sell-out (or what was accepted), the audit's verdict when one ran, the
 // answers by outcome with their median and p99, and whether the generator
 // kept its schedule (a generator behind it measures its own queue, not the
-// system).
+// system; one whose sends waited for busy connections met the system's pace).
 func (r *Result) WriteHeadline(w io.Writer) error {
 	for _, it := range r.Sales {
 		fmt.Fprintf(w, "== item %d: %s\n", it.ID, sellOutText(it))
@@ -45,6 +45,10 @@ func (r *Result) scheduleText() string {
 	late := 100 * float64(r.Late) / float64(r.Sent)
 	if late < 1 && r.Unsent == 0 {
 		return fmt.Sprintf("on schedule (%.1f%% of sends later than %s, at most %s)", late, r.LateBy, ms(r.MaxLateMs))
+	}
+	if r.targetPaced() {
+		return fmt.Sprintf("the crowd outpaced the target: %.0f%% of sends later than %s, up to %s, %s of them waiting for one of the %s, all busy waiting for answers (the queue at the door; the latencies include it)",
+			late, r.LateBy, ms(r.MaxLateMs), pct(r.LateWaited, r.Late), plural(r.Conns, "connection", "connections"))
 	}
 	return fmt.Sprintf("BEHIND its schedule: %.0f%% of sends later than %s, up to %s; the latencies include its queue (a smaller crowd or more bench machines measure the system)",
 		late, r.LateBy, ms(r.MaxLateMs))

@@ -34,4 +34,29 @@ func TestHeadline(t *testing.T) {
 			t.Errorf("headline lacks %q:\n%s", want, b.String())
 		}
 	}
+	if w := r.Warnings(); len(w) != 1 || !strings.Contains(w[0].Title, "fell behind") {
+		t.Errorf("a generator late on its own: warnings %+v, want the generator's", w)
+	}
+}
+
+// Late sends that waited for a connection while every one was busy are the
+// target's pace, not the generator's: the headline and the warning say the
+// crowd outpaced the target. The make demo run said "the generator fell
+// behind" for a crowd the two cores could not serve in time.
+func TestLateSendsThatWaitedForAConnection(t *testing.T) {
+	r := &Result{Mode: "open", Sent: 1000, Late: 800, LateWaited: 790, LateBy: "10ms", MaxLateMs: 8260, Conns: 256}
+	var b strings.Builder
+	if err := r.WriteHeadline(&b); err != nil {
+		t.Fatal(err)
+	}
+	if want := "the crowd outpaced the target: 80% of sends later than 10ms, up to 8.26s, 98.8% of them waiting for one of the 256 connections"; !strings.Contains(b.String(), want) {
+		t.Errorf("headline lacks %q:\n%s", want, b.String())
+	}
+	if w := r.Warnings(); len(w) != 1 || w[0].Title != "The target did not keep up with the schedule" {
+		t.Errorf("warnings %+v, want the target's pace", w)
+	}
+	r.LateWaited = 600 // a quarter late for the generator itself: its warning
+	if w := r.Warnings(); len(w) != 1 || !strings.Contains(w[0].Title, "fell behind") {
+		t.Errorf("warnings %+v with a quarter of the late sends the generator's, want the generator's", w)
+	}
 }

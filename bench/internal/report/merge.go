@@ -55,6 +55,7 @@ func (m *Result) add(r *Result, off time.Duration) error {
 	m.Workers += r.Workers
 	m.Users = max(m.Users, r.Users)
 	m.Late += r.Late
+	m.LateWaited += r.LateWaited
 	m.Unsent += r.Unsent
 	m.Retries += r.Retries
 	m.AcceptedN += r.AcceptedN

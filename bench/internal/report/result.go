@@ -77,6 +77,7 @@ type Result struct {
 	Throughput float64 `json:"throughput"` // responses per second over the run
 	PeakSecond int64   `json:"peakSecond"` // most responses in one second
 	Late       int64   `json:"late"`
+	LateWaited int64   `json:"lateWaitedForConnection"` // late sends that waited for a free connection
 	LateBy     string  `json:"lateBy"`
 	MaxLateMs  float64 `json:"maxLateMs"`
 	Unsent     int64   `json:"unsent"`
@@ -198,7 +199,7 @@ func summarize(h *hdrhistogram.Histogram) Latency {
 func Build(res *load.Result, in Info) *Result {
 	r := res.Recorder
 	out := &Result{Start: res.Start, Elapsed: res.Elapsed.Seconds(), Conns: res.Conns, Workers: res.Workers,
-		Late: r.Late, LateBy: in.LateBy.String(), MaxLateMs: float64(r.MaxLateNs) / 1e6, Unsent: r.Unsent,
+		Late: r.Late, LateWaited: r.LateWaited, LateBy: in.LateBy.String(), MaxLateMs: float64(r.MaxLateNs) / 1e6, Unsent: r.Unsent,
 		Retries: r.Retries, Mode: "open", Items: in.Items}
 	if res.Closed {
 		out.Mode = "closed"
