@@ -47,8 +47,12 @@ func (r *Result) scheduleText() string {
 		return fmt.Sprintf("on schedule (%.1f%% of sends later than %s, at most %s)", late, r.LateBy, ms(r.MaxLateMs))
 	}
 	if r.targetPaced() {
-		return fmt.Sprintf("the crowd outpaced the target: %.0f%% of sends later than %s, up to %s, %s of them waiting for one of the %s, all busy waiting for answers (the queue at the door; the latencies include it)",
-			late, r.LateBy, ms(r.MaxLateMs), pct(r.LateWaited, r.Late), plural(r.Conns, "connection", "connections"))
+		var offered, done int64
+		for _, s := range r.Timeline {
+			offered, done = max(offered, s.Offered), max(done, s.Done)
+		}
+		return fmt.Sprintf("the crowd outpaced the target: it offered up to %s requests in a second, the target answered at most %s; %.0f%% of sends later than %s, up to %s, %s of them waiting for one of the %s, all busy waiting for answers (the queue at the door; the latencies include it)",
+			commas(offered), commas(done), late, r.LateBy, ms(r.MaxLateMs), pct(r.LateWaited, r.Late), plural(r.Conns, "connection", "connections"))
 	}
 	return fmt.Sprintf("BEHIND its schedule: %.0f%% of sends later than %s, up to %s; the latencies include its queue (a smaller crowd or more bench machines measure the system)",
 		late, r.LateBy, ms(r.MaxLateMs))

@@ -44,12 +44,13 @@ func TestHeadline(t *testing.T) {
 // crowd outpaced the target. The make demo run said "the generator fell
 // behind" for a crowd the two cores could not serve in time.
 func TestLateSendsThatWaitedForAConnection(t *testing.T) {
-	r := &Result{Mode: "open", Sent: 1000, Late: 800, LateWaited: 790, LateBy: "10ms", MaxLateMs: 8260, Conns: 256}
+	r := &Result{Mode: "open", Sent: 1000, Late: 800, LateWaited: 790, LateBy: "10ms", MaxLateMs: 8260, Conns: 256,
+		Timeline: []Second{{T: 0, Offered: 900, Done: 300}, {T: 1, Offered: 100, Done: 350}, {T: 2, Done: 350}}}
 	var b strings.Builder
 	if err := r.WriteHeadline(&b); err != nil {
 		t.Fatal(err)
 	}
-	if want := "the crowd outpaced the target: 80% of sends later than 10ms, up to 8.26s, 98.8% of them waiting for one of the 256 connections"; !strings.Contains(b.String(), want) {
+	if want := "the crowd outpaced the target: it offered up to 900 requests in a second, the target answered at most 350; 80% of sends later than 10ms, up to 8.26s, 98.8% of them waiting for one of the 256 connections"; !strings.Contains(b.String(), want) {
 		t.Errorf("headline lacks %q:\n%s", want, b.String())
 	}
 	if w := r.Warnings(); len(w) != 1 || w[0].Title != "The target did not keep up with the schedule" {
