@@ -62,6 +62,13 @@ GO_PROCS=${GO_PROCS:-1}
 ACCEPT_SHARDS=${ACCEPT_SHARDS:-}
 rm -rf "$RUN" && mkdir -p "$RUN"
 source .run/env
+# Sales left open on the stack (a make test leaves hundreds, open for an
+# hour) cost every gateway a fence beat per shard twice a second and its relay
+# a poll: measured, a third of both cores. Say so before measuring.
+live=$(bin/flashctl sale list --status SCHEDULED,ACTIVE,SOLD_OUT,PAUSED 2>/dev/null | awk 'NR > 1 && NF > 8 {n++; s += $(NF - 3)} END {print n + 0, s + 0}')
+if [ "${live#* }" -gt 24 ]; then
+  echo "WARNING: ${live% *} sales with ${live#* } shards are open on this stack; their fence beats and relay polls are in these figures (make reset empties the stack)" >&2
+fi
 # The peers' tools come from Debian's packages; install what is missing (as root,
 # the way `make up` installs the stack's).
 PKGS="wrk nginx-light libnginx-mod-http-lua lua-nginx-redis redis-server bc"

@@ -23,6 +23,13 @@ set -euo pipefail
 DUR=${1:-5}
 cd "$(dirname "$0")/.."
 source .run/env
+# Sales left open on the stack (a make test leaves hundreds, open for an
+# hour) cost every gateway a fence beat per shard twice a second and its relay
+# a poll: measured, a third of both cores. Say so before measuring.
+live=$(bin/flashctl sale list --status SCHEDULED,ACTIVE,SOLD_OUT,PAUSED 2>/dev/null | awk 'NR > 1 && NF > 8 {n++; s += $(NF - 3)} END {print n + 0, s + 0}')
+if [ "${live#* }" -gt 24 ]; then
+  echo "WARNING: ${live% *} sales with ${live#* } shards are open on this stack; their fence beats and relay polls are in these figures (make reset empties the stack)" >&2
+fi
 RUN=.run/sizing
 rm -rf "$RUN" && mkdir -p "$RUN"
 PEERS=${PEERS:-$(cd ../shared/peers 2>/dev/null && pwd || echo /work/shared/peers)}
