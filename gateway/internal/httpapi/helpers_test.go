@@ -80,14 +80,14 @@ func newScriptStore(t testing.TB, sales []*sharding.Sale) *scriptStore {
 
 // fault runs a Store call's bookkeeping under mu and returns the injected
 // error, if any.
-func (f *scriptStore) fault(count *int) (err error, lost, taken bool, bound int) {
+func (f *scriptStore) fault(count *int) (lost, taken bool, bound int, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
 	if count != nil {
 		*count++
 	}
-	return f.err, f.lostReply, f.taken, f.bound
+	return f.lostReply, f.taken, f.bound, f.err
 }
 
 func (f *scriptStore) Sales(context.Context) ([]*sharding.Sale, error) { return f.sales, nil }
@@ -125,7 +125,7 @@ func (f *scriptStore) DropMove(ctx context.Context, from, id string) error {
 }
 
 func (f *scriptStore) Reserve(ctx context.Context, r stock.Reservation) (stock.Result, error) {
-	err, lost, taken, bound := f.fault(&f.reserves)
+	lost, taken, bound, err := f.fault(&f.reserves)
 	if err != nil {
 		return stock.Result{}, err
 	}
@@ -159,7 +159,7 @@ func (f *scriptStore) voidFault() error {
 }
 
 func (f *scriptStore) Act(ctx context.Context, a stock.ActRequest) (string, error) {
-	err, _, taken, bound := f.fault(nil)
+	_, taken, bound, err := f.fault(nil)
 	f.mu.Lock()
 	aerr, lost := f.actErr, f.lostActs > 0
 	if lost {
@@ -193,14 +193,14 @@ func (f *scriptStore) VoidAct(ctx context.Context, a stock.ActRequest) (stock.Vo
 }
 
 func (f *scriptStore) Order(ctx context.Context, tag string, id sharding.OrderID) (stock.OrderRecord, bool, error) {
-	if err, _, _, _ := f.fault(nil); err != nil {
+	if _, _, _, err := f.fault(nil); err != nil {
 		return stock.OrderRecord{}, false, err
 	}
 	return f.real.Order(ctx, tag, id)
 }
 
 func (f *scriptStore) Holder(ctx context.Context, tag string, userID uint64) (sharding.OrderID, bool, error) {
-	if err, _, _, _ := f.fault(&f.holders); err != nil {
+	if _, _, _, err := f.fault(&f.holders); err != nil {
 		return sharding.OrderID{}, false, err
 	}
 	return f.real.Holder(ctx, tag, userID)

@@ -1,6 +1,6 @@
 // Package page is the sale page (SPEC, "The front door"): plain HTML, CSS,
-// a few small scripts and one message file per language, embedded with
-// go:embed and served by package httpapi at GET /sale/{saleId}.
+// a few small scripts and one message file per language, embedded in the
+// binary and served by package httpapi at GET /sale/{saleId}.
 //
 // # The same bytes for everyone
 //
