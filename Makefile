@@ -16,14 +16,15 @@ demo-slow: build up-services
 	bash deploy/demo-slow.sh
 
 # test runs every test against the real stack: first all packages in parallel
-# (four at a time: most of their time is spent waiting on the stack, and two,
-# go's default here, left the two cores half idle), then, one package at a time, the fault tests (named TestFault...: they kill a
-# Redis master or restart PostgreSQL, which would disturb tests running beside
-# them) and the browser tests (TestBrowser...: a page's countdown and budgets
-# starve beside a busy suite on two cores), then the race detector over the
-# unit tests.
+# (TEST_PAR at a time: they mostly wait on the stack, and go's default of one
+# per core left the two cores half idle), then, one package at a time, the
+# fault tests (named TestFault...: they kill a Redis master or restart
+# PostgreSQL, which would disturb tests running beside them) and the browser
+# tests (TestBrowser...: a page's countdown and budgets starve beside a busy
+# suite on two cores), then the race detector over the unit tests.
+TEST_PAR ?= 4
 test: up
-	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -p 4 -count=1 -timeout $(TEST_TIMEOUT) -skip '^(TestFault|TestBrowser)' ./...
+	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -p $(TEST_PAR) -count=1 -timeout $(TEST_TIMEOUT) -skip '^(TestFault|TestBrowser)' ./...
 	source .run/env && FLASHSALE_REQUIRE_STACK=1 $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -p 1 -run '^(TestFault|TestBrowser)' $(FAULT_PKGS)
 	$(MAKE) test-race
 
@@ -46,15 +47,15 @@ chaos: up
 		$(GO) test -count=1 -v -timeout 40m -run '^TestFaultChaos$$' ./deploy/e2e/
 
 # test-race runs the packages with concurrency of their own (goroutines,
-# locks or atomics outside their tests) under the race detector, four at a
-# time (they too mostly wait: two at a time took 56 s, four 36 s).
+# locks or atomics outside their tests) under the race detector, TEST_PAR at
+# a time (they too mostly wait).
 RACE_PKGS = ./bench/internal/app ./bench/internal/load ./bench/internal/tokens ./deploy/testenv \
 	./gateway/internal/app ./gateway/internal/auth ./gateway/internal/catalog ./gateway/internal/httpapi \
 	./gateway/internal/limit ./gateway/internal/obs ./gateway/internal/pow ./gateway/internal/room \
 	./gateway/internal/soldout ./sharding/journal ./sharding/ops ./sharding/repeatlog ./sharding/startup \
 	./sharding/stock ./writer/internal/app ./writer/internal/consume ./writer/internal/obs ./writer/internal/outbox
 test-race:
-	source .run/env 2>/dev/null; FLASHSALE_REQUIRE_STACK=$${FLASHSALE_REQUIRE_STACK:-0} $(GO) test -p 4 -count=1 -race -short -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
+	source .run/env 2>/dev/null; FLASHSALE_REQUIRE_STACK=$${FLASHSALE_REQUIRE_STACK:-0} $(GO) test -p $(TEST_PAR) -count=1 -race -short -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 
 test-unit:
 	$(GO) test -count=1 -short ./...
