@@ -219,8 +219,7 @@ func (e *BeatError) Error() string { return e.msg }
 // Transient reports whether every failed beat was late (a slow moment: a
 // busy machine, a master failing over) or met an error of a server away or
 // starting, so that a gateway's start waits for a beat that lands rather
-// than exiting (startup.Transient asks it). A late first beat was seen
-// (2026-12-06) ending a gateway that started beside a busy test suite.
+// than exiting (startup.Transient asks it).
 func (e *BeatError) Transient() bool { return e.transient }
 
 // mark records a beat of tag stamped at.

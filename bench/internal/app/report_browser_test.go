@@ -29,8 +29,9 @@ const reportChecks = `(() => {
 
 // A real run (the engine against a fake gateway that sells 200 units slowly
 // over two connections, so the crowd outpaces it and the sends wait for a
-// connection: the report says so, not that the generator fell behind) renders a report
-// that Chromium shows with its key elements, on a desktop and a phone.
+// connection: the report says so, not that the generator fell behind)
+// renders a report that Chromium shows with its key elements, on a desktop
+// and a phone.
 // Screenshots: $FLASHSALE_ARTIFACTS/TestReportInChromium or
 // bench/internal/app/testdata/out/TestReportInChromium.
 func TestReportInChromium(t *testing.T) {

@@ -21,27 +21,8 @@ const lateShare = 0.01
 // that failed at the transport level.
 func (r *Result) Warnings() []Warning {
 	var out []Warning
-	if r.Mode == "open" && r.Sent > 0 && float64(r.Late) > lateShare*float64(r.Sent) && r.targetPaced() {
-		out = append(out, Warning{
-			Title: "The target did not keep up with the schedule",
-			Detail: fmt.Sprintf("%s of %s sends (%s) went out more than %s after their intended time, up to %s late; %s of them "+
-				"waited for one of the %s, all busy waiting for answers: the crowd outpaced the target, and the wait is the queue "+
-				"a real crowd would meet at its door. Latency counts from the intended time, so the percentiles include it.",
-				commas(r.Late), commas(r.Sent), pct(r.Late, r.Sent), r.LateBy, ms(r.MaxLateMs), pct(r.LateWaited, r.Late),
-				plural(r.Conns, "connection", "connections")) + unsentNote(r.Unsent),
-			Advice: "Read the throughput per second for what the target served; a smaller crowd, or more connections (-c) where " +
-				"the target has cores to spare, measures it below its limit.",
-		})
-	} else if r.Mode == "open" && r.Sent > 0 && float64(r.Late) > lateShare*float64(r.Sent) {
-		out = append(out, Warning{
-			Title: "The generator fell behind its schedule",
-			Detail: fmt.Sprintf("%s of %s sends (%s) went out more than %s after their intended time, up to %s late. "+
-				"Latency counts from the intended time, so the percentiles include this queueing inside the bench; "+
-				"compare corrected with uncorrected below.",
-				commas(r.Late), commas(r.Sent), pct(r.Late, r.Sent), r.LateBy, ms(r.MaxLateMs)) + unsentNote(r.Unsent),
-			Advice: "Add connections (-c), or spread the crowd over more machines (bench -shard i/N -start-at T, then bench merge); " +
-				"check the bench host's CPU (GOMAXPROCS, -workers) is not saturated.",
-		})
+	if r.Mode == "open" && r.Sent > 0 && float64(r.Late) > lateShare*float64(r.Sent) {
+		out = append(out, r.lateWarning())
 	}
 	var limited, purchases int64
 	for _, c := range r.Status {
@@ -77,6 +58,31 @@ func unsentNote(n int64) string {
 		return ""
 	}
 	return fmt.Sprintf(" %s scheduled requests were never sent: the schedule's -drain ran out first.", commas(n))
+}
+
+// lateWarning says who was late: the target, whose answers kept every
+// connection busy, or the generator itself.
+func (r *Result) lateWarning() Warning {
+	sends := fmt.Sprintf("%s of %s sends (%s) went out more than %s after their intended time, up to %s late",
+		commas(r.Late), commas(r.Sent), pct(r.Late, r.Sent), r.LateBy, ms(r.MaxLateMs))
+	if r.targetPaced() {
+		return Warning{
+			Title: "The target did not keep up with the schedule",
+			Detail: fmt.Sprintf("%s; %s of them waited for one of the %s, all busy waiting for answers: the crowd outpaced the "+
+				"target, and the wait is the queue a real crowd would meet at its door. Latency counts from the intended time, "+
+				"so the percentiles include it.", sends, pct(r.LateWaited, r.Late), plural(r.Conns, "connection", "connections")) +
+				unsentNote(r.Unsent),
+			Advice: "Read the throughput per second for what the target served; a smaller crowd, or more connections (-c) where " +
+				"the target has cores to spare, measures it below its limit.",
+		}
+	}
+	return Warning{
+		Title: "The generator fell behind its schedule",
+		Detail: sends + ". Latency counts from the intended time, so the percentiles include this queueing inside the bench; " +
+			"compare corrected with uncorrected below." + unsentNote(r.Unsent),
+		Advice: "Add connections (-c), or spread the crowd over more machines (bench -shard i/N -start-at T, then bench merge); " +
+			"check the bench host's CPU (GOMAXPROCS, -workers) is not saturated.",
+	}
 }
 
 // targetPaced reports whether most late sends waited for a free connection
