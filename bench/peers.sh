@@ -62,13 +62,8 @@ GO_PROCS=${GO_PROCS:-1}
 ACCEPT_SHARDS=${ACCEPT_SHARDS:-}
 rm -rf "$RUN" && mkdir -p "$RUN"
 source .run/env
-# Sales left open on the stack (a make test leaves hundreds, open for an
-# hour) cost every gateway a fence beat per shard twice a second and its relay
-# a poll: measured, a third of both cores. Say so before measuring.
-live=$(bin/flashctl sale list --status SCHEDULED,ACTIVE,SOLD_OUT,PAUSED 2>/dev/null | awk 'NR > 1 && NF > 8 {n++; s += $(NF - 3)} END {print n + 0, s + 0}')
-if [ "${live#* }" -gt 24 ]; then
-  echo "WARNING: ${live% *} sales with ${live#* } shards are open on this stack; their fence beats and relay polls are in these figures (make reset empties the stack)" >&2
-fi
+source bench/peers/cpu.sh # the CPU split, the per-202 figures' helpers
+open_sales_warning # before this run's own sales
 # The peers' tools come from Debian's packages; install what is missing (as root,
 # the way `make up` installs the stack's).
 PKGS="wrk nginx-light libnginx-mod-http-lua lua-nginx-redis redis-server bc"
@@ -212,7 +207,6 @@ TOKENS=$RUN/accept-tokens.txt WARMUP=1 wrk -t1 -c64 -d2s -s bench/peers/repeat-g
 # measured, the second gateway (idle, but its relay shares the journals), the
 # cluster's nodes, the broker, and the peer's nginx workers and Redis. No
 # writer runs: the relayed events stay in Kafka.
-source "$ROOT/bench/peers/cpu.sh"
 cpu_watch gateway "$gwpid"
 cpu_watch gateway-2 "$gwpid2"
 cpu_redis_nodes $(echo "$FLASHSALE_REDIS" | tr , '\n' | cut -d: -f2)
@@ -222,16 +216,11 @@ pidof_redis() { redis-cli -p "$1" info server | tr -d '\r' | awk -F: '$1 == "pro
 cpu_watch peer-redis $(pidof_redis 16379) $(pidof_redis 16380) $(pidof_redis 16381)
 
 # SPEC's per-resource figures of the accepted rows: what the masters
-# replicate (the commands the replicas run, from INFO commandstats, less the
-# INFO and ROLE this script sends them; over the whole row, deterministic)
-# and the reservations each reserve script call carried (the gateway's
-# metrics; the peer's script takes one purchase per call).
-repl_cmds() { local p; for p in "$@"; do redis-cli -p "$p" info commandstats; done | tr -d '\r' |
-  awk -F'[=,:]' '/^cmdstat_/ && $1 != "cmdstat_info" && $1 != "cmdstat_role" {s += $3} END {print s + 0}'; }
+# replicate (over the whole row, deterministic) and the reservations each
+# reserve script call carried (the gateway's metrics; the peer's script takes
+# one purchase per call). The helpers are cpu.sh's.
 CLUSTER_REPLICAS=$(for p in $(echo "$FLASHSALE_REDIS" | tr , '\n' | cut -d: -f2); do
   [ "$(redis-cli -p "$p" role | head -1)" = slave ] && echo "$p"; done | paste -sd' ')
-reserve_calls() { curl -fsS http://127.0.0.1:18092/metrics | awk '/^flashsale_gateway_reserve_calls_total / {c = $2}
-  /^flashsale_gateway_reserve_call_reservations_total / {r = $2} END {printf "%d %d", c, r}'; }
 # per202 NAME WRK-OUTPUT CMDS0 CALLS0 RESERVATIONS0: an accepted row's cost
 # per 202: its front's and its Redis's CPU (over cpu_during's window), the
 # replicated commands and the reservations per script call (over the row).
@@ -239,7 +228,7 @@ per202() {
   local name=$1 out=$2 c0=$3 k0=$4 v0=$5 n r c1 k1 v1 front redis per label
   n=$(echo "$out" | awk '/requests in/ {print $1}'); r=$(echo "$out" | rate)
   if [ "$name" = gateway-accept ]; then
-    c1=$(repl_cmds $CLUSTER_REPLICAS); read -r k1 v1 <<<"$(reserve_calls)"; label="gateways"
+    c1=$(repl_cmds $CLUSTER_REPLICAS); read -r k1 v1 <<<"$(reserve_calls 127.0.0.1:18092)"; label="gateways"
     front=$(cpu_per "$RUN/$name.cpu" "$r" gateway gateway-2); redis=$(cpu_per "$RUN/$name.cpu" "$r" redis-masters redis-replicas)
     per=$(awk -v c=$((k1 - k0)) -v v=$((v1 - v0)) 'BEGIN {if (c > 0) printf "%.2f", v / c; else printf "nan"}')
   else
@@ -268,7 +257,7 @@ run() { # name, then the wrk arguments (ADUR: the accepted rows' duration)
   esac
   local c0="" k0=0 v0=0
   case $name in
-    gateway-accept) c0=$(repl_cmds $CLUSTER_REPLICAS); read -r k0 v0 <<<"$(reserve_calls)" ;;
+    gateway-accept) c0=$(repl_cmds $CLUSTER_REPLICAS); read -r k0 v0 <<<"$(reserve_calls 127.0.0.1:18092)" ;;
     openresty-journal-accept) c0=$(repl_cmds 16381) ;;
   esac
   local out; out=$(wrk -t1 -c64 -d${d}s --latency "$@")

@@ -23,13 +23,8 @@ set -euo pipefail
 DUR=${1:-5}
 cd "$(dirname "$0")/.."
 source .run/env
-# Sales left open on the stack (a make test leaves hundreds, open for an
-# hour) cost every gateway a fence beat per shard twice a second and its relay
-# a poll: measured, a third of both cores. Say so before measuring.
-live=$(bin/flashctl sale list --status SCHEDULED,ACTIVE,SOLD_OUT,PAUSED 2>/dev/null | awk 'NR > 1 && NF > 8 {n++; s += $(NF - 3)} END {print n + 0, s + 0}')
-if [ "${live#* }" -gt 24 ]; then
-  echo "WARNING: ${live% *} sales with ${live#* } shards are open on this stack; their fence beats and relay polls are in these figures (make reset empties the stack)" >&2
-fi
+source bench/peers/cpu.sh # repl_cmds, reserve_calls, open_sales_warning
+open_sales_warning
 RUN=.run/sizing
 rm -rf "$RUN" && mkdir -p "$RUN"
 PEERS=${PEERS:-$(cd ../shared/peers 2>/dev/null && pwd || echo /work/shared/peers)}
@@ -66,7 +61,6 @@ hz=$(getconf CLK_TCK)
 # and bytes of replication stream (master_repl_offset), over all nodes.
 replicas() { for p in 7001 7002 7003 7004 7005 7006; do [ "$(redis-cli -p $p role | head -1)" = slave ] && echo $p; done; }
 masters() { for p in 7001 7002 7003 7004 7005 7006; do [ "$(redis-cli -p $p role | head -1)" = master ] && echo $p; done; }
-repl_cmds() { for p in $(replicas); do redis-cli -p $p info commandstats; done | awk -F'[=,]' '/^cmdstat_/ {s += $2} END {print s + 0}'; }
 repl_bytes() { for p in $(masters); do redis-cli -p $p info replication; done | awk -F: '/^master_repl_offset:/ {s += $2} END {print s + 0}'; }
 # Each node's role and CPU seconds.
 node_cpu() { for p in 7001 7002 7003 7004 7005 7006; do
@@ -94,8 +88,6 @@ redis_parts() {
         cpu["master"] / n, script / n, (cpu["master"] - script) / n, cpu["slave"] / n, apply / n, (cpu["slave"] - apply) / n, evals, calls
     }' "$RUN/node-cpu.txt" "$RUN/commandstats.txt"
 }
-# The gateway's reserve script calls and the reservations they carried.
-reserve_calls() { curl -fsS http://127.0.0.1:18192/metrics | awk '/^flashsale_gateway_reserve_calls_total / {c = $2} /^flashsale_gateway_reserve_call_reservations_total / {r = $2} END {printf "%d %d", c, r}'; }
 # Redis spends CPU when idle too (cluster bus gossip, cron); subtract it.
 r0=$(redis_cpu); sleep "$DUR"; idle=$(echo "$(redis_cpu) - $r0" | bc -l)
 measure() { # name, redis? (1/0), connections, wrk args...
@@ -130,10 +122,10 @@ bin/bench -url http://127.0.0.1:18190 -items $fresh -scenario steady -users 1000
   -duration 2s -jwt-secret "$secret" -quiet -out "$RUN/bench-warm" >/dev/null 2>&1 # warms the Kafka producer
 for p in 7001 7002 7003 7004 7005 7006; do redis-cli -p $p config resetstat >/dev/null; done
 node_cpu >"$RUN/node-cpu0.txt"
-t0=$(ticks); r0=$(redis_cpu); c0=$(repl_cmds); b0=$(repl_bytes); read -r k0 v0 <<<"$(reserve_calls)"
+t0=$(ticks); r0=$(redis_cpu); c0=$(repl_cmds $(replicas)); b0=$(repl_bytes); read -r k0 v0 <<<"$(reserve_calls 127.0.0.1:18192)"
 bin/bench -url http://127.0.0.1:18190 -items $fresh -scenario steady -users 1000000 -c "${RES_CONNS:-256}" -idempotency-keys=false \
   -duration ${DUR}s -jwt-secret "$secret" -quiet -out "$RUN/bench-res" >"$RUN/bench-res.txt" 2>&1
-t1=$(ticks); r1=$(redis_cpu); c1=$(repl_cmds); b1=$(repl_bytes); read -r k1 v1 <<<"$(reserve_calls)"
+t1=$(ticks); r1=$(redis_cpu); c1=$(repl_cmds $(replicas)); b1=$(repl_bytes); read -r k1 v1 <<<"$(reserve_calls 127.0.0.1:18192)"
 node_cpu >"$RUN/node-cpu1.txt"
 for p in 7001 7002 7003 7004 7005 7006; do redis-cli -p $p info commandstats | tr -d '\r' | sed "s/^/$(redis-cli -p $p role | head -1) /"; done >"$RUN/commandstats.txt"
 n=$(awk '$1 == "purchase" && $2 == "202" {gsub(",", "", $3); print $3}' "$RUN/bench-res.txt")

@@ -16,6 +16,12 @@
 #   cpu_per FILE RATE GROUP... µs of CPU per request spent by GROUPs in the
 #                            cpu_during output FILE, at RATE requests/s
 #
+# And what bench/peers.sh and deploy/sizing.sh both read around a row:
+#
+#   open_sales_warning       warn when other open sales load the stack
+#   repl_cmds PORT...        the commands the replicas on PORTs have run
+#   reserve_calls ADMIN      a gateway's reserve script calls and reservations
+#
 # Figures are shares of the whole machine, so they add up to 100 % with idle.
 
 declare -A CPU_GROUP=()    # pid -> group
@@ -98,4 +104,33 @@ cpu_during() {
   sleep "$2"
   cpu_report
   echo "#secs $2"
+}
+
+# open_sales_warning: sales left open on the stack (a make test leaves
+# hundreds, open for an hour) cost every gateway a fence beat per shard twice
+# a second and its relay a poll: measured, a third of both cores. Say so
+# before measuring.
+open_sales_warning() {
+  local live
+  live=$(bin/flashctl sale list --status SCHEDULED,ACTIVE,SOLD_OUT,PAUSED 2>/dev/null |
+    awk 'NR > 1 && NF > 8 {n++; s += $(NF - 3)} END {print n + 0, s + 0}')
+  if [ "${live#* }" -gt 24 ]; then
+    echo "WARNING: ${live% *} sales with ${live#* } shards are open on this stack; their fence beats and relay polls are in these figures (make reset empties the stack)" >&2
+  fi
+}
+
+# repl_cmds PORT...: the commands the replicas on PORTs have run (INFO
+# commandstats: what their masters replicated), less the INFO and ROLE the
+# scripts send them.
+repl_cmds() {
+  local p
+  for p in "$@"; do redis-cli -p "$p" info commandstats; done | tr -d '\r' |
+    awk -F'[=,:]' '/^cmdstat_/ && $1 != "cmdstat_info" && $1 != "cmdstat_role" {s += $3} END {print s + 0}'
+}
+
+# reserve_calls ADMIN: the gateway's (admin address ADMIN) reserve script
+# calls and the reservations they carried, "calls reservations".
+reserve_calls() {
+  curl -fsS "http://$1/metrics" | awk '/^flashsale_gateway_reserve_calls_total / {c = $2}
+    /^flashsale_gateway_reserve_call_reservations_total / {r = $2} END {printf "%d %d", c, r}'
 }
