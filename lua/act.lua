@@ -5,7 +5,8 @@
 -- expire a record marked 'pay'), a cancel and a pay exclude each other, and
 -- an order the writer has claimed for expiry ('exp') takes neither.
 --
--- KEYS[1] order record, KEYS[2] fence of the shard, KEYS[3] journal stream
+-- KEYS[1] order record, KEYS[2] fence of the shard, KEYS[3] journal stream,
+-- KEYS[4] buyers hash of the shard (the order's record is opened from it: order.lua)
 -- ARGV[1] 'pay' or 'cancel', ARGV[2] user id, ARGV[3] order id, ARGV[4] sale id,
 -- ARGV[5] journal bound (entries), ARGV[6] request time (unix ms, the gateway's),
 -- ARGV[7] attempt id (unique per request: void_act.lua names the attempt it undoes)
@@ -27,8 +28,8 @@
 -- FAILED (the order is past that state), FULL (journal full, nothing written),
 -- FROZEN (reshard: retry on the new layout), VOIDED (this attempt was voided
 -- before it ran: nothing written).
-if #KEYS ~= 3 or #ARGV ~= 7 then
-  return redis.error_reply('ERR act: want 3 keys and 7 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+if #KEYS ~= 4 or #ARGV ~= 7 then
+  return redis.error_reply('ERR act: want 4 keys and 7 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
 local act, user, bound, attempt = ARGV[1], ARGV[2], tonumber(ARGV[5]), ARGV[7]
 if (act ~= 'pay' and act ~= 'cancel') or user == '' or ARGV[3] == '' or not tonumber(ARGV[4])
@@ -38,6 +39,7 @@ end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return 'FROZEN'
 end
+order_open(KEYS[1], KEYS[4], user, ARGV[3])
 local r = redis.call('HMGET', KEYS[1], 'user', 'item', 'status', 'created', 'expires', 'q', 'qa', 'v' .. attempt)
 if r[8] then
   return 'VOIDED'

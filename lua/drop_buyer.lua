@@ -17,7 +17,9 @@ end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return -1
 end
-if redis.call('HGET', KEYS[1], user) ~= oid then
+-- The buyer record names its order first (order.lua: 'oid|...' or a bare id).
+local held = redis.call('HGET', KEYS[1], user)
+if not held or string.match(held, '^[^|]*') ~= oid then
   return 0
 end
 return redis.call('HDEL', KEYS[1], user)

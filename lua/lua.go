@@ -6,20 +6,50 @@ package lua
 
 import _ "embed"
 
-// Reserve takes one unit of an item on one shard for one user. See reserve.lua.
+// orderLib is order.lua, the lazy order record's functions, which lua.go puts
+// in front of every script that reads or changes an order.
 //
+//go:embed order.lua
+var orderLib string
+
+// The scripts that read or change an order, each with orderLib in front.
+var (
+	// Reserve takes one unit of an item on one shard for one user. See reserve.lua.
+	Reserve = orderLib + reserveSrc
+	// ReserveMany runs several reservations of reserve.lua on one slot in one
+	// call. See reserve_many.lua.
+	ReserveMany = orderLib + reserveManySrc
+	// Release gives a reserved unit back at most once per order. See release.lua.
+	Release = orderLib + releaseSrc
+	// Status records an order status committed by the writer. See status.lua.
+	Status = orderLib + statusSrc
+	// Void undoes a purchase attempt whose answer never reached its client. See void.lua.
+	Void = orderLib + voidSrc
+	// Act journals an owner's pay or cancel request. See act.lua.
+	Act = orderLib + actSrc
+	// VoidAct undoes a pay or cancel attempt whose answer never reached its
+	// client. See void_act.lua.
+	VoidAct = orderLib + voidActSrc
+	// ExpireClaim claims an unpaid order for expiry. See expire_claim.lua.
+	ExpireClaim = orderLib + expireClaimSrc
+	// Persisted marks order records of one shard as held by PostgreSQL. See persisted.lua.
+	Persisted = orderLib + persistedSrc
+	// OpenOrder makes an order's record from its buyer record, as the
+	// scripts above do on the order's first change (tests and repairs that
+	// write a record's fields directly): KEYS[1] the order record, KEYS[2]
+	// the buyers hash, ARGV[1] the user id, ARGV[2] the order id. It replies
+	// 1 when the record exists afterwards, else 0.
+	OpenOrder = orderLib + "order_open(KEYS[1], KEYS[2], ARGV[1], ARGV[2])\nreturn redis.call('EXISTS', KEYS[1])\n"
+)
+
 //go:embed reserve.lua
-var Reserve string
+var reserveSrc string
 
-// Release gives a reserved unit back at most once per order. See release.lua.
-//
 //go:embed release.lua
-var Release string
+var releaseSrc string
 
-// Status records an order status committed by the writer. See status.lua.
-//
 //go:embed status.lua
-var Status string
+var statusSrc string
 
 // MoveOut debits a donor shard and journals the move. See move_out.lua.
 //
@@ -36,36 +66,25 @@ var MoveIn string
 //go:embed cas.lua
 var CAS string
 
-// Void undoes a purchase attempt whose answer never reached its client. See void.lua.
-//
 //go:embed void.lua
-var Void string
+var voidSrc string
 
-// Act journals an owner's pay or cancel request. See act.lua.
-//
 //go:embed act.lua
-var Act string
+var actSrc string
 
-// VoidAct undoes a pay or cancel attempt whose answer never reached its
-// client. See void_act.lua.
-//
 //go:embed void_act.lua
-var VoidAct string
+var voidActSrc string
 
-// ExpireClaim claims an unpaid order for expiry. See expire_claim.lua.
-//
 //go:embed expire_claim.lua
-var ExpireClaim string
+var expireClaimSrc string
 
 // Relay is one round of a shard's journal relay. See relay.lua.
 //
 //go:embed relay.lua
 var Relay string
 
-// Persisted marks order records of one shard as held by PostgreSQL. See persisted.lua.
-//
 //go:embed persisted.lua
-var Persisted string
+var persistedSrc string
 
 // DropBuyer removes a buyer record that still names one order. See drop_buyer.lua.
 //
@@ -82,11 +101,8 @@ var RoomJoin string
 //go:embed room_tick.lua
 var RoomTick string
 
-// ReserveMany runs several reservations of reserve.lua on one slot in one
-// call. See reserve_many.lua.
-//
 //go:embed reserve_many.lua
-var ReserveMany string
+var reserveManySrc string
 
 // Fence is a gateway's beat on a shard, which bounds what its relays may
 // take. See fence.lua.

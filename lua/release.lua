@@ -22,7 +22,8 @@ end
 if redis.call('EXISTS', KEYS[4]) == 1 then
   return -1
 end
-if redis.call('HGET', KEYS[2], user) ~= oid then
+local held = redis.call('HGET', KEYS[2], user)
+if not held or buyer_oid(held) ~= oid then
   return 0
 end
 local raw = redis.call('GET', KEYS[1])
@@ -30,6 +31,7 @@ local n = raw and tonumber(raw)
 if not n or n ~= math.floor(n) or n < 0 then
   return redis.error_reply('ERR release: stock key missing or not a non-negative integer: ' .. KEYS[1])
 end
+order_open(KEYS[3], KEYS[2], user, oid)
 redis.call('HDEL', KEYS[2], user)
 redis.call('INCR', KEYS[1])
 if st == '-' then

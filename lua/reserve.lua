@@ -1,13 +1,17 @@
 -- reserve.lua: one purchase click against one stock shard, journaled.
 --
--- The unit, the buyer record, the order record and the order's event in the
--- shard's journal (a stream the relay moves to Kafka) are written together in
--- this one atomic step, or none of them is: a reservation without its event,
--- or an event without its unit, cannot exist.
+-- The unit, the buyer record (which carries the order: see order.lua) and
+-- the order's event in the shard's journal (a stream the relay moves to
+-- Kafka) are written together in this one atomic step, or none of them is: a
+-- reservation without its event, or an event without its unit, cannot exist.
+-- No order record is written: it is made on the order's first change. An
+-- order id is its user's own (the gateway derives it from the user and a
+-- random or Idempotency-Key part), so an id in use is found in the user's
+-- buyer record, and a finished or voided one in its record.
 --
 -- KEYS[1] stock key of the item on this shard (integer units left)
--- KEYS[2] buyers hash of this shard: user id -> order id (the user's home shard)
--- KEYS[3] order record hash of the new order id
+-- KEYS[2] buyers hash of this shard: user id -> the order (order.lua; the user's home shard)
+-- KEYS[3] order record hash of the new order id (read, and written only over a VOID one)
 -- KEYS[4] fence of the shard: present while the shard is frozen for a reshard
 -- KEYS[5] journal stream of the shard
 -- KEYS[6] receiver marker of move ARGV[11] (only touched when ARGV[10] > 0)
@@ -69,7 +73,8 @@ if credit > 0 and redis.call('EXISTS', KEYS[6]) == 0 then
 end
 local held = redis.call('HGET', KEYS[2], user)
 if held then
-  if held == oid then
+  local f = buyer_fields(held)
+  if f[1] == oid then
     -- A retry of this order (the same Idempotency-Key) takes it over: the
     -- void of an earlier attempt, still queued after its 503, must not undo
     -- the order this retry is answered 202 for (void.lua leaves alone an
@@ -78,15 +83,21 @@ if held then
     -- older than the holder (by its created time; 'ac' is the holder's when
     -- a retry took the order over): a late run of an attempt whose client
     -- was told 503 while a retry bought the order, whose void would then
-    -- undo the order the retry was answered 202 for.
+    -- undo the order the retry was answered 202 for. An order still held
+    -- lazily (no record: nothing fenced it) is taken over in its buyer record.
     local r = redis.call('HMGET', KEYS[3], 'status', 'v' .. attempt, 'ac', 'created')
-    local holder = tonumber(r[3] or r[4])
-    if r[1] == 'PENDING' and not r[2] and (not holder or tonumber(ARGV[4]) >= holder) then
-      redis.call('HSET', KEYS[3], 'a', attempt, 'ac', ARGV[4])
+    if r[1] then
+      local holder = tonumber(r[3] or r[4])
+      if r[1] == 'PENDING' and not r[2] and (not holder or tonumber(ARGV[4]) >= holder) then
+        redis.call('HSET', KEYS[3], 'a', attempt, 'ac', ARGV[4])
+      end
+    elseif #f == 9 and tonumber(f[7]) and tonumber(f[8]) and tonumber(ARGV[4]) >= tonumber(f[7])
+        and tonumber(f[8]) > tonumber(ARGV[4]) then
+      redis.call('HSET', KEYS[2], user, buyer_value(oid, f[2], f[3], f[4], f[5], attempt, ARGV[4], f[8], f[9]))
     end
     return {RESERVED, oid, -1}
   end
-  return {ALREADY_PURCHASED, held, -1}
+  return {ALREADY_PURCHASED, f[1], -1}
 end
 local st = redis.call('HGET', KEYS[3], 'status')
 -- A VOID record lets another attempt of the order id buy anew (a retry
@@ -106,13 +117,16 @@ if n == 0 then
   return {SOLD_OUT, '', 0}
 end
 redis.call('DECR', KEYS[1])
-redis.call('HSET', KEYS[2], user, oid)
 local eid = redis.call('XADD', KEYS[5], '*', 't', 'reserved', 'o', oid, 's', ARGV[7], 'i', ARGV[3], 'u', user,
   'c', ARGV[4], 'x', ARGV[5])
+local deadline = string.format('%.0f', tonumber(ARGV[4]) + ttl * 1000)
+redis.call('HSET', KEYS[2], user, buyer_value(oid, ARGV[3], ARGV[4], ARGV[5], eid, attempt, ARGV[4], deadline, ''))
 if st then
+  -- A retry after a void: the VOID record goes (as the order's first
+  -- change, the reservation over it is written as its record).
   redis.call('DEL', KEYS[3])
+  redis.call('HSET', KEYS[3], 'user', user, 'item', ARGV[3], 'status', 'PENDING', 'created', ARGV[4], 'expires', ARGV[5],
+    'a', attempt, 'ac', ARGV[4], 'j', eid)
+  redis.call('PEXPIREAT', KEYS[3], deadline)
 end
-redis.call('HSET', KEYS[3], 'user', user, 'item', ARGV[3], 'status', 'PENDING', 'created', ARGV[4], 'expires', ARGV[5],
-  'a', attempt, 'j', eid)
-redis.call('EXPIRE', KEYS[3], ttl)
 return {RESERVED, oid, n - 1}

@@ -11,15 +11,14 @@
 -- call's setup, each redis.call's bridge, and on the replica one MULTI/EXEC
 -- per call). Here the keys every reservation reads (fence, journal length,
 -- halt, stock, buyer records, whether an order record exists) are read once
--- per distinct key, and the stock decrement and buyer records are written
--- once per key at the end: a reservation then costs its journal entry and its
--- order record.
+-- per distinct key, and the stock decrement and buyer records (which carry
+-- the orders: order.lua) are written once per key at the end: a reservation
+-- then costs its journal entry.
 --
 -- Every key is read (and so type-checked) before the first write, so the
 -- writes that follow cannot fail on a key's type, and Redis refuses a script
 -- for lack of memory only at its first write: the stock decrements, buyer
--- records, journal entries and order records of one call are made together
--- or not at all.
+-- records and journal entries of one call are made together or not at all.
 local SOLD_OUT, RESERVED, ALREADY_PURCHASED, ID_USED, FROZEN, JOURNAL_FULL, PAUSED, ENDED = 0, 1, 2, 3, 4, 5, 6, 7
 local NK, NA = 7, 12
 local n = #KEYS / NK
@@ -66,9 +65,9 @@ if redis.call('EXISTS', unpack(orders)) > 0 then
 end
 
 local out = {}
-local made = {}   -- order keys written by this call -> their holder's created ms
+local made = {}   -- order keys reserved by this call -> where its buyer record is in buyers[its key]
 local taken = {}  -- stock key -> units taken by this call
-local buyers = {} -- buyers key -> {user, order id, ...} to write
+local buyers = {} -- buyers key -> {user, buyer record, ...} to write
 local added = {}  -- journal key -> entries added by this call
 
 local function one(i)
@@ -100,26 +99,35 @@ local function one(i)
   end
   local h = held[kBuyers][user]
   if h then
-    if h == oid then
+    local f = buyer_fields(h)
+    if f[1] == oid then
       -- reserve.lua's replay: the PENDING order's attempt becomes this one's,
       -- unless void.lua fenced this one ('v' .. attempt) or it is older
-      -- than the holder.
-      local holder = made[kOrder] or (ord[kOrder] and ord[kOrder][3])
+      -- than the holder; in the record, or in the buyer record of an order
+      -- held lazily.
       local created = tonumber(ARGV[a + 4])
-      if (made[kOrder] or (ord[kOrder] and ord[kOrder][1] == 'PENDING'))
-          and not redis.call('HGET', kOrder, 'v' .. attempt) and (not holder or created >= holder) then
-        redis.call('HSET', kOrder, 'a', attempt, 'ac', ARGV[a + 4])
-        if made[kOrder] then made[kOrder] = created end
-        if ord[kOrder] then ord[kOrder][2], ord[kOrder][3] = attempt, created end
+      local rec = ord[kOrder]
+      if rec then
+        if rec[1] == 'PENDING' and not redis.call('HGET', kOrder, 'v' .. attempt) and (not rec[3] or created >= rec[3]) then
+          redis.call('HSET', kOrder, 'a', attempt, 'ac', ARGV[a + 4])
+          rec[2], rec[3] = attempt, created
+        end
+      elseif #f == 9 and tonumber(f[7]) and tonumber(f[8]) and created >= tonumber(f[7]) and tonumber(f[8]) > created then
+        local v = buyer_value(oid, f[2], f[3], f[4], f[5], attempt, ARGV[a + 4], f[8], f[9])
+        held[kBuyers][user] = v
+        local m = made[kOrder]
+        if m and buyers[kBuyers][m - 1] == user then
+          buyers[kBuyers][m] = v
+        else
+          redis.call('HSET', kBuyers, user, v)
+        end
       end
       return {RESERVED, oid, -1}
     end
-    return {ALREADY_PURCHASED, h, -1}
+    return {ALREADY_PURCHASED, f[1], -1}
   end
   local st, sa
-  if made[kOrder] then
-    st = 'PENDING'
-  elseif ord[kOrder] then
+  if ord[kOrder] then
     st, sa = ord[kOrder][1], ord[kOrder][2]
   end
   -- reserve.lua's rule: a VOID record refuses the attempt it names and the
@@ -137,21 +145,26 @@ local function one(i)
     return {SOLD_OUT, '', 0}
   end
   taken[kStock] = (taken[kStock] or 0) + 1
-  held[kBuyers][user] = oid
-  local bl = buyers[kBuyers]
-  if not bl then bl = {}; buyers[kBuyers] = bl end
-  bl[#bl + 1] = user
-  bl[#bl + 1] = oid
   added[kJournal] = (added[kJournal] or 0) + 1
   local eid = redis.call('XADD', kJournal, '*', 't', 'reserved', 'o', oid, 's', ARGV[a + 7], 'i', item, 'u', user,
     'c', ARGV[a + 4], 'x', ARGV[a + 5])
+  local deadline = string.format('%.0f', tonumber(ARGV[a + 4]) + ttl * 1000)
+  local v = buyer_value(oid, item, ARGV[a + 4], ARGV[a + 5], eid, attempt, ARGV[a + 4], deadline, '')
+  held[kBuyers][user] = v
+  local bl = buyers[kBuyers]
+  if not bl then bl = {}; buyers[kBuyers] = bl end
+  bl[#bl + 1] = user
+  bl[#bl + 1] = v
+  made[kOrder] = #bl
   if st then
+    -- reserve.lua's retry after a void: the VOID record becomes the
+    -- reservation's record.
     redis.call('DEL', kOrder)
+    redis.call('HSET', kOrder, 'user', user, 'item', item, 'status', 'PENDING', 'created', ARGV[a + 4], 'expires', ARGV[a + 5],
+      'a', attempt, 'ac', ARGV[a + 4], 'j', eid)
+    redis.call('PEXPIREAT', kOrder, deadline)
+    ord[kOrder] = {'PENDING', attempt, tonumber(ARGV[a + 4])}
   end
-  redis.call('HSET', kOrder, 'user', user, 'item', item, 'status', 'PENDING', 'created', ARGV[a + 4], 'expires', ARGV[a + 5],
-    'a', attempt, 'j', eid)
-  redis.call('EXPIRE', kOrder, ttl)
-  made[kOrder] = tonumber(ARGV[a + 4])
   return {RESERVED, oid, units - 1}
 end
 

@@ -2,14 +2,15 @@
 --
 -- KEYS[1] order record hash
 -- KEYS[2] fence of the shard (see reserve.lua)
+-- KEYS[3] buyers hash of the shard (an order held there lazily is opened first: order.lua)
 -- ARGV[1] status (PENDING, PAID, EXPIRED, CANCELLED, FAILED), ARGV[2] record TTL (s)
 -- ARGV[3..6] user, item, created ms, expires ms (used only when the record is missing,
 --            for example after a failover lost it; '' leaves them out)
 --
 -- Reply: 1 when written, 0 when left alone, -1 when the shard is frozen. A final status is never overwritten by PENDING, so a
 -- late replay of the reservation cannot undo a payment or an expiry.
-if #KEYS ~= 2 or #ARGV ~= 6 then
-  return redis.error_reply('ERR status: want 2 keys and 6 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+if #KEYS ~= 3 or #ARGV ~= 6 then
+  return redis.error_reply('ERR status: want 3 keys and 6 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
 local st = ARGV[1]
 local ttl = tonumber(ARGV[2])
@@ -18,6 +19,9 @@ if not (st == 'PENDING' or st == 'PAID' or st == 'EXPIRED' or st == 'CANCELLED' 
 end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return -1
+end
+if ARGV[3] ~= '' then
+  order_open(KEYS[1], KEYS[3], ARGV[3], string.match(KEYS[1], ':o:(.*)$') or '')
 end
 local cur = redis.call('HGET', KEYS[1], 'status')
 if cur and cur ~= 'PENDING' and st == 'PENDING' then

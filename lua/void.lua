@@ -30,6 +30,7 @@ end
 if redis.call('EXISTS', KEYS[4]) == 1 then
   return FROZEN
 end
+order_open(KEYS[3], KEYS[2], user, oid)
 local function id_le(a, b)
   local am, as = string.match(a, '^(%d+)-(%d+)$')
   local bm, bs = string.match(b, '^(%d+)-(%d+)$')
@@ -55,7 +56,8 @@ if rec[1] ~= attempt then
   end
   return NOTHING
 end
-if rec[1] ~= attempt or rec[3] ~= 'PENDING' or redis.call('HGET', KEYS[2], user) ~= oid then
+local hv = redis.call('HGET', KEYS[2], user)
+if rec[1] ~= attempt or rec[3] ~= 'PENDING' or not hv or buyer_oid(hv) ~= oid then
   return NOTHING
 end
 local raw = redis.call('GET', KEYS[1])

@@ -4,8 +4,9 @@
 -- nothing will come of it.
 --
 -- KEYS[1] order record, KEYS[2] fence of the shard, KEYS[3] journal stream,
--- KEYS[4] the shard's relay watermark (the last entry a relay has taken)
--- ARGV[1] attempt id
+-- KEYS[4] the shard's relay watermark (the last entry a relay has taken),
+-- KEYS[5] buyers hash of the shard (the order's record is opened from it: order.lua)
+-- ARGV[1] attempt id, ARGV[2] user id, ARGV[3] order id
 --
 -- The attempt is fenced first ('v' .. attempt on the record), so that a late
 -- run of it changes nothing (act.lua answers VOIDED). Then, when the attempt
@@ -26,16 +27,17 @@
 --      202), or for good;
 --  -1 FROZEN   the shard is frozen by a reshard: retry on the new layout.
 local NOTHING, VOIDED, STANDS, FENCED, FROZEN = 0, 1, 2, 3, -1
-if #KEYS ~= 4 or #ARGV ~= 1 then
-  return redis.error_reply('ERR void_act: want 4 keys and 1 arg, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+if #KEYS ~= 5 or #ARGV ~= 3 then
+  return redis.error_reply('ERR void_act: want 5 keys and 3 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
 local attempt = ARGV[1]
-if not string.match(attempt, '^%d+$') then
-  return redis.error_reply('ERR void_act: bad arguments (attempt)')
+if not string.match(attempt, '^%d+$') or ARGV[2] == '' or ARGV[3] == '' then
+  return redis.error_reply('ERR void_act: bad arguments (attempt, user, order id)')
 end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   return FROZEN
 end
+order_open(KEYS[1], KEYS[5], ARGV[2], ARGV[3])
 local r = redis.call('HMGET', KEYS[1], 'status', 'q', 'qa', 'qj', 'v' .. attempt)
 if r[1] == false or r[5] then
   return NOTHING -- no such order, or this attempt was voided before

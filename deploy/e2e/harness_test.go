@@ -450,6 +450,7 @@ func readAudit(t *testing.T, s *sale, pool *pgxpool.Pool, rs *stock.Store) audit
 		}
 		for u, o := range m {
 			user, _ := strconv.ParseUint(u, 10, 64)
+			o, _, _ = strings.Cut(o, "|") // the order the buyer record names (lua/order.lua)
 			a.buyers[o] = user
 		}
 		n, err := c.Do(ctx, c.B().Xlen().Key(string(sharding.AppendEventsKey(nil, tag))).Build()).AsInt64()

@@ -133,7 +133,7 @@ func (k *checker) explainKnown(f Finding, o pgOrder) {
 // in the hand-off journal (Kafka away, however long), or young enough to be on
 // its way, it is in flight; otherwise it is an orphan.
 func (k *checker) explainUnpersisted(ctx context.Context, f Finding) error {
-	rec, found, err := k.t.Store.Order(ctx, f.tag, f.oid)
+	rec, found, err := k.t.Store.Order(ctx, f.tag, f.User, f.oid)
 	if err != nil {
 		return err
 	}

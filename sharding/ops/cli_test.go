@@ -304,7 +304,7 @@ func TestCommandsOnTheStack(t *testing.T) {
 	}
 	for u, oid := range unpersisted {
 		tag := live.Shards[sharding.HomeShard(u, live.ID, len(live.Shards))]
-		rec, found, err := e.t.Store.Order(ctx, tag, oid)
+		rec, found, err := e.t.Store.Order(ctx, tag, u, oid)
 		if err != nil || !found {
 			t.Fatalf("order %s on %s: %v %v", oid, tag, found, err)
 		}

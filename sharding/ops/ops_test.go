@@ -276,7 +276,7 @@ func TestReshardThroughOps(t *testing.T) {
 			t.Fatalf("buyer %d holds %v, reserved %v", u, id, want)
 		}
 		tag := final.Shards[sharding.HomeShard(u, final.ID, 4)]
-		if _, found, err := e.t.Store.Order(ctx, tag, id); err != nil || !found {
+		if _, found, err := e.t.Store.Order(ctx, tag, u, id); err != nil || !found {
 			t.Fatalf("order record %v did not follow its owner: %v", id, err)
 		}
 	}

@@ -130,7 +130,7 @@ func TestReconcileFindsAndRepairs(t *testing.T) {
 	// records, say): past the grace they are orphans.
 	for _, u := range us[7:9] {
 		tag := sale.Shards[sharding.HomeShard(u, sale.ID, 4)]
-		rec, _, err := e.t.Store.Order(ctx, tag, ids[u])
+		rec, _, err := e.t.Store.Order(ctx, tag, u, ids[u])
 		must(t, err)
 		must(t, e.c.Do(ctx, e.c.B().Xdel().Key(string(sharding.AppendEventsKey(nil, tag))).Id(rec.Journal).Build()).Error())
 	}

@@ -131,6 +131,7 @@ func (s *Store) Act(ctx context.Context, a ActRequest) (string, error) {
 		string(sharding.AppendOrderKey(nil, a.Tag, a.OrderID)),
 		string(sharding.AppendFenceKey(nil, a.Tag)),
 		string(sharding.AppendEventsKey(nil, a.Tag)),
+		string(sharding.AppendBuyersKey(nil, a.Tag)),
 	}
 	args := []string{a.Action, strconv.FormatUint(a.UserID, 10), a.OrderID.String(), strconv.FormatInt(a.SaleID, 10),
 		strconv.Itoa(bound(a.Bound)), strconv.FormatInt(a.At.UnixMilli(), 10), strconv.FormatUint(a.Attempt, 10)}
@@ -157,8 +158,10 @@ func (s *Store) VoidAct(ctx context.Context, a ActRequest) (VoidOutcome, error) 
 		string(sharding.AppendFenceKey(nil, a.Tag)),
 		string(sharding.AppendEventsKey(nil, a.Tag)),
 		string(sharding.AppendTakenKey(nil, a.Tag)),
+		string(sharding.AppendBuyersKey(nil, a.Tag)),
 	}
-	rr, _ := s.evalAck(ctx, voidActScript, keys, []string{strconv.FormatUint(a.Attempt, 10)}, false)
+	args := []string{strconv.FormatUint(a.Attempt, 10), strconv.FormatUint(a.UserID, 10), a.OrderID.String()}
+	rr, _ := s.evalAck(ctx, voidActScript, keys, args, false)
 	n, err := rr.AsInt64()
 	if err != nil {
 		return 0, fmt.Errorf("voiding %s attempt: %w", a.Action, err)
@@ -185,9 +188,11 @@ const (
 	ClaimFailed int8 = -2
 )
 
-// ClaimRef names an order record for ExpireClaims.
+// ClaimRef names an order for ExpireClaims: its owner's home shard, its
+// owner (whose buyer record may hold the order lazily) and its id.
 type ClaimRef struct {
 	Tag     string
+	UserID  uint64
 	OrderID sharding.OrderID
 }
 
@@ -204,7 +209,11 @@ func (s *Store) ExpireClaims(ctx context.Context, refs []ClaimRef) ([]int8, erro
 	}
 	res := make([]rueidis.RedisResult, len(refs))
 	keys := func(r ClaimRef) []string {
-		return []string{string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)), string(sharding.AppendFenceKey(nil, r.Tag))}
+		return []string{string(sharding.AppendOrderKey(nil, r.Tag, r.OrderID)), string(sharding.AppendFenceKey(nil, r.Tag)),
+			string(sharding.AppendBuyersKey(nil, r.Tag))}
+	}
+	args := func(r ClaimRef) []string {
+		return []string{strconv.FormatUint(r.UserID, 10), r.OrderID.String()}
 	}
 	if s.batch != nil {
 		// Each shard's claims have a bound of their own: with one bound
@@ -223,7 +232,7 @@ func (s *Store) ExpireClaims(ctx context.Context, refs []ClaimRef) ([]int8, erro
 					sem <- struct{}{}
 					wg.Go(func() {
 						defer func() { <-sem }()
-						res[i], _ = s.evalAck(ctx, claimScript, keys(refs[i]), nil, false)
+						res[i], _ = s.evalAck(ctx, claimScript, keys(refs[i]), args(refs[i]), false)
 					})
 				}
 				wg.Wait()
@@ -233,12 +242,12 @@ func (s *Store) ExpireClaims(ctx context.Context, refs []ClaimRef) ([]int8, erro
 	} else {
 		cmds := make(rueidis.Commands, 0, len(refs))
 		for _, r := range refs {
-			cmds = append(cmds, s.c.B().Evalsha().Sha1(claimScript.sha).Numkeys(2).Key(keys(r)...).Build())
+			cmds = append(cmds, s.c.B().Evalsha().Sha1(claimScript.sha).Numkeys(3).Key(keys(r)...).Arg(args(r)...).Build())
 		}
 		res = s.c.DoMulti(ctx, cmds...)
 		for i, r := range res {
 			if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() {
-				res[i] = claimScript.lua.Exec(ctx, s.c, keys(refs[i]), nil)
+				res[i] = claimScript.lua.Exec(ctx, s.c, keys(refs[i]), args(refs[i]))
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -265,6 +266,7 @@ func TestReshardWhilePurchasing(t *testing.T) {
 			t.Fatal(err)
 		}
 		for user, oid := range m {
+			oid, _, _ = strings.Cut(oid, "|") // the order the buyer record names
 			u, _ := strconv.ParseUint(user, 10, 64)
 			if sharding.HomeShard(u, final.ID, 4) != i {
 				t.Fatalf("user %d on shard %d, home is %d", u, i, sharding.HomeShard(u, final.ID, 4))
@@ -274,7 +276,7 @@ func TestReshardWhilePurchasing(t *testing.T) {
 				t.Fatalf("buyer %d holds %s, reserved %v", u, oid, want)
 			}
 			id, _ := sharding.ParseOrderID([]byte(oid))
-			if _, found, err := s.Order(ctx, tag, id); err != nil || !found {
+			if _, found, err := s.Order(ctx, tag, u, id); err != nil || !found {
 				t.Fatalf("order record of %s did not follow its owner: %v", oid, err)
 			}
 			buyers++

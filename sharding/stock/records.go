@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"flashsale/sharding"
 )
@@ -20,8 +23,8 @@ type OrderRecord struct {
 	// Journal is the id of the reservation's entry in the shard's hand-off
 	// journal, "" for a record the reserve script did not write.
 	Journal string
-	// Persisted is true once the writer marked the record after PostgreSQL
-	// committed the order (MarkPersisted), or the writer recorded a status
+	// Persisted is true once the writer marked the order after PostgreSQL
+	// committed it (MarkPersisted), or the writer recorded a status
 	// other than PENDING (only the writer records those, after its commit).
 	Persisted bool
 	// Request is the record's request mark (act.lua, expire_claim.lua):
@@ -51,11 +54,13 @@ func (r *OrderRecord) Shown(now time.Time) string {
 // PENDING (see Shown).
 const shownGrace = 2 * time.Second
 
-// MarkPersisted marks order id's record on tag's shard as held by PostgreSQL
-// (persisted.lua); marked is false when there is no record (or a VOID one) to
-// mark. A frozen shard answers ErrFrozen. Marking twice is harmless.
-func (s *Store) MarkPersisted(ctx context.Context, tag string, id sharding.OrderID) (marked bool, err error) {
-	m, err := s.MarkPersistedMany(ctx, tag, []sharding.OrderID{id})
+// MarkPersisted marks order id of userID on tag's shard as held by
+// PostgreSQL (persisted.lua): in its record, or in the buyer record of an
+// order held there lazily; marked is false when there is nothing (or a VOID
+// record) to mark. A frozen shard answers ErrFrozen. Marking twice is
+// harmless.
+func (s *Store) MarkPersisted(ctx context.Context, tag string, userID uint64, id sharding.OrderID) (marked bool, err error) {
+	m, err := s.MarkPersistedMany(ctx, tag, []uint64{userID}, []sharding.OrderID{id})
 	if err != nil {
 		return false, err
 	}
@@ -63,18 +68,23 @@ func (s *Store) MarkPersisted(ctx context.Context, tag string, id sharding.Order
 }
 
 // MarkPersistedMany is MarkPersisted of several orders of tag's shard in one
-// script call: marked[i] tells of ids[i]. A frozen shard marks none of them
-// and answers ErrFrozen.
-func (s *Store) MarkPersistedMany(ctx context.Context, tag string, ids []sharding.OrderID) (marked []bool, err error) {
+// script call, ids[i] being users[i]'s: marked[i] tells of ids[i]. A frozen
+// shard marks none of them and answers ErrFrozen.
+func (s *Store) MarkPersistedMany(ctx context.Context, tag string, users []uint64, ids []sharding.OrderID) (marked []bool, err error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	keys := make([]string, 0, 1+len(ids))
-	keys = append(keys, string(sharding.AppendFenceKey(nil, tag)))
-	for _, id := range ids {
-		keys = append(keys, string(sharding.AppendOrderKey(nil, tag, id)))
+	if len(users) != len(ids) {
+		return nil, fmt.Errorf("marking orders persisted: %d users for %d orders", len(users), len(ids))
 	}
-	res, _ := s.evalAck(ctx, persistedScript, keys, nil, false)
+	keys := make([]string, 0, 2+len(ids))
+	keys = append(keys, string(sharding.AppendFenceKey(nil, tag)), string(sharding.AppendBuyersKey(nil, tag)))
+	args := make([]string, 0, len(ids))
+	for i, id := range ids {
+		keys = append(keys, string(sharding.AppendOrderKey(nil, tag, id)))
+		args = append(args, strconv.FormatUint(users[i], 10))
+	}
+	res, _ := s.evalAck(ctx, persistedScript, keys, args, false)
 	if n, err := res.AsInt64(); err == nil && n < 0 {
 		return nil, fmt.Errorf("marking orders persisted: %w", ErrFrozen)
 	}
@@ -95,14 +105,17 @@ func (s *Store) MarkPersistedMany(ctx context.Context, tag string, ids []shardin
 	return marked, nil
 }
 
-// SetStatus records status for order id on tag's shard. When the record is
-// missing it is recreated from rec, so GET keeps working after a failover lost
-// it. A final status is never replaced by PENDING.
+// SetStatus records status for order id on tag's shard, opening the record of
+// an order held lazily by rec.UserID's buyer record (lua/order.lua). When
+// there is neither it is recreated from rec, so GET keeps working after a
+// failover lost it. A final status is never replaced by PENDING.
 func (s *Store) SetStatus(ctx context.Context, tag string, id sharding.OrderID, rec OrderRecord, ttl time.Duration) error {
 	args := []string{rec.Status, strconv.Itoa(ttlSeconds(ttl)),
 		strconv.FormatUint(rec.UserID, 10), strconv.FormatInt(rec.ItemID, 10),
 		strconv.FormatInt(rec.Created.UnixMilli(), 10), strconv.FormatInt(rec.Expires.UnixMilli(), 10)}
-	rr, _ := s.evalAck(ctx, statusScript, []string{string(sharding.AppendOrderKey(nil, tag, id)), string(sharding.AppendFenceKey(nil, tag))}, args, false)
+	keys := []string{string(sharding.AppendOrderKey(nil, tag, id)), string(sharding.AppendFenceKey(nil, tag)),
+		string(sharding.AppendBuyersKey(nil, tag))}
+	rr, _ := s.evalAck(ctx, statusScript, keys, args, false)
 	n, err := rr.AsInt64()
 	if err != nil {
 		return fmt.Errorf("recording order status: %w", err)
@@ -113,18 +126,98 @@ func (s *Store) SetStatus(ctx context.Context, tag string, id sharding.OrderID, 
 	return nil
 }
 
-// Order reads the order record of id from tag's shard; found is false when
-// there is none.
-func (s *Store) Order(ctx context.Context, tag string, id sharding.OrderID) (rec OrderRecord, found bool, err error) {
-	m, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendOrderKey(nil, tag, id))).Build()).AsStrMap()
+// Order reads order id of userID from tag's shard (the user's home shard):
+// its record, or, for an order not changed since its reservation, the buyer
+// record that carries it (lua/order.lua). found is false when there is
+// neither, or the record would have expired.
+func (s *Store) Order(ctx context.Context, tag string, userID uint64, id sharding.OrderID) (rec OrderRecord, found bool, err error) {
+	res := s.c.DoMulti(ctx,
+		s.c.B().Hgetall().Key(string(sharding.AppendOrderKey(nil, tag, id))).Build(),
+		s.c.B().Hget().Key(string(sharding.AppendBuyersKey(nil, tag))).Field(strconv.FormatUint(userID, 10)).Build())
+	m, err := res[0].AsStrMap()
 	if err != nil {
 		return rec, false, fmt.Errorf("reading order: %w", err)
 	}
-	if len(m) == 0 {
+	if len(m) > 0 {
+		rec, err = parseRecord(m)
+		return rec, err == nil, err
+	}
+	v, err := res[1].ToString()
+	if rueidis.IsRedisNil(err) {
 		return rec, false, nil
 	}
-	rec, err = parseRecord(m)
-	return rec, err == nil, err
+	if err != nil {
+		return rec, false, fmt.Errorf("reading buyer record: %w", err)
+	}
+	b, err := ParseBuyer(v)
+	if err != nil || !b.Lazy || b.OrderID != id || !time.Now().Before(b.Deadline) {
+		return rec, false, err
+	}
+	return b.Record(userID), true, nil
+}
+
+// Buyer is a buyer record: the order its user holds on the shard, and, while
+// the order has no record of its own (Lazy), the order itself (see
+// lua/order.lua for the layout).
+type Buyer struct {
+	OrderID sharding.OrderID
+	// Lazy is true when the record carries the order's fields below; a bare
+	// order id (a record the ops tool restored) carries none.
+	Lazy      bool
+	ItemID    int64
+	Created   time.Time
+	Expires   time.Time
+	Journal   string    // the reservation's journal entry id
+	Attempt   string    // the attempt that holds the order
+	Deadline  time.Time // when the order's record would expire
+	Persisted bool      // PostgreSQL holds the order (persisted.lua)
+}
+
+// ParseBuyer decodes a buyer record (data from Redis: every field is checked).
+func ParseBuyer(v string) (Buyer, error) {
+	var b Buyer
+	head, rest, lazy := strings.Cut(v, "|")
+	id, ok := sharding.ParseOrderID([]byte(head))
+	if !ok {
+		return b, fmt.Errorf("buyer record %q: malformed order id", v)
+	}
+	b.OrderID, b.Lazy = id, lazy
+	if !lazy {
+		return b, nil
+	}
+	f := strings.Split(rest, "|")
+	if len(f) != 8 {
+		return b, fmt.Errorf("buyer record %q: %d fields, want 9", v, len(f)+1)
+	}
+	var errs [5]error
+	b.ItemID, errs[0] = strconv.ParseInt(f[0], 10, 64)
+	c, e, d := int64(0), int64(0), int64(0)
+	c, errs[1] = strconv.ParseInt(f[1], 10, 64)
+	e, errs[2] = strconv.ParseInt(f[2], 10, 64)
+	_, errs[3] = strconv.ParseInt(f[5], 10, 64)
+	d, errs[4] = strconv.ParseInt(f[6], 10, 64)
+	if err := errors.Join(errs[:]...); err != nil || b.ItemID <= 0 || c <= 0 || e < c || d <= 0 || !validEntryID(f[3]) || f[4] == "" ||
+		(f[7] != "" && f[7] != "1") {
+		return b, fmt.Errorf("buyer record %q: malformed order fields", v)
+	}
+	b.Created, b.Expires, b.Deadline = time.UnixMilli(c).UTC(), time.UnixMilli(e).UTC(), time.UnixMilli(d).UTC()
+	b.Journal, b.Attempt, b.Persisted = f[3], f[4], f[7] == "1"
+	return b, nil
+}
+
+// validEntryID reports whether s is a stream entry id, <ms>-<seq>.
+func validEntryID(s string) bool {
+	ms, seq, ok := strings.Cut(s, "-")
+	_, err1 := strconv.ParseUint(ms, 10, 64)
+	_, err2 := strconv.ParseUint(seq, 10, 64)
+	return ok && err1 == nil && err2 == nil
+}
+
+// Record returns the order a lazy buyer record of userID carries, as its
+// record would read (status PENDING).
+func (b *Buyer) Record(userID uint64) OrderRecord {
+	return OrderRecord{UserID: userID, ItemID: b.ItemID, Status: StatusPending, Created: b.Created, Expires: b.Expires,
+		Journal: b.Journal, Persisted: b.Persisted}
 }
 
 func parseRecord(m map[string]string) (OrderRecord, error) {

@@ -30,7 +30,8 @@ func (s *Store) CompareAndSetStock(ctx context.Context, tag string, itemID, expe
 	return n == 1, nil
 }
 
-// Buyers returns the buyer records (user id -> order id) of the shard with tag.
+// Buyers returns the orders the buyer records of the shard with tag name
+// (user id -> order id; see ParseBuyer).
 func (s *Store) Buyers(ctx context.Context, tag string) (map[uint64]sharding.OrderID, error) {
 	m, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsStrMap()
 	if err != nil {
@@ -39,11 +40,11 @@ func (s *Store) Buyers(ctx context.Context, tag string) (map[uint64]sharding.Ord
 	out := make(map[uint64]sharding.OrderID, len(m))
 	for u, o := range m {
 		user, err := strconv.ParseUint(u, 10, 64)
-		id, ok := sharding.ParseOrderID([]byte(o))
-		if err != nil || !ok {
+		b, err2 := ParseBuyer(o)
+		if err != nil || err2 != nil {
 			return nil, fmt.Errorf("buyers of %s hold a malformed entry %q=%q", tag, u, o)
 		}
-		out[user] = id
+		out[user] = b.OrderID
 	}
 	return out, nil
 }

@@ -58,15 +58,33 @@ func randomManyCase(r *rand.Rand, saleID int64) manyCase {
 	}
 	c.fenced = r.IntN(15) == 0
 	c.journal = r.IntN(4)
-	oid := func() string {
-		return sharding.NewOrderID(saleID, r.Uint64N(6), uint32(r.IntN(3))).String()
-	}
 	users := 1 + r.IntN(12)
+	// Order ids are a user's own (the gateway derives them from the user:
+	// sharding.NewOrderID), so a user's few ids are drawn from a small set
+	// to meet again.
+	user := func() int { return 1 + r.IntN(users) }
+	oidOf := func(u int) string {
+		return sharding.NewOrderID(saleID, uint64(u)<<8|r.Uint64N(3), uint32(r.IntN(2))).String()
+	}
+	now := time.Now().UnixMilli()
 	for range r.IntN(3) {
-		c.buyers[strconv.Itoa(1+r.IntN(users))] = oid()
+		u := user()
+		c.buyers[strconv.Itoa(u)] = oidOf(u)
 	}
 	for range r.IntN(3) {
-		o := oid()
+		// An order its buyer record holds lazily (lua/order.lua), taken
+		// over by a later attempt or an earlier one, or past its record's
+		// deadline.
+		ac, dl := now+int64(r.IntN(3)-1)*1000, now+3_600_000
+		if r.IntN(4) == 0 {
+			dl = now - 1
+		}
+		u := user()
+		c.buyers[strconv.Itoa(u)] = fmt.Sprintf("%s|%d|%d|%d|1-1|%d|%d|%d|", oidOf(u), items[0], now-5000, now+600000,
+			r.IntN(3), ac, dl)
+	}
+	for range r.IntN(3) {
+		o := oidOf(user())
 		c.voids[o] = strconv.Itoa(r.IntN(3))
 		if r.IntN(2) == 0 {
 			c.vmarks[o] = strconv.Itoa(r.IntN(3))
@@ -75,19 +93,20 @@ func randomManyCase(r *rand.Rand, saleID int64) manyCase {
 	if r.IntN(3) == 0 {
 		// A PENDING order its buyer holds: a reservation of it is a replay,
 		// which takes the order over unless its attempt is fenced.
-		o := oid()
+		u := user()
+		o := oidOf(u)
 		c.pending = append(c.pending, o)
 		if r.IntN(2) == 0 {
-			c.buyers[strconv.Itoa(1+r.IntN(users))] = o
+			c.buyers[strconv.Itoa(u)] = o
 		}
 		if r.IntN(2) == 0 {
 			c.vmarks[o] = strconv.Itoa(r.IntN(3))
 		}
 	}
 	c.moveDone = "m" + strconv.Itoa(r.IntN(3))
-	now := time.Now().UnixMilli()
 	for range 1 + r.IntN(30) {
-		a := [12]string{strconv.Itoa(1 + r.IntN(users)), oid(), "", strconv.FormatInt(now, 10),
+		u := user()
+		a := [12]string{strconv.Itoa(u), oidOf(u), "", strconv.FormatInt(now+int64(r.IntN(2))*1000, 10),
 			strconv.FormatInt(now+600000, 10), "3600", strconv.FormatInt(saleID, 10), strconv.Itoa(c.journal + 1 + r.IntN(25)),
 			strconv.Itoa(r.IntN(3)), "0", "", "60"}
 		item := items[r.IntN(len(items))]
@@ -183,11 +202,6 @@ func (mc *manyCase) state(t *testing.T, c rueidis.Client, tag string) map[string
 		}
 		out[norm(k)] = v
 	}
-	b, err := c.Do(ctx, c.B().Hgetall().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsStrMap()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out["buyers"] = fmt.Sprint(b)
 	ids := map[string]string{} // journal entry id -> its position
 	es, err := c.Do(ctx, c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()).AsXRange()
 	if err != nil {
@@ -199,6 +213,20 @@ func (mc *manyCase) state(t *testing.T, c rueidis.Client, tag string) map[string
 		journal = append(journal, fmt.Sprint(e.FieldValues))
 	}
 	out["journal"] = strings.Join(journal, "\n")
+	b, err := c.Do(ctx, c.B().Hgetall().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsStrMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, v := range b {
+		// A buyer record that carries its order names its journal entry.
+		if f := strings.Split(v, "|"); len(f) == 9 {
+			if n, ok := ids[f[4]]; ok {
+				f[4] = "entry " + n
+			}
+			b[u] = strings.Join(f, "|")
+		}
+	}
+	out["buyers"] = fmt.Sprint(b)
 	for _, r := range mc.rs {
 		id, ok := sharding.ParseOrderID([]byte(r[1]))
 		if !ok {
@@ -382,7 +410,7 @@ func TestBatcherJoinsReservations(t *testing.T) {
 		t.Fatalf("buyer records: %d (%v), want %d", len(rec), err, units)
 	}
 	for u, id := range won {
-		if rec[strconv.FormatUint(u, 10)] != id.String() {
+		if b, err := stock.ParseBuyer(rec[strconv.FormatUint(u, 10)]); err != nil || !b.Lazy || b.OrderID != id {
 			t.Fatalf("buyer %d: record %q, want %v", u, rec[strconv.FormatUint(u, 10)], id)
 		}
 	}

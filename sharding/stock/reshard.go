@@ -319,7 +319,7 @@ func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJ
 	}
 	cmds = append(cmds, marks...)
 	for _, tag := range j.From {
-		if cmds, err = s.copyBuyers(ctx, sale.ID, tag, j.To, want, cmds, rep); err != nil {
+		if cmds, err = s.copyBuyers(ctx, sale.ID, tag, j.To, want, jc.renamed[tag], cmds, rep); err != nil {
 			return err
 		}
 		if cmds, err = s.copyOrders(ctx, sale.ID, tag, j.To, top, want, jc.renamed[tag], cmds, rep); err != nil {
@@ -363,19 +363,27 @@ func (s *Store) copyStock(ctx context.Context, sale *sharding.Sale, j *reshardJo
 }
 
 // copyBuyers appends to cmds the writes that move old shard tag's buyer
-// records to their users' new home shards.
-func (s *Store) copyBuyers(ctx context.Context, saleID int64, tag string, to []string, want map[string]*copied, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
+// records to their users' new home shards. A buyer record that carries its
+// order (lua/order.lua) names the reservation's journal entry as copyOrders
+// names a record's.
+func (s *Store) copyBuyers(ctx context.Context, saleID int64, tag string, to []string, want map[string]*copied, renamed map[string]string, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
 	buyers, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsStrMap()
 	if err != nil {
 		return nil, fmt.Errorf("reading buyers of %s: %w", tag, err)
 	}
-	for user, oid := range buyers {
+	for user, v := range buyers {
 		u, err := strconv.ParseUint(user, 10, 64)
 		if err != nil {
 			return nil, fmt.Errorf("buyers of %s hold user %q", tag, user)
 		}
+		if f := strings.Split(v, "|"); len(f) == 9 {
+			if n, ok := renamed[f[4]]; ok {
+				f[4] = n
+				v = strings.Join(f, "|")
+			}
+		}
 		dst := to[sharding.HomeShard(u, saleID, len(to))]
-		cmds = append(cmds, s.c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, dst))).FieldValue().FieldValue(user, oid).Build())
+		cmds = append(cmds, s.c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, dst))).FieldValue().FieldValue(user, v).Build())
 		want[dst].buyers++
 		rep.Buyers++
 	}

@@ -215,7 +215,7 @@ func TestReshardKeepsTheOldRecordsForTheGrace(t *testing.T) {
 	published := time.Now()
 	for u, id := range orders {
 		old := sale.Shards[sharding.HomeShard(u, sale.ID, len(sale.Shards))]
-		if _, found, err := s.Order(ctx, old, id); err != nil || !found {
+		if _, found, err := s.Order(ctx, old, u, id); err != nil || !found {
 			t.Fatalf("order %v on its old shard right after the publication: found %v, %v", id, found, err)
 		}
 	}
@@ -227,7 +227,7 @@ func TestReshardKeepsTheOldRecordsForTheGrace(t *testing.T) {
 	}
 	for u, id := range orders {
 		old := sale.Shards[sharding.HomeShard(u, sale.ID, len(sale.Shards))]
-		if _, found, _ := s.Order(ctx, old, id); found {
+		if _, found, _ := s.Order(ctx, old, u, id); found {
 			t.Fatalf("order %v still on its old shard after the reshard", id)
 		}
 	}

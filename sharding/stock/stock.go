@@ -21,6 +21,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -305,7 +306,8 @@ func parseHolder(r rueidis.RedisResult) (sharding.OrderID, bool, error) {
 	if err != nil {
 		return sharding.OrderID{}, false, fmt.Errorf("reading buyer record: %w", err)
 	}
-	id, ok := sharding.ParseOrderID([]byte(held))
+	head, _, _ := strings.Cut(held, "|") // the order it names (lua/order.lua)
+	id, ok := sharding.ParseOrderID([]byte(head))
 	if !ok {
 		return sharding.OrderID{}, false, fmt.Errorf("reading buyer record: malformed order id %q", held)
 	}

@@ -183,7 +183,7 @@ func race1000For100(t *testing.T, s *stock.Store, c rueidis.Client) {
 		t.Fatalf("a replay took a unit: stock %d", left)
 	}
 
-	rec, found, err := s.Order(ctx, tag, ids[winner])
+	rec, found, err := s.Order(ctx, tag, uint64(winner), ids[winner])
 	if err != nil || !found || rec.Status != stock.StatusPending || rec.UserID != uint64(winner) || rec.ItemID != item {
 		t.Fatalf("order record %+v found=%v err=%v", rec, found, err)
 	}
@@ -202,7 +202,7 @@ func race1000For100(t *testing.T, s *stock.Store, c rueidis.Client) {
 	if left := getInt(t, c, stockKey); left != 1 {
 		t.Fatalf("after a second release stock is %d, want 1", left)
 	}
-	rec, _, _ = s.Order(ctx, tag, ids[winner])
+	rec, _, _ = s.Order(ctx, tag, uint64(winner), ids[winner])
 	if rec.Status != stock.StatusExpired {
 		t.Fatalf("released order shows %q", rec.Status)
 	}
@@ -285,15 +285,17 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"void: wrong arg count", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77"}, "want 6 keys and 4 args"},
 		{"void: empty attempt", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77", id.String(), "", "60"}, "bad arguments"},
 		{"void: ttl zero", void, []string{stockKey, buyers, order, fence, events, taken}, []string{"77", id.String(), "1", "0"}, "bad arguments"},
-		{"act: unknown action", act, []string{order, fence, events}, []string{"refund", "77", id.String(), "7", "10", "1", "5"}, "bad arguments"},
-		{"act: wrong key count", act, []string{order, fence}, []string{"pay", "77", id.String(), "7", "10", "1", "5"}, "want 3 keys and 7 args"},
-		{"act: no attempt", act, []string{order, fence, events}, []string{"pay", "77", id.String(), "7", "10", "1"}, "want 3 keys and 7 args"},
-		{"act: bound zero", act, []string{order, fence, events}, []string{"pay", "77", id.String(), "7", "0", "1", "5"}, "bad arguments"},
-		{"act: attempt not a number", act, []string{order, fence, events}, []string{"pay", "77", id.String(), "7", "10", "1", "5,6"}, "bad arguments"},
-		{"void_act: wrong key count", voidAct, []string{order, fence, events}, []string{"5"}, "want 4 keys and 1 arg"},
-		{"void_act: no attempt", voidAct, []string{order, fence, events, taken}, nil, "want 4 keys and 1 arg"},
-		{"void_act: attempt not a number", voidAct, []string{order, fence, events, taken}, []string{"x"}, "bad arguments"},
-		{"expire_claim: args given", claim, []string{order, fence}, []string{"x"}, "want 2 keys and 0 args"},
+		{"act: unknown action", act, []string{order, fence, events, buyers}, []string{"refund", "77", id.String(), "7", "10", "1", "5"}, "bad arguments"},
+		{"act: wrong key count", act, []string{order, fence, events}, []string{"pay", "77", id.String(), "7", "10", "1", "5"}, "want 4 keys and 7 args"},
+		{"act: no attempt", act, []string{order, fence, events, buyers}, []string{"pay", "77", id.String(), "7", "10", "1"}, "want 4 keys and 7 args"},
+		{"act: bound zero", act, []string{order, fence, events, buyers}, []string{"pay", "77", id.String(), "7", "0", "1", "5"}, "bad arguments"},
+		{"act: attempt not a number", act, []string{order, fence, events, buyers}, []string{"pay", "77", id.String(), "7", "10", "1", "5,6"}, "bad arguments"},
+		{"void_act: wrong key count", voidAct, []string{order, fence, events, taken}, []string{"5", "77", id.String()}, "want 5 keys and 3 args"},
+		{"void_act: no attempt", voidAct, []string{order, fence, events, taken, buyers}, nil, "want 5 keys and 3 args"},
+		{"void_act: attempt not a number", voidAct, []string{order, fence, events, taken, buyers}, []string{"x", "77", id.String()}, "bad arguments"},
+		{"void_act: empty user", voidAct, []string{order, fence, events, taken, buyers}, []string{"5", "", id.String()}, "bad arguments"},
+		{"expire_claim: no args", claim, []string{order, fence, buyers}, nil, "want 3 keys and 2 args"},
+		{"expire_claim: empty order id", claim, []string{order, fence, buyers}, []string{"77", ""}, "bad arguments"},
 		{"relay: too few keys", relay, []string{events, lease, taken, mark, marks}, []string{"tok", "1000", "0", "30000"}, "want 6 keys and 4 or 5 args"},
 		{"relay: too few args", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "0"}, "want 6 keys and 4 or 5 args"},
 		{"relay: too many args", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "0", "30000", "1-1", "2-2"}, "want 6 keys and 4 or 5 args"},
@@ -309,10 +311,12 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"release: empty status", release, []string{stockKey, buyers, order, fence}, []string{"77", id.String(), ""}, "bad arguments"},
 		{"release: non-numeric stock", release, []string{badStock, buyers, order, fence}, []string{"77", id.String(), "EXPIRED"}, "not a non-negative integer"},
 		{"release: missing stock key", release, []string{missing, buyers, order, fence}, []string{"77", id.String(), "EXPIRED"}, "stock key missing"},
-		{"status: unknown status", status, []string{order, fence}, []string{"SHIPPED", "60", "", "", "", ""}, "bad arguments"},
-		{"status: wrong arg count", status, []string{order, fence}, []string{"PAID"}, "want 2 keys and 6 args"},
-		{"persisted: args given", persisted, []string{fence, order}, []string{"x"}, "want the fence and at least one order key"},
-		{"persisted: no order key", persisted, []string{fence}, nil, "want the fence and at least one order key"},
+		{"status: unknown status", status, []string{order, fence, buyers}, []string{"SHIPPED", "60", "", "", "", ""}, "bad arguments"},
+		{"status: wrong arg count", status, []string{order, fence, buyers}, []string{"PAID"}, "want 3 keys and 6 args"},
+		{"status: no buyers key", status, []string{order, fence}, []string{"PAID", "60", "77", "1", "1000", "2000"}, "want 3 keys and 6 args"},
+		{"persisted: no user", persisted, []string{fence, buyers, order}, nil, "want the fence, the buyers, at least one order key and a user per order"},
+		{"persisted: no order key", persisted, []string{fence, buyers}, nil, "want the fence, the buyers, at least one order key"},
+		{"persisted: empty user", persisted, []string{fence, buyers, order}, []string{""}, "bad arguments"},
 		{"drop_buyer: wrong key count", dropBuyer, []string{buyers}, []string{"77", id.String()}, "want 2 keys and 2 args"},
 		{"drop_buyer: no order id", dropBuyer, []string{buyers, fence}, []string{"77"}, "want 2 keys and 2 args"},
 		{"drop_buyer: empty user", dropBuyer, []string{buyers, fence}, []string{"", id.String()}, "bad arguments"},
@@ -462,29 +466,36 @@ func reservedOrder(t *testing.T, s *stock.Store, c rueidis.Client) (string, shar
 	return tag, id
 }
 
-// TestMarkPersisted: the writer's mark makes Order report Persisted; a
+// TestMarkPersisted: the writer's mark makes Order report Persisted, for an
+// order held lazily by its buyer record without making its record; a
 // missing or VOID record is not marked (nor created), a frozen shard refuses.
 func TestMarkPersisted(t *testing.T) {
 	s, c := newStore(t)
 	tag, id := reservedOrder(t, s, c)
 	sale := id.SaleID()
 	ctx := context.Background()
-	if rec, _, err := s.Order(ctx, tag, id); err != nil || rec.Persisted {
+	if rec, _, err := s.Order(ctx, tag, 42, id); err != nil || rec.Persisted {
 		t.Fatalf("before the mark: %+v %v", rec, err)
 	}
 	for range 2 { // marking twice is harmless
-		if ok, err := s.MarkPersisted(ctx, tag, id); err != nil || !ok {
+		if ok, err := s.MarkPersisted(ctx, tag, 42, id); err != nil || !ok {
 			t.Fatalf("mark: %v %v", ok, err)
 		}
 	}
-	if rec, _, err := s.Order(ctx, tag, id); err != nil || !rec.Persisted || rec.Status != stock.StatusPending {
+	if rec, _, err := s.Order(ctx, tag, 42, id); err != nil || !rec.Persisted || rec.Status != stock.StatusPending {
 		t.Fatalf("after the mark: %+v %v", rec, err)
 	}
+	// The order is held lazily: the mark went into its buyer record, and no
+	// order record was made for it.
+	orderKey := string(sharding.AppendOrderKey(nil, tag, id))
+	if n, err := c.Do(ctx, c.B().Exists().Key(orderKey).Build()).AsInt64(); err != nil || n != 0 {
+		t.Fatalf("the mark made an order record: %d %v", n, err)
+	}
 	missing := sharding.NewOrderID(sale, 10, 10)
-	if ok, err := s.MarkPersisted(ctx, tag, missing); err != nil || ok {
+	if ok, err := s.MarkPersisted(ctx, tag, 46, missing); err != nil || ok {
 		t.Fatalf("mark of a missing record: %v %v", ok, err)
 	}
-	if _, found, _ := s.Order(ctx, tag, missing); found {
+	if _, found, _ := s.Order(ctx, tag, 46, missing); found {
 		t.Fatal("the mark created a record")
 	}
 	void := sharding.NewOrderID(sale, 11, 11)
@@ -492,7 +503,7 @@ func TestMarkPersisted(t *testing.T) {
 	if _, err := s.Void(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.MarkPersisted(ctx, tag, void); err != nil || ok {
+	if ok, err := s.MarkPersisted(ctx, tag, 43, void); err != nil || ok {
 		t.Fatalf("mark of a VOID record: %v %v", ok, err)
 	}
 	// Several orders of the shard in one call: each answered in turn.
@@ -500,11 +511,11 @@ func TestMarkPersisted(t *testing.T) {
 	if res, err := s.Reserve(ctx, reservation(tag, 1, 44, second)); err != nil || res.Outcome != stock.Reserved {
 		t.Fatalf("reserve: %+v %v", res, err)
 	}
-	marked, err := s.MarkPersistedMany(ctx, tag, []sharding.OrderID{missing, second, void, id})
+	marked, err := s.MarkPersistedMany(ctx, tag, []uint64{46, 44, 43, 42}, []sharding.OrderID{missing, second, void, id})
 	if err != nil || fmt.Sprint(marked) != "[false true false true]" {
 		t.Fatalf("mark of four: %v %v", marked, err)
 	}
-	if rec, _, err := s.Order(ctx, tag, second); err != nil || !rec.Persisted {
+	if rec, _, err := s.Order(ctx, tag, 44, second); err != nil || !rec.Persisted {
 		t.Fatalf("the second order after the mark of four: %+v %v", rec, err)
 	}
 	third := sharding.NewOrderID(sale, 13, 13)
@@ -514,13 +525,13 @@ func TestMarkPersisted(t *testing.T) {
 	if err := c.Do(ctx, c.B().Set().Key(string(sharding.AppendFenceKey(nil, tag))).Value("1").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.MarkPersisted(ctx, tag, id); !errors.Is(err, stock.ErrFrozen) {
+	if _, err := s.MarkPersisted(ctx, tag, 42, id); !errors.Is(err, stock.ErrFrozen) {
 		t.Fatalf("frozen shard: %v", err)
 	}
-	if _, err := s.MarkPersistedMany(ctx, tag, []sharding.OrderID{id, third}); !errors.Is(err, stock.ErrFrozen) {
+	if _, err := s.MarkPersistedMany(ctx, tag, []uint64{42, 45}, []sharding.OrderID{id, third}); !errors.Is(err, stock.ErrFrozen) {
 		t.Fatalf("frozen shard, two orders: %v", err)
 	}
-	if rec, _, err := s.Order(ctx, tag, third); err != nil || rec.Persisted {
+	if rec, _, err := s.Order(ctx, tag, 45, third); err != nil || rec.Persisted {
 		t.Fatalf("a frozen shard's order was marked: %+v %v", rec, err)
 	}
 }
@@ -577,13 +588,24 @@ func TestOrderRecordIsValidated(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The reservation left the order in its buyer record: write its record
+	// as order.lua opens it.
+	lazy, found, err := s.Order(ctx, tag, 42, id)
+	if err != nil || !found {
+		t.Fatalf("the lazy order: %+v %v %v", lazy, found, err)
+	}
+	if err := c.Do(ctx, c.B().Hset().Key(key).FieldValue().FieldValue("user", "42").FieldValue("item", "1").
+		FieldValue("status", "PENDING").FieldValue("created", strconv.FormatInt(lazy.Created.UnixMilli(), 10)).
+		FieldValue("expires", strconv.FormatInt(lazy.Expires.UnixMilli(), 10)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
 	orig, err := c.Do(ctx, c.B().Hgetall().Key(key).Build()).AsStrMap()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"pay", "cancel", "exp"} {
 		set("q", q)
-		if rec, found, err := s.Order(ctx, tag, id); err != nil || !found || rec.Request != q {
+		if rec, found, err := s.Order(ctx, tag, 42, id); err != nil || !found || rec.Request != q {
 			t.Fatalf("mark %q: %+v %v %v", q, rec, found, err)
 		}
 	}
@@ -593,7 +615,7 @@ func TestOrderRecordIsValidated(t *testing.T) {
 		{"user", "-1", "user"},
 	} {
 		set(tc.field, tc.value)
-		if _, found, err := s.Order(ctx, tag, id); err == nil || found || !strings.Contains(err.Error(), tc.want) {
+		if _, found, err := s.Order(ctx, tag, 42, id); err == nil || found || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s=%q: found %v, err %v; want an error naming %s", tc.field, tc.value, found, err, tc.want)
 		}
 		set(tc.field, orig[tc.field])
@@ -653,7 +675,7 @@ func TestReplayTakesTheOrderOver(t *testing.T) {
 	if out, err := s.Void(ctx, first); err != nil || out != stock.VoidNothing {
 		t.Fatalf("the first attempt's void after the retry: %v %v, want %v", out, err, stock.VoidNothing)
 	}
-	if rec, found, err := s.Order(ctx, tag, id); err != nil || !found || rec.Status != stock.StatusPending {
+	if rec, found, err := s.Order(ctx, tag, 42, id); err != nil || !found || rec.Status != stock.StatusPending {
 		t.Fatalf("the order after the late void: %+v %v %v", rec, found, err)
 	}
 	if held, found, err := s.Holder(ctx, tag, 42); err != nil || !found || held != id {
@@ -800,7 +822,7 @@ func TestAnOlderAttemptTakesNothingOver(t *testing.T) {
 		if out, err := s.Void(ctx, first); err != nil || out != stock.VoidNothing {
 			t.Fatalf("%s: the first attempt's void: %v %v, want nothing undone", via, out, err)
 		}
-		if rec, found, err := s.Order(ctx, tag, id); err != nil || !found || rec.Status != stock.StatusPending {
+		if rec, found, err := s.Order(ctx, tag, 42, id); err != nil || !found || rec.Status != stock.StatusPending {
 			t.Fatalf("%s: the retry's order after the late attempt and its void: %+v %v %v", via, rec, found, err)
 		}
 		if held, found, _ := s.Holder(ctx, tag, 42); !found || held != id {

@@ -77,9 +77,9 @@ func (c *countingStore) Holder(ctx context.Context, tag string, user uint64) (sh
 	return c.Store.Holder(ctx, tag, user)
 }
 
-func (c *countingStore) Order(ctx context.Context, tag string, id sharding.OrderID) (stock.OrderRecord, bool, error) {
+func (c *countingStore) Order(ctx context.Context, tag string, user uint64, id sharding.OrderID) (stock.OrderRecord, bool, error) {
 	c.calls.Add(1)
-	return c.Store.Order(ctx, tag, id)
+	return c.Store.Order(ctx, tag, user, id)
 }
 
 type stack struct {

@@ -28,6 +28,7 @@ import (
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/room"
 	"flashsale/gateway/internal/ticket"
+	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
@@ -192,11 +193,11 @@ func (f *scriptStore) VoidAct(ctx context.Context, a stock.ActRequest) (stock.Vo
 	return f.real.VoidAct(ctx, a)
 }
 
-func (f *scriptStore) Order(ctx context.Context, tag string, id sharding.OrderID) (stock.OrderRecord, bool, error) {
+func (f *scriptStore) Order(ctx context.Context, tag string, userID uint64, id sharding.OrderID) (stock.OrderRecord, bool, error) {
 	if _, _, _, err := f.fault(nil); err != nil {
 		return stock.OrderRecord{}, false, err
 	}
-	return f.real.Order(ctx, tag, id)
+	return f.real.Order(ctx, tag, userID, id)
 }
 
 func (f *scriptStore) Holder(ctx context.Context, tag string, userID uint64) (sharding.OrderID, bool, error) {
@@ -286,8 +287,24 @@ func (f *scriptStore) record(tag string, id sharding.OrderID) map[string]string 
 }
 
 // patch sets fields of the order record of id on tag's shard (name, value,
-// ...), as a script or the writer would.
+// ...), as a script or the writer would: first it opens the record of an
+// order its buyer record holds (lua/order.lua), as a script's first change
+// of the order does.
 func (f *scriptStore) patch(tag string, id sharding.OrderID, kv ...string) {
+	buyers := string(sharding.AppendBuyersKey(nil, tag))
+	m, err := f.do(f.c.B().Hgetall().Key(buyers).Build()).AsStrMap()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for u, v := range m {
+		if strings.HasPrefix(v, id.String()) {
+			open := rueidis.NewLuaScript(lua.OpenOrder)
+			if err := open.Exec(context.Background(), f.c, []string{string(sharding.AppendOrderKey(nil, tag, id)), buyers},
+				[]string{u, id.String()}).Error(); err != nil {
+				f.t.Fatal(err)
+			}
+		}
+	}
 	cmd := f.c.B().Hset().Key(string(sharding.AppendOrderKey(nil, tag, id))).FieldValue()
 	for i := 0; i+1 < len(kv); i += 2 {
 		cmd = cmd.FieldValue(kv[i], kv[i+1])

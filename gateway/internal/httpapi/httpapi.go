@@ -59,7 +59,7 @@ type Store interface {
 	// VoidAct undoes a pay or cancel attempt whose answer was not given in time.
 	VoidAct(ctx context.Context, a stock.ActRequest) (stock.VoidOutcome, error)
 	// Order reads an order record.
-	Order(ctx context.Context, tag string, id sharding.OrderID) (stock.OrderRecord, bool, error)
+	Order(ctx context.Context, tag string, userID uint64, id sharding.OrderID) (stock.OrderRecord, bool, error)
 	// Holder reads the order a user holds in a sale from the user's home
 	// shard: one plain read, no script.
 	Holder(ctx context.Context, tag string, userID uint64) (id sharding.OrderID, found bool, err error)

@@ -69,7 +69,7 @@ func (h *Handler) heldOrder(ctx *fasthttp.RequestCtx, now time.Time, arg []byte)
 	oid, found, err := h.Store.Holder(rctx, tag, user)
 	var rec stock.OrderRecord
 	if err == nil && found {
-		rec, found, err = h.Store.Order(rctx, tag, oid)
+		rec, found, err = h.Store.Order(rctx, tag, user, oid)
 	}
 	h.observe(route, now)
 	switch {
@@ -129,7 +129,7 @@ func (h *Handler) loadOrder(ctx *fasthttp.RequestCtx, now time.Time, route obs.R
 	}
 	tag := sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))]
 	rctx, _ := h.deadlines.get(now)
-	rec, found, err := h.Store.Order(rctx, tag, id)
+	rec, found, err := h.Store.Order(rctx, tag, user, id)
 	h.observe(route, now)
 	switch {
 	case err != nil:

@@ -52,7 +52,7 @@ func TestPurchaseAcceptedThenAlreadyPurchased(t *testing.T) {
 	if got["persisted"] != false {
 		t.Fatalf("persisted before the writer marked the order: %s", r.body)
 	}
-	if _, err := e.st.real.MarkPersisted(context.Background(), e.sale.Shards[homeShard(42)], id); err != nil {
+	if _, err := e.st.real.MarkPersisted(context.Background(), e.sale.Shards[homeShard(42)], 42, id); err != nil {
 		t.Fatal(err)
 	}
 	r = do(t, c, "GET", "/api/flash-sales/orders/"+id.String(), tok)

@@ -53,10 +53,11 @@ func TestGhostSweep(t *testing.T) {
 	// gone from the journal as a relay leaves it.
 	inKafka := reserveFrom(t, rs, s, item, 3, 1, time.Hour)[0]
 	ktag := tagOf(inKafka.UserID)
-	j, err := c.Do(ctx, c.B().Hget().Key(string(sharding.AppendOrderKey(nil, ktag, inKafka.OrderID))).Field("j").Build()).ToString()
-	if err != nil {
-		t.Fatal(err)
+	krec, found, err := rs.Order(ctx, ktag, inKafka.UserID, inKafka.OrderID)
+	if err != nil || !found {
+		t.Fatalf("the order in Kafka: found %v, %v", found, err)
 	}
+	j := krec.Journal
 	if err := c.Do(ctx, c.B().Xdel().Key(string(sharding.AppendEventsKey(nil, ktag))).Id(j).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestGhostSweep(t *testing.T) {
 	if got := redisLeft(t, rs, s, item); got != left+1 {
 		t.Fatalf("stock %d after the ghost's release, want %d", got, left+1)
 	}
-	rec, found, err := rs.Order(ctx, gtag, gid)
+	rec, found, err := rs.Order(ctx, gtag, ghostUser, gid)
 	if err != nil || !found || rec.Status != stock.StatusFailed {
 		t.Fatalf("ghost's record: %+v found %v (%v), want FAILED", rec, found, err)
 	}
@@ -211,7 +212,7 @@ func TestGhostReleasedByTheReplay(t *testing.T) {
 	if _, held, err := rs.Holder(ctx, tag, user); err != nil || held {
 		t.Fatalf("the ghost's buyer record is still there (%v)", err)
 	}
-	if rec, found, err := rs.Order(ctx, tag, id); err != nil || !found || rec.Status != stock.StatusFailed {
+	if rec, found, err := rs.Order(ctx, tag, user, id); err != nil || !found || rec.Status != stock.StatusFailed {
 		t.Fatalf("the ghost's record %+v found %v (%v), want FAILED", rec, found, err)
 	}
 }

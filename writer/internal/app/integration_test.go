@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flashsale/deploy/testenv"
+	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
@@ -99,7 +100,7 @@ func TestPayExpiryRace(t *testing.T) {
 	waitFor(t, 5*time.Second, "records marked persisted", func() bool {
 		for _, e := range events {
 			tag := s.Shards[sharding.HomeShard(e.UserID, s.ID, len(s.Shards))]
-			if rec, found, err := rs.Order(context.Background(), tag, e.OrderID); err != nil || !found || !rec.Persisted {
+			if rec, found, err := rs.Order(context.Background(), tag, e.UserID, e.OrderID); err != nil || !found || !rec.Persisted {
 				return false
 			}
 		}
@@ -117,9 +118,15 @@ func TestPayExpiryRace(t *testing.T) {
 	dues := make([]time.Time, n)
 	var cmds rueidis.Commands
 	rc := rs.Client()
+	open := rueidis.NewLuaScript(lua.OpenOrder)
 	for k, e := range events {
 		ids[k], dues[k] = e.OrderID, start.Add(time.Duration(k)*spread/n)
 		tag := s.Shards[sharding.HomeShard(e.UserID, s.ID, len(s.Shards))]
+		// The order's record, opened from its buyer record (lua/order.lua).
+		if err := open.Exec(context.Background(), rc, []string{string(sharding.AppendOrderKey(nil, tag, e.OrderID)),
+			string(sharding.AppendBuyersKey(nil, tag))}, []string{strconv.FormatUint(e.UserID, 10), e.OrderID.String()}).Error(); err != nil {
+			t.Fatal(err)
+		}
 		cmds = append(cmds, rc.B().Hset().Key(string(sharding.AppendOrderKey(nil, tag, e.OrderID))).FieldValue().
 			FieldValue("expires", strconv.FormatInt(dues[k].UnixMilli(), 10)).Build())
 	}
@@ -204,7 +211,7 @@ func TestPayExpiryRace(t *testing.T) {
 	waitFor(t, time.Second, "final statuses in redis", func() bool {
 		for _, e := range events {
 			tag := s.Shards[sharding.HomeShard(e.UserID, s.ID, len(s.Shards))]
-			rec, found, err := rs.Order(context.Background(), tag, e.OrderID)
+			rec, found, err := rs.Order(context.Background(), tag, e.UserID, e.OrderID)
 			if err != nil || !found || rec.Status != want[e.OrderID] {
 				return false
 			}
@@ -467,7 +474,7 @@ func TestDuplicateAfterLostBuyerRecord(t *testing.T) {
 	if err != nil || held[first.UserID] != first.OrderID {
 		t.Fatalf("buyer record %v (%v), want the real order %s restored", held[first.UserID], err, first.OrderID)
 	}
-	rec, found, err := rs.Order(ctx, tag, second.OrderID)
+	rec, found, err := rs.Order(ctx, tag, second.UserID, second.OrderID)
 	if err != nil || !found || rec.Status != stock.StatusFailed {
 		t.Fatalf("duplicate's record %+v found=%v err=%v: want FAILED", rec, found, err)
 	}

@@ -159,7 +159,7 @@ func (j *Job) claim(ctx context.Context, due []store.Due) ([]sharding.OrderID, e
 			out = append(out, d.OrderID)
 			continue
 		}
-		refs = append(refs, stock.ClaimRef{Tag: tag, OrderID: d.OrderID})
+		refs = append(refs, stock.ClaimRef{Tag: tag, UserID: d.UserID, OrderID: d.OrderID})
 		ask = append(ask, d.OrderID)
 	}
 	cctx, cancel := context.WithTimeout(ctx, ClaimTimeout)

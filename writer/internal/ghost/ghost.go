@@ -94,6 +94,7 @@ type candidate struct {
 	id               sharding.OrderID
 	itemID           int64
 	created, expires time.Time // the order record's (zero when unreadable)
+	buyer            stock.Buyer
 }
 
 // Once runs one sweep at now and returns how many ghosts it settled.
@@ -286,20 +287,21 @@ func (s *Sweeper) records(ctx context.Context, sale *sharding.Sale) ([]candidate
 		}
 		for u, o := range buyers {
 			user, err1 := strconv.ParseUint(u, 10, 64)
-			id, ok := sharding.ParseOrderID([]byte(o))
-			if err1 != nil || !ok || user == 0 {
+			b, err2 := stock.ParseBuyer(o)
+			if err1 != nil || err2 != nil || user == 0 {
 				s.log.Warn("ghost sweep: malformed buyer record", "shard", tag, "user", u, "order", o)
 				continue
 			}
-			cands = append(cands, candidate{tag: tag, sale: sale, user: user, id: id})
+			cands = append(cands, candidate{tag: tag, sale: sale, user: user, id: b.OrderID, buyer: b})
 		}
 	}
 	return cands, nil
 }
 
 // unjournaled reads each candidate's order record (its item and journal
-// entry id) and keeps those whose entry is no longer in the stream, in one
-// pipelined round trip each.
+// entry id), or takes them from its buyer record while that carries the
+// order (lua/order.lua), and keeps those whose entry is no longer in the
+// stream, in one pipelined round trip each.
 func (s *Sweeper) unjournaled(ctx context.Context, out []candidate) ([]candidate, error) {
 	c := s.redis.Client()
 	reads := make(rueidis.Commands, len(out))
@@ -318,6 +320,10 @@ func (s *Sweeper) unjournaled(ctx context.Context, out []candidate) ([]candidate
 		item, _ := vals[0].ToString()
 		out[i].itemID, _ = strconv.ParseInt(item, 10, 64)
 		out[i].created, out[i].expires = millis(vals[2]), millis(vals[3])
+		j, _ := vals[1].ToString()
+		if b := &out[i].buyer; out[i].itemID <= 0 && b.Lazy {
+			out[i].itemID, out[i].created, out[i].expires, j = b.ItemID, b.Created, b.Expires, b.Journal
+		}
 		if out[i].itemID <= 0 {
 			// No record to name the item (it expired or was lost): the unit's
 			// item is unknown here; reconcile settles it.
@@ -325,7 +331,7 @@ func (s *Sweeper) unjournaled(ctx context.Context, out []candidate) ([]candidate
 			continue
 		}
 		kept = append(kept, out[i])
-		if j, err := vals[1].ToString(); err == nil && j != "" {
+		if j != "" {
 			checks = append(checks, c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, out[i].tag))).Start(j).End(j).Build())
 			checked = append(checked, len(kept)-1)
 		}

@@ -10,8 +10,8 @@ import (
 	"flashsale/sharding/orderevent"
 )
 
-// Stored names one committed reservation whose Redis record is to be marked
-// persisted (stock.Store.MarkPersisted), so that the gateway's GET answers
+// Stored names one committed reservation whose Redis record (or buyer
+// record: lua/order.lua) is to be marked persisted (stock.Store.MarkPersisted), so that the gateway's GET answers
 // "persisted": true and the sale page stops showing "processing".
 type Stored struct {
 	OrderID sharding.OrderID
@@ -89,10 +89,11 @@ func (a *Applier) markAll(ctx context.Context, s []Stored) {
 				}
 				g := groups[i]
 				ids := make([]sharding.OrderID, len(g.of))
+				users := make([]uint64, len(g.of))
 				for j := range g.of {
-					ids[j] = g.of[j].OrderID
+					ids[j], users[j] = g.of[j].OrderID, g.of[j].UserID
 				}
-				if _, err := a.redis.MarkPersistedMany(ctx, g.tag, ids); err != nil {
+				if _, err := a.redis.MarkPersistedMany(ctx, g.tag, users, ids); err != nil {
 					a.m.RedisErrors.Inc()
 					mu.Lock()
 					failed = append(failed, g.of...)
