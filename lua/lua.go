@@ -86,6 +86,11 @@ var Relay string
 //go:embed persisted.lua
 var persistedSrc string
 
+// PersistedUpTo raises a shard's persisted watermarks. See persisted_upto.lua.
+//
+//go:embed persisted_upto.lua
+var PersistedUpTo string
+
 // DropBuyer removes a buyer record that still names one order. See drop_buyer.lua.
 //
 //go:embed drop_buyer.lua

@@ -116,6 +116,16 @@ func AppendTakenKey(dst []byte, tag string) []byte {
 	return append(dst, ":taken"...)
 }
 
+// AppendPersistedKey appends the key of the shard's persisted watermarks: a
+// hash of item id -> the highest journal entry id of the item whose event
+// PostgreSQL holds, with every earlier entry of the item (the writer raises
+// it: lua/persisted_upto.lua). An order whose reservation entry is at or
+// below its item's watermark is persisted.
+func AppendPersistedKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":pg"...)
+}
+
 // AppendFenceMarksKey appends the key of the shard's fence marks: a hash of
 // gateway id -> the last time (unix ms, the master's clock) the gateway
 // beat on the shard with no void of it left to land (fence.lua); a relay

@@ -449,7 +449,9 @@ func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry, st *stall) st
 			recs[i] = deadLetter(r.cfg.DeadLetterTopic, sh, &es[i], err)
 			continue
 		}
-		recs[i] = &kgo.Record{Topic: r.cfg.Topic, Key: orderevent.AppendKey(nil, &ev), Value: orderevent.AppendJSON(nil, &ev)}
+		recs[i] = &kgo.Record{Topic: r.cfg.Topic, Key: orderevent.AppendKey(nil, &ev), Value: orderevent.AppendJSON(nil, &ev),
+			Headers: []kgo.RecordHeader{{Key: orderevent.JournalHeader,
+				Value: orderevent.AppendPosition(nil, orderevent.Position{Shard: sh.Tag, Entry: es[i].ID})}}}
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.Lease/2)
 	defer cancel()

@@ -182,6 +182,12 @@ func consumeFrom(t *testing.T, brokers []string, topic string, want int, within 
 			if string(r.Key) != strconv.FormatInt(ev.ItemID, 10) {
 				t.Errorf("key %q for item %d", r.Key, ev.ItemID)
 			}
+			// The writer raises the shard's persisted watermark from it.
+			if len(r.Headers) != 1 || r.Headers[0].Key != orderevent.JournalHeader {
+				t.Errorf("record of %s: headers %v, want the journal position", ev.OrderID, r.Headers)
+			} else if _, ok := orderevent.ParsePosition(r.Headers[0].Value); !ok {
+				t.Errorf("record of %s: journal position %q", ev.OrderID, r.Headers[0].Value)
+			}
 			seen[ev.OrderID]++
 		})
 	}

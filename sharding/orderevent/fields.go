@@ -2,6 +2,7 @@ package orderevent
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"flashsale/sharding"
@@ -78,4 +79,36 @@ func timeField(f map[string]string, name, field string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	return unixMilli(name, ms)
+}
+
+// JournalHeader is the key of the Kafka record header in which the relay
+// names where it read the event: "<shard tag> <journal entry id>". The
+// writer raises that shard's persisted watermark from it once PostgreSQL
+// holds the event (see lua/persisted_upto.lua). A record without it (an
+// older relay's) is marked persisted order by order.
+const JournalHeader = "j"
+
+// Position is where in a shard's journal the relay read an event.
+type Position struct {
+	Shard string // the shard's hash tag
+	Entry string // the journal entry id, <ms>-<seq>
+}
+
+// AppendPosition appends the JournalHeader value naming p.
+func AppendPosition(dst []byte, p Position) []byte {
+	dst = append(dst, p.Shard...)
+	dst = append(dst, ' ')
+	return append(dst, p.Entry...)
+}
+
+// ParsePosition decodes a JournalHeader value (data from another process:
+// the tag must be non-empty and free of spaces and braces, the entry id a
+// stream entry id).
+func ParsePosition(v []byte) (Position, bool) {
+	s := string(v)
+	tag, id, ok := strings.Cut(s, " ")
+	if !ok || tag == "" || strings.ContainsAny(tag, " {}") || !sharding.ValidEntryID(id) {
+		return Position{}, false
+	}
+	return Position{Shard: tag, Entry: id}, true
 }

@@ -80,3 +80,19 @@ func TestFieldsAndJSONAgree(t *testing.T) {
 		t.Fatalf("Decode(AppendJSON(%+v)) = %+v, %v", ev, back, err)
 	}
 }
+
+// TestPosition: the relay's journal header round-trips, and a malformed one
+// (from another process) is refused, so the writer marks its order by
+// itself instead of raising a watermark it cannot trust.
+func TestPosition(t *testing.T) {
+	p := Position{Shard: "s7:1:0", Entry: "1765000000000-3"}
+	got, ok := ParsePosition(AppendPosition(nil, p))
+	if !ok || got != p {
+		t.Fatalf("round trip: %+v %v", got, ok)
+	}
+	for _, v := range []string{"", "s7:1:0", "s7:1:0 ", " 1-1", "s7 1:0 1-1", "{s7} 1-1", "s7:1:0 1-x", "s7:1:0 1765000000000"} {
+		if p, ok := ParsePosition([]byte(v)); ok {
+			t.Errorf("ParsePosition(%q) = %+v, want refused", v, p)
+		}
+	}
+}

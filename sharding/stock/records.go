@@ -24,7 +24,8 @@ type OrderRecord struct {
 	// journal, "" for a record the reserve script did not write.
 	Journal string
 	// Persisted is true once the writer marked the order after PostgreSQL
-	// committed it (MarkPersisted), or the writer recorded a status
+	// committed it (MarkPersisted, or a watermark of MarkPersistedUpTo at
+	// or past the order's journal entry), or the writer recorded a status
 	// other than PENDING (only the writer records those, after its commit).
 	Persisted bool
 	// Request is the record's request mark (act.lua, expire_claim.lua):
@@ -105,6 +106,30 @@ func (s *Store) MarkPersistedMany(ctx context.Context, tag string, users []uint6
 	return marked, nil
 }
 
+// MarkPersistedUpTo raises the persisted watermarks of tag's shard (see
+// lua/persisted_upto.lua): upTo maps an item id to the highest journal entry
+// id of the item whose event PostgreSQL holds with every earlier one of the
+// item. A frozen shard answers ErrFrozen.
+func (s *Store) MarkPersistedUpTo(ctx context.Context, tag string, upTo map[int64]string) error {
+	if len(upTo) == 0 {
+		return nil
+	}
+	args := make([]string, 0, 2*len(upTo))
+	for item, id := range upTo {
+		args = append(args, strconv.FormatInt(item, 10), id)
+	}
+	keys := []string{string(sharding.AppendFenceKey(nil, tag)), string(sharding.AppendPersistedKey(nil, tag))}
+	res, _ := s.evalAck(ctx, upToScript, keys, args, false)
+	n, err := res.AsInt64()
+	if err != nil {
+		return fmt.Errorf("raising persisted watermarks: %w", err)
+	}
+	if n < 0 {
+		return fmt.Errorf("raising persisted watermarks: %w", ErrFrozen)
+	}
+	return nil
+}
+
 // SetStatus records status for order id on tag's shard, opening the record of
 // an order held lazily by rec.UserID's buyer record (lua/order.lua). When
 // there is neither it is recreated from rec, so GET keeps working after a
@@ -133,27 +158,40 @@ func (s *Store) SetStatus(ctx context.Context, tag string, id sharding.OrderID, 
 func (s *Store) Order(ctx context.Context, tag string, userID uint64, id sharding.OrderID) (rec OrderRecord, found bool, err error) {
 	res := s.c.DoMulti(ctx,
 		s.c.B().Hgetall().Key(string(sharding.AppendOrderKey(nil, tag, id))).Build(),
-		s.c.B().Hget().Key(string(sharding.AppendBuyersKey(nil, tag))).Field(strconv.FormatUint(userID, 10)).Build())
+		s.c.B().Hget().Key(string(sharding.AppendBuyersKey(nil, tag))).Field(strconv.FormatUint(userID, 10)).Build(),
+		s.c.B().Hgetall().Key(string(sharding.AppendPersistedKey(nil, tag))).Build())
 	m, err := res[0].AsStrMap()
 	if err != nil {
 		return rec, false, fmt.Errorf("reading order: %w", err)
 	}
-	if len(m) > 0 {
-		rec, err = parseRecord(m)
-		return rec, err == nil, err
-	}
-	v, err := res[1].ToString()
-	if rueidis.IsRedisNil(err) {
-		return rec, false, nil
-	}
+	marks, err := res[2].AsStrMap()
 	if err != nil {
-		return rec, false, fmt.Errorf("reading buyer record: %w", err)
+		return rec, false, fmt.Errorf("reading persisted watermarks: %w", err)
 	}
-	b, err := ParseBuyer(v)
-	if err != nil || !b.Lazy || b.OrderID != id || !time.Now().Before(b.Deadline) {
-		return rec, false, err
+	if len(m) > 0 {
+		if rec, err = parseRecord(m); err != nil {
+			return rec, false, err
+		}
+	} else {
+		v, err := res[1].ToString()
+		if rueidis.IsRedisNil(err) {
+			return rec, false, nil
+		}
+		if err != nil {
+			return rec, false, fmt.Errorf("reading buyer record: %w", err)
+		}
+		b, err := ParseBuyer(v)
+		if err != nil || !b.Lazy || b.OrderID != id || !time.Now().Before(b.Deadline) {
+			return rec, false, err
+		}
+		rec = b.Record(userID)
 	}
-	return b.Record(userID), true, nil
+	// The writer's watermark of the item (persisted_upto.lua) covers the
+	// reservation's entry.
+	if wm := marks[strconv.FormatInt(rec.ItemID, 10)]; !rec.Persisted && rec.Journal != "" && wm != "" {
+		rec.Persisted = sharding.EntryAtOrBefore(rec.Journal, wm)
+	}
+	return rec, true, nil
 }
 
 // Buyer is a buyer record: the order its user holds on the shard, and, while
@@ -196,21 +234,13 @@ func ParseBuyer(v string) (Buyer, error) {
 	e, errs[2] = strconv.ParseInt(f[2], 10, 64)
 	_, errs[3] = strconv.ParseInt(f[5], 10, 64)
 	d, errs[4] = strconv.ParseInt(f[6], 10, 64)
-	if err := errors.Join(errs[:]...); err != nil || b.ItemID <= 0 || c <= 0 || e < c || d <= 0 || !validEntryID(f[3]) || f[4] == "" ||
+	if err := errors.Join(errs[:]...); err != nil || b.ItemID <= 0 || c <= 0 || e < c || d <= 0 || !sharding.ValidEntryID(f[3]) || f[4] == "" ||
 		(f[7] != "" && f[7] != "1") {
 		return b, fmt.Errorf("buyer record %q: malformed order fields", v)
 	}
 	b.Created, b.Expires, b.Deadline = time.UnixMilli(c).UTC(), time.UnixMilli(e).UTC(), time.UnixMilli(d).UTC()
 	b.Journal, b.Attempt, b.Persisted = f[3], f[4], f[7] == "1"
 	return b, nil
-}
-
-// validEntryID reports whether s is a stream entry id, <ms>-<seq>.
-func validEntryID(s string) bool {
-	ms, seq, ok := strings.Cut(s, "-")
-	_, err1 := strconv.ParseUint(ms, 10, 64)
-	_, err2 := strconv.ParseUint(seq, 10, 64)
-	return ok && err1 == nil && err2 == nil
 }
 
 // Record returns the order a lazy buyer record of userID carries, as its

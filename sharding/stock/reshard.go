@@ -319,10 +319,16 @@ func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJ
 	}
 	cmds = append(cmds, marks...)
 	for _, tag := range j.From {
-		if cmds, err = s.copyBuyers(ctx, sale.ID, tag, j.To, want, jc.renamed[tag], cmds, rep); err != nil {
+		// The old shard's persisted watermarks name entries of its own
+		// journal: the copies of the orders they cover carry the mark.
+		marks, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendPersistedKey(nil, tag))).Build()).AsStrMap()
+		if err != nil {
+			return fmt.Errorf("reading persisted watermarks of %s: %w", tag, err)
+		}
+		if cmds, err = s.copyBuyers(ctx, sale.ID, tag, j.To, want, jc.renamed[tag], marks, cmds, rep); err != nil {
 			return err
 		}
-		if cmds, err = s.copyOrders(ctx, sale.ID, tag, j.To, top, want, jc.renamed[tag], cmds, rep); err != nil {
+		if cmds, err = s.copyOrders(ctx, sale.ID, tag, j.To, top, want, jc.renamed[tag], marks, cmds, rep); err != nil {
 			return err
 		}
 	}
@@ -365,8 +371,9 @@ func (s *Store) copyStock(ctx context.Context, sale *sharding.Sale, j *reshardJo
 // copyBuyers appends to cmds the writes that move old shard tag's buyer
 // records to their users' new home shards. A buyer record that carries its
 // order (lua/order.lua) names the reservation's journal entry as copyOrders
-// names a record's.
-func (s *Store) copyBuyers(ctx context.Context, saleID int64, tag string, to []string, want map[string]*copied, renamed map[string]string, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
+// names a record's, and is marked persisted when the old shard's watermark
+// of its item (marks) covers that entry.
+func (s *Store) copyBuyers(ctx context.Context, saleID int64, tag string, to []string, want map[string]*copied, renamed, marks map[string]string, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
 	buyers, err := s.c.Do(ctx, s.c.B().Hgetall().Key(string(sharding.AppendBuyersKey(nil, tag))).Build()).AsStrMap()
 	if err != nil {
 		return nil, fmt.Errorf("reading buyers of %s: %w", tag, err)
@@ -377,10 +384,13 @@ func (s *Store) copyBuyers(ctx context.Context, saleID int64, tag string, to []s
 			return nil, fmt.Errorf("buyers of %s hold user %q", tag, user)
 		}
 		if f := strings.Split(v, "|"); len(f) == 9 {
+			if wm := marks[f[1]]; wm != "" && sharding.EntryAtOrBefore(f[4], wm) {
+				f[8] = "1"
+			}
 			if n, ok := renamed[f[4]]; ok {
 				f[4] = n
-				v = strings.Join(f, "|")
 			}
+			v = strings.Join(f, "|")
 		}
 		dst := to[sharding.HomeShard(u, saleID, len(to))]
 		cmds = append(cmds, s.c.B().Hset().Key(string(sharding.AppendBuyersKey(nil, dst))).FieldValue().FieldValue(user, v).Build())
@@ -397,7 +407,9 @@ func (s *Store) copyBuyers(ctx context.Context, saleID int64, tag string, to []s
 // to the new journal untaken names it by its new id (renamed), so that a
 // void there undoes it; any other keeps its old id, which the new journal
 // lacks or holds at or below its watermark: a void answers that it stands.
-func (s *Store) copyOrders(ctx context.Context, saleID int64, tag string, to []string, top *sharding.Topology, want map[string]*copied, renamed map[string]string, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
+// A record whose reservation entry the old shard's persisted watermark of its
+// item (marks) covers is marked persisted.
+func (s *Store) copyOrders(ctx context.Context, saleID int64, tag string, to []string, top *sharding.Topology, want map[string]*copied, renamed, marks map[string]string, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
 	keys, err := s.shardOrders(ctx, tag, top)
 	if err != nil {
 		return nil, err
@@ -424,6 +436,9 @@ func (s *Store) copyOrders(ctx context.Context, saleID int64, tag string, to []s
 		dst := to[sharding.HomeShard(u, saleID, len(to))]
 		nk := string(sharding.AppendOrderKey(nil, dst, id))
 		fv := s.c.B().Hset().Key(nk).FieldValue()
+		if wm := marks[m["item"]]; wm != "" && sharding.EntryAtOrBefore(m["j"], wm) {
+			m["p"] = "1" // the old shard's watermark covered it
+		}
 		for f, v := range m {
 			if n, ok := renamed[v]; ok && (f == "j" || f == "qj") {
 				v = n
@@ -628,7 +643,8 @@ func (s *Store) dropShards(ctx context.Context, sale *sharding.Sale, tags []stri
 			s.c.B().Del().Key(string(sharding.AppendTakenKey(nil, tag))).Build(),
 			s.c.B().Del().Key(string(sharding.AppendRelayMarkKey(nil, tag))).Build(),
 			s.c.B().Del().Key(string(sharding.AppendFenceMarksKey(nil, tag))).Build(),
-			s.c.B().Del().Key(string(sharding.AppendHaltKey(nil, tag))).Build())
+			s.c.B().Del().Key(string(sharding.AppendHaltKey(nil, tag))).Build(),
+			s.c.B().Del().Key(string(sharding.AppendPersistedKey(nil, tag))).Build())
 		keys, err := s.shardOrders(ctx, tag, top)
 		if err != nil {
 			return err

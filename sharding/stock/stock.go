@@ -138,6 +138,7 @@ var (
 	voidActScript   = newScript(lua.VoidAct)
 	claimScript     = newScript(lua.ExpireClaim)
 	persistedScript = newScript(lua.Persisted)
+	upToScript      = newScript(lua.PersistedUpTo)
 	moveOutScript   = newScript(lua.MoveOut)
 	moveInScript    = newScript(lua.MoveIn)
 	casScript       = newScript(lua.CAS)

@@ -245,6 +245,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	void, act, claim, relay := rueidis.NewLuaScript(lua.Void), rueidis.NewLuaScript(lua.Act), rueidis.NewLuaScript(lua.ExpireClaim), rueidis.NewLuaScript(lua.Relay)
 	persisted, voidAct := rueidis.NewLuaScript(lua.Persisted), rueidis.NewLuaScript(lua.VoidAct)
 	dropBuyer := rueidis.NewLuaScript(lua.DropBuyer)
+	upTo, pg := rueidis.NewLuaScript(lua.PersistedUpTo), string(sharding.AppendPersistedKey(nil, tag))
 	events := string(sharding.AppendEventsKey(nil, tag))
 	marker := string(sharding.AppendNoMoveKey(nil, tag))
 	taken := string(sharding.AppendTakenKey(nil, tag))
@@ -317,6 +318,12 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"persisted: no user", persisted, []string{fence, buyers, order}, nil, "want the fence, the buyers, at least one order key and a user per order"},
 		{"persisted: no order key", persisted, []string{fence, buyers}, nil, "want the fence, the buyers, at least one order key"},
 		{"persisted: empty user", persisted, []string{fence, buyers, order}, []string{""}, "bad arguments"},
+		{"persisted_upto: odd args", upTo, []string{fence, pg}, []string{"1"}, "want 2 keys and item, entry id pairs"},
+		{"persisted_upto: no args", upTo, []string{fence, pg}, nil, "want 2 keys and item, entry id pairs"},
+		{"persisted_upto: one key", upTo, []string{fence}, []string{"1", "1-1"}, "want 2 keys"},
+		{"persisted_upto: item not a number", upTo, []string{fence, pg}, []string{"x", "1-1"}, "bad arguments"},
+		{"persisted_upto: entry not an id", upTo, []string{fence, pg}, []string{"1", "1-1", "2", "soon"}, "bad arguments"},
+		{"persisted_upto: seq out of range", upTo, []string{fence, pg}, []string{"1", "1-12345678901234567"}, "bad arguments"},
 		{"drop_buyer: wrong key count", dropBuyer, []string{buyers}, []string{"77", id.String()}, "want 2 keys and 2 args"},
 		{"drop_buyer: no order id", dropBuyer, []string{buyers, fence}, []string{"77"}, "want 2 keys and 2 args"},
 		{"drop_buyer: empty user", dropBuyer, []string{buyers, fence}, []string{"", id.String()}, "bad arguments"},
@@ -330,6 +337,9 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		}
 	}
 	// Nothing changed.
+	if n, _ := c.Do(ctx, c.B().Exists().Key(pg).Build()).AsInt64(); n != 0 {
+		t.Error("a persisted watermark was written")
+	}
 	if n := getInt(t, c, []byte(stockKey)); n != 5 {
 		t.Errorf("stock changed to %d", n)
 	}
@@ -533,6 +543,72 @@ func TestMarkPersisted(t *testing.T) {
 	}
 	if rec, _, err := s.Order(ctx, tag, 45, third); err != nil || rec.Persisted {
 		t.Fatalf("a frozen shard's order was marked: %+v %v", rec, err)
+	}
+}
+
+// TestPersistedWatermark: the writer's watermark of an item marks persisted
+// every order of the item whose reservation entry is at or below it, and
+// none above; a lower watermark lowers nothing; a frozen shard refuses.
+func TestPersistedWatermark(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale, tag := stockedShard(t, c, 5)
+	var ids [3]sharding.OrderID
+	var entries [3]string
+	for i := range ids {
+		ids[i] = sharding.NewOrderID(sale, uint64(20+i), 1)
+		if res, err := s.Reserve(ctx, reservation(tag, 1, uint64(50+i), ids[i])); err != nil || res.Outcome != stock.Reserved {
+			t.Fatalf("reserve %d: %+v %v", i, res, err)
+		}
+		rec, found, err := s.Order(ctx, tag, uint64(50+i), ids[i])
+		if err != nil || !found || rec.Persisted || rec.Journal == "" {
+			t.Fatalf("order %d before any mark: %+v %v %v", i, rec, found, err)
+		}
+		entries[i] = rec.Journal
+	}
+	persisted := func() string {
+		t.Helper()
+		var b strings.Builder
+		for i := range ids {
+			rec, found, err := s.Order(ctx, tag, uint64(50+i), ids[i])
+			if err != nil || !found {
+				t.Fatalf("order %d: %v %v", i, found, err)
+			}
+			fmt.Fprint(&b, rec.Persisted, " ")
+		}
+		return b.String()
+	}
+	if err := s.MarkPersistedUpTo(ctx, tag, map[int64]string{1: entries[1], 2: "99999999999999-0"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := persisted(); got != "true true false " {
+		t.Fatalf("after the watermark at the second entry: %s", got)
+	}
+	if err := s.MarkPersistedUpTo(ctx, tag, map[int64]string{1: entries[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := persisted(); got != "true true false " {
+		t.Fatalf("a lower watermark changed what is persisted: %s", got)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(c.Do(ctx, c.B().Set().Key(string(sharding.AppendFenceKey(nil, tag))).Value("1").Build()).Error())
+	if err := s.MarkPersistedUpTo(ctx, tag, map[int64]string{1: entries[2]}); !errors.Is(err, stock.ErrFrozen) {
+		t.Fatalf("frozen shard: %v, want ErrFrozen", err)
+	}
+	must(c.Do(ctx, c.B().Del().Key(string(sharding.AppendFenceKey(nil, tag))).Build()).Error())
+	if got := persisted(); got != "true true false " {
+		t.Fatalf("a frozen shard's watermark moved: %s", got)
+	}
+	if err := s.MarkPersistedUpTo(ctx, tag, map[int64]string{1: entries[2]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := persisted(); got != "true true true " {
+		t.Fatalf("after the watermark at the last entry: %s", got)
 	}
 }
 

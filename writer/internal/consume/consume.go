@@ -185,7 +185,7 @@ func (c *Consumer) process(ctx context.Context, recs []*kgo.Record) error {
 	defer stop()
 
 	start := time.Now()
-	batch, dead := c.decode(recs)
+	batch, at, dead := c.decode(recs)
 	if err := c.sendDead(pctx, dead); err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func (c *Consumer) process(ctx context.Context, recs []*kgo.Record) error {
 	}
 	c.count(start, &batch, &res)
 	c.applier.Enqueue(res.Effects)
-	c.applier.EnqueuePersisted(outbox.StoredOf(batch.Events))
+	c.applier.EnqueuePersisted(outbox.StoredOf(batch.Events, at))
 
 	if err := c.cl.CommitRecords(pctx, recs...); err != nil {
 		// The rows are committed; a lost offset commit only means the batch is
@@ -212,10 +212,13 @@ func (c *Consumer) process(ctx context.Context, recs []*kgo.Record) error {
 	return nil
 }
 
-// decode decodes recs into a batch; the records that do not decode become
-// dead letters.
-func (c *Consumer) decode(recs []*kgo.Record) (store.Batch, []*kgo.Record) {
+// decode decodes recs into a batch, with where the relay read each event
+// (at[i], of batch.Events[i]; zero when its record names no valid position:
+// see orderevent.JournalHeader); the records that do not decode become dead
+// letters.
+func (c *Consumer) decode(recs []*kgo.Record) (store.Batch, []orderevent.Position, []*kgo.Record) {
 	batch := store.Batch{Events: make([]orderevent.Event, 0, len(recs))}
+	at := make([]orderevent.Position, 0, len(recs))
 	var dead []*kgo.Record
 	for _, r := range recs {
 		e, err := orderevent.Decode(r.Value)
@@ -226,8 +229,21 @@ func (c *Consumer) decode(recs []*kgo.Record) (store.Batch, []*kgo.Record) {
 		}
 		c.m.Consumed.WithLabelValues(e.Type.String()).Inc()
 		batch.Events = append(batch.Events, e)
+		at = append(at, position(r))
 	}
-	return batch, dead
+	return batch, at, dead
+}
+
+// position reads where the relay read r's event; a malformed header counts
+// as none (the order is then marked by itself, see outbox.Stored).
+func position(r *kgo.Record) orderevent.Position {
+	for _, h := range r.Headers {
+		if h.Key == orderevent.JournalHeader {
+			p, _ := orderevent.ParsePosition(h.Value)
+			return p
+		}
+	}
+	return orderevent.Position{}
 }
 
 // sendDead produces the dead letters (retried until ctx ends): nothing is

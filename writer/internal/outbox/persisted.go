@@ -2,6 +2,7 @@ package outbox
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -10,26 +11,40 @@ import (
 	"flashsale/sharding/orderevent"
 )
 
-// Stored names one committed reservation whose Redis record (or buyer
-// record: lua/order.lua) is to be marked persisted (stock.Store.MarkPersisted), so that the gateway's GET answers
-// "persisted": true and the sale page stops showing "processing".
+// Stored names one committed event whose order is to be marked persisted,
+// so that the gateway's GET answers "persisted": true and the sale page
+// stops showing "processing". An event the relay named the journal position
+// of (At) raises its shard's watermark for its item
+// (stock.Store.MarkPersistedUpTo: one write per shard and batch); a
+// reservation without one (an older relay's) is marked in its order's
+// record or buyer record (stock.Store.MarkPersisted).
 type Stored struct {
-	OrderID sharding.OrderID
-	SaleID  int64
-	UserID  uint64
+	OrderID  sharding.OrderID
+	SaleID   int64
+	ItemID   int64
+	UserID   uint64
+	Reserved bool
+	At       orderevent.Position // zero when the record named none
 }
 
 // maxUnmarked bounds the marks kept for a later try after Redis failed them.
 const maxUnmarked = 100_000
 
-// StoredOf returns the reservations among events, the batch a transaction
-// just committed: new orders and duplicates alike (a batch read again after
-// a crash marks what the first reading did not get to).
-func StoredOf(events []orderevent.Event) []Stored {
+// StoredOf returns what to mark of events, the batch a transaction just
+// committed, at[i] being where the relay read events[i] (at may be shorter:
+// zero positions). New orders and duplicates alike are marked (a batch read
+// again after a crash marks what the first reading did not get to); a pay
+// or cancel counts only for its shard's watermark.
+func StoredOf(events []orderevent.Event, at []orderevent.Position) []Stored {
 	var out []Stored
 	for i := range events {
-		if e := &events[i]; e.Type == orderevent.Reserved {
-			out = append(out, Stored{OrderID: e.OrderID, SaleID: e.SaleID, UserID: e.UserID})
+		e := &events[i]
+		st := Stored{OrderID: e.OrderID, SaleID: e.SaleID, ItemID: e.ItemID, UserID: e.UserID, Reserved: e.Type == orderevent.Reserved}
+		if i < len(at) {
+			st.At = at[i]
+		}
+		if st.Reserved || st.At.Shard != "" {
+			out = append(out, st)
 		}
 	}
 	return out
@@ -63,10 +78,12 @@ func (a *Applier) EnqueuePersisted(s []Stored) {
 // markBatch is the most orders one persisted.lua call marks.
 const markBatch = 64
 
-// markGroup is orders of one shard, marked in one call.
+// markGroup is orders of one shard, marked in one call: by the item
+// watermarks upTo when it is set, else order by order.
 type markGroup struct {
-	tag string
-	of  []Stored
+	tag  string
+	of   []Stored
+	upTo map[int64]string
 }
 
 // markAll marks s, one call per shard and up to markBatch orders,
@@ -87,13 +104,8 @@ func (a *Applier) markAll(ctx context.Context, s []Stored) {
 				if i >= len(groups) {
 					return
 				}
-				g := groups[i]
-				ids := make([]sharding.OrderID, len(g.of))
-				users := make([]uint64, len(g.of))
-				for j := range g.of {
-					ids[j], users[j] = g.of[j].OrderID, g.of[j].UserID
-				}
-				if _, err := a.redis.MarkPersistedMany(ctx, g.tag, users, ids); err != nil {
+				if err := a.mark(ctx, groups[i]); err != nil {
+					g := groups[i]
 					a.m.RedisErrors.Inc()
 					mu.Lock()
 					failed = append(failed, g.of...)
@@ -111,21 +123,56 @@ func (a *Applier) markAll(ctx context.Context, s []Stored) {
 	a.markFails.Recovered(a.log, time.Now(), "marking orders persisted in redis recovered")
 }
 
-// groupMarks sorts s by shard, in groups of at most markBatch. An order whose
-// shard cannot be told now (its sale's layout unreadable) is returned in
-// failed; one of a sale gone from Redis has nothing to mark.
+// mark marks one group.
+func (a *Applier) mark(ctx context.Context, g *markGroup) error {
+	if g.upTo != nil {
+		return a.redis.MarkPersistedUpTo(ctx, g.tag, g.upTo)
+	}
+	ids := make([]sharding.OrderID, len(g.of))
+	users := make([]uint64, len(g.of))
+	for j := range g.of {
+		ids[j], users[j] = g.of[j].OrderID, g.of[j].UserID
+	}
+	_, err := a.redis.MarkPersistedMany(ctx, g.tag, users, ids)
+	return err
+}
+
+// groupMarks sorts s by shard: the events read at a position of a shard of
+// their sale's current layout into one watermark group per shard, the other
+// reservations in groups of at most markBatch. An order whose shard cannot
+// be told now (its sale's layout unreadable) is returned in failed; one of a
+// sale gone from Redis has nothing to mark, nor has a pay or cancel read at
+// a shard a reshard has since dropped.
 func (a *Applier) groupMarks(ctx context.Context, s []Stored) (groups []*markGroup, failed []Stored) {
 	open := map[string]*markGroup{}
+	marks := map[string]*markGroup{}
 	for i := range s {
-		tag, ok, err := a.Tag(ctx, s[i].SaleID, s[i].UserID)
+		sale, err := a.sale(ctx, s[i].SaleID)
 		if err != nil {
 			a.m.RedisErrors.Inc()
 			failed = append(failed, s[i])
 			continue
 		}
-		if !ok {
+		if sale == nil || len(sale.Shards) == 0 {
 			continue
 		}
+		if at := s[i].At; at.Shard != "" && slices.Contains(sale.Shards, at.Shard) {
+			g := marks[at.Shard]
+			if g == nil {
+				g = &markGroup{tag: at.Shard, upTo: map[int64]string{}}
+				marks[at.Shard] = g
+				groups = append(groups, g)
+			}
+			g.of = append(g.of, s[i])
+			if cur := g.upTo[s[i].ItemID]; cur == "" || !sharding.EntryAtOrBefore(at.Entry, cur) {
+				g.upTo[s[i].ItemID] = at.Entry
+			}
+			continue
+		}
+		if !s[i].Reserved {
+			continue
+		}
+		tag := sale.Shards[sharding.HomeShard(s[i].UserID, s[i].SaleID, len(sale.Shards))]
 		g := open[tag]
 		if g == nil || len(g.of) == markBatch {
 			g = &markGroup{tag: tag}
