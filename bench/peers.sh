@@ -35,6 +35,7 @@
 # nginx keeps the peer's own worker_processes 2.
 #
 # Usage: bench/peers.sh [ROUNDS] [SECONDS]   (defaults: 3 rounds of 5s)
+# GATEWAY=path runs that gateway binary instead of bin/gateway (an A/B of two builds).
 set -euo pipefail
 ROUNDS=${1:-3}
 DUR=${2:-5}
@@ -162,7 +163,7 @@ acceptItem() { echo $(( (base + 3 + $1) * 10 + 1 )); } # round 0 warms up
 # first use.
 gw() { # listen port, admin port, then extra flags
   local port=$1 admin=$2; shift 2
-  GOMAXPROCS=$GO_PROCS bin/gateway -listen 127.0.0.1:$port -admin 127.0.0.1:$admin -topic flash-sale-orders-peers \
+  GOMAXPROCS=$GO_PROCS ${GATEWAY:-bin/gateway} -listen 127.0.0.1:$port -admin 127.0.0.1:$admin -topic flash-sale-orders-peers \
     -jwt-secret "$secret" -ip-rate 1e9 -ip-burst 1000000000 \
     -user-rate 1e9 -user-burst 1000000000 -max-conns-per-ip 0 "$@" >"$RUN/gateway-$port.log" 2>&1 &
   pids+=($!)

@@ -112,7 +112,8 @@ cpu_during() {
 # before measuring.
 open_sales_warning() {
   local live
-  live=$(bin/flashctl sale list --status SCHEDULED,ACTIVE,SOLD_OUT,PAUSED 2>/dev/null |
+  # (none to list, not even the schema, right after make reset)
+  live=$({ bin/flashctl sale list --status SCHEDULED,ACTIVE,SOLD_OUT,PAUSED 2>/dev/null || true; } |
     awk 'NR > 1 && NF > 8 {n++; s += $(NF - 3)} END {print n + 0, s + 0}')
   if [ "${live#* }" -gt 24 ]; then
     echo "WARNING: ${live% *} sales with ${live#* } shards are open on this stack; their fence beats and relay polls are in these figures (make reset empties the stack)" >&2

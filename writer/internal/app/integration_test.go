@@ -131,20 +131,27 @@ func TestPayExpiryRace(t *testing.T) {
 	// (every 5 ms). The due time is set in both places, PostgreSQL's row and
 	// Redis's record, as the gateway's reservation sets both.
 	const spread = 400 * time.Millisecond
+	rc := rs.Client()
+	// The orders' records, opened from their buyer records (lua/order.lua)
+	// before the clock starts.
+	opens := make([]rueidis.LuaExec, n)
+	for k, e := range events {
+		tag := s.Shards[sharding.HomeShard(e.UserID, s.ID, len(s.Shards))]
+		opens[k] = rueidis.LuaExec{Keys: []string{string(sharding.AppendOrderKey(nil, tag, e.OrderID)), string(sharding.AppendBuyersKey(nil, tag))},
+			Args: []string{strconv.FormatUint(e.UserID, 10), e.OrderID.String()}}
+	}
+	for _, r := range rueidis.NewLuaScript(lua.OpenOrder).ExecMulti(context.Background(), rc, opens...) {
+		if n, err := r.AsInt64(); err != nil || n != 1 {
+			t.Fatalf("opening an order record: %d %v", n, err)
+		}
+	}
 	start := time.Now().Add(300 * time.Millisecond)
 	ids := make([][16]byte, n)
 	dues := make([]time.Time, n)
 	var cmds rueidis.Commands
-	rc := rs.Client()
-	open := rueidis.NewLuaScript(lua.OpenOrder)
 	for k, e := range events {
 		ids[k], dues[k] = e.OrderID, start.Add(time.Duration(k)*spread/n)
 		tag := s.Shards[sharding.HomeShard(e.UserID, s.ID, len(s.Shards))]
-		// The order's record, opened from its buyer record (lua/order.lua).
-		if err := open.Exec(context.Background(), rc, []string{string(sharding.AppendOrderKey(nil, tag, e.OrderID)),
-			string(sharding.AppendBuyersKey(nil, tag))}, []string{strconv.FormatUint(e.UserID, 10), e.OrderID.String()}).Error(); err != nil {
-			t.Fatal(err)
-		}
 		cmds = append(cmds, rc.B().Hset().Key(string(sharding.AppendOrderKey(nil, tag, e.OrderID))).FieldValue().
 			FieldValue("expires", strconv.FormatInt(dues[k].UnixMilli(), 10)).Build())
 	}
