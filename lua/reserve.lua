@@ -117,8 +117,8 @@ if n == 0 then
   return {SOLD_OUT, '', 0}
 end
 redis.call('DECR', KEYS[1])
-local eid = redis.call('XADD', KEYS[5], '*', 't', 'reserved', 'o', oid, 's', ARGV[7], 'i', ARGV[3], 'u', user,
-  'c', ARGV[4], 'x', ARGV[5])
+-- The entry's second version (orderevent.FromFields): the sale is the order id's.
+local eid = redis.call('XADD', KEYS[5], '*', 't', 'r', 'o', oid, 'i', ARGV[3], 'u', user, 'c', ARGV[4], 'x', ARGV[5])
 local deadline = string.format('%.0f', tonumber(ARGV[4]) + ttl * 1000)
 redis.call('HSET', KEYS[2], user, buyer_value(oid, ARGV[3], ARGV[4], ARGV[5], eid, attempt, ARGV[4], deadline, ''))
 if st then

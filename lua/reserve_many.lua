@@ -146,8 +146,7 @@ local function one(i)
   end
   taken[kStock] = (taken[kStock] or 0) + 1
   added[kJournal] = (added[kJournal] or 0) + 1
-  local eid = redis.call('XADD', kJournal, '*', 't', 'reserved', 'o', oid, 's', ARGV[a + 7], 'i', item, 'u', user,
-    'c', ARGV[a + 4], 'x', ARGV[a + 5])
+  local eid = redis.call('XADD', kJournal, '*', 't', 'r', 'o', oid, 'i', item, 'u', user, 'c', ARGV[a + 4], 'x', ARGV[a + 5])
   local deadline = string.format('%.0f', tonumber(ARGV[a + 4]) + ttl * 1000)
   local v = buyer_value(oid, item, ARGV[a + 4], ARGV[a + 5], eid, attempt, ARGV[a + 4], deadline, '')
   held[kBuyers][user] = v

@@ -13,16 +13,29 @@ import (
 // scripts against this list). FieldAt is optional: a reservation is accepted
 // when it is created, so reserve.lua leaves it out and FromFields takes
 // FieldCreated's value.
+//
+// Two versions of the reservation's entry decode: the first (type
+// "reserved", with FieldSale), which releases before the lazy order record
+// wrote and which may still sit in a journal after an upgrade, and the
+// second, which the reserve scripts write: type JournalReserved and no
+// FieldSale (the order id's first four bytes are the sale id). Pay and
+// cancel entries keep their one form. A version-two entry reaches only a
+// relay of this release or later: relays run in the gateways, so gateways
+// are upgraded between sales, when the journals have drained (see
+// deploy/README.md).
 const (
-	FieldType    = "t"  // "reserved", "pay" or "cancel"
+	FieldType    = "t"  // "reserved" or JournalReserved, "pay" or "cancel"
 	FieldOrder   = "o"  // order id
-	FieldSale    = "s"  // sale id
+	FieldSale    = "s"  // sale id (first version and pay, cancel: the order id's own)
 	FieldItem    = "i"  // item id
 	FieldUser    = "u"  // user id
 	FieldCreated = "c"  // unix ms
 	FieldExpires = "x"  // unix ms
 	FieldAt      = "at" // unix ms, pay and cancel only
 )
+
+// JournalReserved is the type of a version-two reservation entry.
+const JournalReserved = "r"
 
 // Fields lists every field name a journal entry may hold.
 var Fields = [...]string{FieldType, FieldOrder, FieldSale, FieldItem, FieldUser, FieldCreated, FieldExpires, FieldAt}
@@ -31,7 +44,11 @@ var Fields = [...]string{FieldType, FieldOrder, FieldSale, FieldItem, FieldUser,
 // Redis) into the event it journals. Any error wraps ErrMalformed and names
 // the field by its JSON member name, then its journal name.
 func FromFields(f map[string]string) (Event, error) {
-	e := Event{Type: parseType(f[FieldType])}
+	t := f[FieldType]
+	if t == JournalReserved {
+		t = typeNames[Reserved]
+	}
+	e := Event{Type: parseType(t)}
 	if e.Type == 0 {
 		return Event{}, malformed("type (%s) %q is not reserved, pay or cancel", FieldType, f[FieldType])
 	}
@@ -41,8 +58,12 @@ func FromFields(f map[string]string) (Event, error) {
 	}
 	e.OrderID = id
 	var err error
-	if e.SaleID, err = intField(f, "saleId", FieldSale); err != nil {
-		return Event{}, err
+	if _, ok := f[FieldSale]; ok || f[FieldType] != JournalReserved {
+		if e.SaleID, err = intField(f, "saleId", FieldSale); err != nil {
+			return Event{}, err // (Validate checks it is the order id's)
+		}
+	} else {
+		e.SaleID = id.SaleID()
 	}
 	if e.ItemID, err = intField(f, "itemId", FieldItem); err != nil {
 		return Event{}, err

@@ -34,6 +34,30 @@ func TestFromFields(t *testing.T) {
 	if ev, err := FromFields(pay); err != nil || ev.Type != Pay || ev.At.Equal(ev.Created) {
 		t.Fatalf("pay: %+v %v", ev, err)
 	}
+	// The second version of the reservation's entry, which the reserve
+	// scripts write: type JournalReserved, the sale from the order id.
+	v2 := goodFields()
+	v2[FieldType] = JournalReserved
+	delete(v2, FieldSale)
+	if ev, err := FromFields(v2); err != nil || ev.Type != Reserved || ev.SaleID != 42 {
+		t.Fatalf("second version: %+v %v", ev, err)
+	}
+	v2[FieldSale] = "43" // a sale field there still must name the order's sale
+	if _, err := FromFields(v2); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "saleId says 43") {
+		t.Fatalf("second version, another sale: %v", err)
+	}
+	// Only a reservation may leave the sale out.
+	noSale := goodFields()
+	noSale[FieldType] = "pay"
+	delete(noSale, FieldSale)
+	if _, err := FromFields(noSale); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "saleId (s)") {
+		t.Fatalf("pay without a sale: %v", err)
+	}
+	old := goodFields()
+	delete(old, FieldSale)
+	if _, err := FromFields(old); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "saleId (s)") {
+		t.Fatalf("first version without a sale: %v", err)
+	}
 	now := time.Now().UnixMilli()
 	cases := []struct {
 		name, field, value, want string

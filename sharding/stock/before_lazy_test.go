@@ -12,6 +12,8 @@ import (
 	"github.com/redis/rueidis"
 
 	"flashsale/lua"
+	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 )
 
 //go:embed testdata/reserve_before_lazy.lua
@@ -24,10 +26,10 @@ var reserveBeforeLazy string
 // credits, malformed arguments) from the same starting state through the
 // reserve script as it was before reservations stopped writing the order
 // record, one call after another, and through today's reserve_many.lua in
-// one call and reserve.lua in turn. Every reply, the stock and the journal
-// must come out the same; only where the order is kept differs (its record
-// then, its buyer record now), which the reads of the order are tested on
-// elsewhere.
+// one call and reserve.lua in turn. Every reply, the stock and the journal's
+// events must come out the same; only where the order is kept differs (its
+// record then, its buyer record now, whose reads are tested elsewhere), and
+// the version of the journal entry (the same event decoded).
 func TestReserveAnswersAsBeforeTheLazyRecord(t *testing.T) {
 	_, c := newStore(t)
 	ctx := context.Background()
@@ -71,11 +73,15 @@ func TestReserveAnswersAsBeforeTheLazyRecord(t *testing.T) {
 			t.Fatalf("case %d (%+v): replies differ\nbefore, in turn:      %q\nreserve.lua in turn:  %q\nreserve_many.lua:     %q", n, mc, want, turn, joined)
 		}
 		old := mc.state(t, c, tags[0])
+		oldJournal := decodedJournal(t, c, tags[0])
 		for _, tag := range tags[1:] {
+			if j := decodedJournal(t, c, tag); j != oldJournal {
+				t.Fatalf("case %d: journal events differ\nbefore: %s\nnow (%s): %s", n, oldJournal, tag, j)
+			}
 			now := mc.state(t, c, tag)
 			for k, v := range old {
-				if k == "buyers" || strings.Contains(k, ":o:") {
-					continue // where the order is kept
+				if k == "buyers" || k == "journal" || strings.Contains(k, ":o:") {
+					continue // where the order is kept; the entry's version (compared decoded above)
 				}
 				if now[k] != v {
 					t.Fatalf("case %d: %s: before %q, now (%s) %q", n, k, v, tag, now[k])
@@ -83,4 +89,24 @@ func TestReserveAnswersAsBeforeTheLazyRecord(t *testing.T) {
 			}
 		}
 	}
+}
+
+// decodedJournal returns the events of tag's journal as the relay decodes
+// them (orderevent.FromFields), whichever version of the entry the script
+// wrote; an entry that does not decode (the cases' filler) by its fields.
+func decodedJournal(t *testing.T, c rueidis.Client, tag string) string {
+	t.Helper()
+	es, err := c.Do(context.Background(), c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()).AsXRange()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, e := range es {
+		if ev, err := orderevent.FromFields(e.FieldValues); err == nil {
+			fmt.Fprintf(&b, "%+v\n", ev)
+		} else {
+			fmt.Fprintf(&b, "undecodable %v\n", e.FieldValues)
+		}
+	}
+	return b.String()
 }

@@ -380,7 +380,7 @@ func (s *Store) ReadJournals(ctx context.Context, sale *sharding.Sale) (Journals
 			out.Oldest[i] = entries[0].ID
 		}
 		for _, e := range entries {
-			if e.FieldValues["t"] != "reserved" {
+			if t := e.FieldValues["t"]; t != "r" && t != "reserved" { // a reservation, either version (orderevent.FromFields)
 				continue
 			}
 			item, err := strconv.ParseInt(e.FieldValues["i"], 10, 64)

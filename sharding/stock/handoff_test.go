@@ -61,7 +61,7 @@ func TestVoidAct(t *testing.T) {
 		}
 		n := 0
 		for _, e := range es {
-			if e.FieldValues["o"] == a.OrderID.String() && e.FieldValues["t"] != "reserved" {
+			if t := e.FieldValues["t"]; e.FieldValues["o"] == a.OrderID.String() && (t == "pay" || t == "cancel") {
 				n++
 			}
 		}
