@@ -32,6 +32,11 @@ local function buyer_value(oid, item, created, expires, eid, attempt, ac, deadli
   return oid .. '|' .. item .. '|' .. created .. '|' .. expires .. '|' .. eid .. '|' .. attempt .. '|' .. ac .. '|' .. deadline .. '|' .. persisted
 end
 
+-- key_oid returns the order id an order record's key names ({tag}:o:<oid>).
+local function key_oid(k)
+  return string.match(k, ':o:(.*)$') or ''
+end
+
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

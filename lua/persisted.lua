@@ -41,7 +41,7 @@ for i = 3, #KEYS do
     local user = ARGV[i - 2]
     local v = redis.call('HGET', KEYS[2], user)
     local f = v and buyer_fields(v)
-    if f and #f == 9 and f[1] == string.match(KEYS[i], ':o:(.*)$') then
+    if f and #f == 9 and f[1] == key_oid(KEYS[i]) then
       if f[9] ~= '1' then
         redis.call('HSET', KEYS[2], user, buyer_value(f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], '1'))
       end

@@ -21,7 +21,7 @@ if redis.call('EXISTS', KEYS[2]) == 1 then
   return -1
 end
 if ARGV[3] ~= '' then
-  order_open(KEYS[1], KEYS[3], ARGV[3], string.match(KEYS[1], ':o:(.*)$') or '')
+  order_open(KEYS[1], KEYS[3], ARGV[3], key_oid(KEYS[1]))
 end
 local cur = redis.call('HGET', KEYS[1], 'status')
 if cur and cur ~= 'PENDING' and st == 'PENDING' then

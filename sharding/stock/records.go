@@ -227,17 +227,16 @@ func ParseBuyer(v string) (Buyer, error) {
 	if len(f) != 8 {
 		return b, fmt.Errorf("buyer record %q: %d fields, want 9", v, len(f)+1)
 	}
-	var errs [5]error
-	b.ItemID, errs[0] = strconv.ParseInt(f[0], 10, 64)
-	c, e, d := int64(0), int64(0), int64(0)
-	c, errs[1] = strconv.ParseInt(f[1], 10, 64)
-	e, errs[2] = strconv.ParseInt(f[2], 10, 64)
-	_, errs[3] = strconv.ParseInt(f[5], 10, 64)
-	d, errs[4] = strconv.ParseInt(f[6], 10, 64)
-	if err := errors.Join(errs[:]...); err != nil || b.ItemID <= 0 || c <= 0 || e < c || d <= 0 || !sharding.ValidEntryID(f[3]) || f[4] == "" ||
-		(f[7] != "" && f[7] != "1") {
+	item, err1 := strconv.ParseInt(f[0], 10, 64)
+	c, err2 := strconv.ParseInt(f[1], 10, 64)
+	e, err3 := strconv.ParseInt(f[2], 10, 64)
+	_, err4 := strconv.ParseInt(f[5], 10, 64) // the attempt's created ms (only the scripts read it)
+	d, err5 := strconv.ParseInt(f[6], 10, 64)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil || item <= 0 || c <= 0 || e < c || d <= 0 ||
+		!sharding.ValidEntryID(f[3]) || f[4] == "" || (f[7] != "" && f[7] != "1") {
 		return b, fmt.Errorf("buyer record %q: malformed order fields", v)
 	}
+	b.ItemID = item
 	b.Created, b.Expires, b.Deadline = time.UnixMilli(c).UTC(), time.UnixMilli(e).UTC(), time.UnixMilli(d).UTC()
 	b.Journal, b.Attempt, b.Persisted = f[3], f[4], f[7] == "1"
 	return b, nil

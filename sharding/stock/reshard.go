@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -529,20 +530,19 @@ func (s *Store) copyJournals(ctx context.Context, saleID int64, from, to []strin
 		if err != nil {
 			return jc, fmt.Errorf("reading relay watermark of %s: %w", tag, err)
 		}
-		wm, wseq, okm := entryID(mark)
-		if mark != "" && !okm {
+		if mark != "" && !sharding.ValidEntryID(mark) {
 			return jc, fmt.Errorf("relay watermark of %s is %q, not an entry id", tag, mark)
 		}
 		jc.renamed[tag] = map[string]string{}
 		for _, e := range arr {
 			u, err := strconv.ParseUint(e.FieldValues["u"], 10, 64)
-			ms, seq, ok := entryID(e.ID)
-			if err != nil || !ok {
+			ms, _, ok := sharding.ParseEntryID(e.ID)
+			if err != nil || !ok || ms >= math.MaxInt64 {
 				return jc, fmt.Errorf("hand-off journal of %s: entry %q has user %q", tag, e.ID, e.FieldValues["u"])
 			}
-			base = max(base, ms+1)
+			base = max(base, int64(ms)+1)
 			dst := to[sharding.HomeShard(u, saleID, len(to))]
-			taken := mark != "" && (ms < wm || (ms == wm && seq <= wseq))
+			taken := mark != "" && sharding.EntryAtOrBefore(e.ID, mark)
 			byDst[dst] = append(byDst[dst], entry{tag: tag, e: e, taken: taken})
 		}
 	}
@@ -579,18 +579,6 @@ func (s *Store) copyJournals(ctx context.Context, saleID int64, from, to []strin
 		}
 	}
 	return jc, nil
-}
-
-// entryID parses a stream entry id "ms-seq" (a relay watermark's sequence
-// is the largest, 2^64-1).
-func entryID(id string) (ms int64, seq uint64, ok bool) {
-	a, b, found := strings.Cut(id, "-")
-	if !found {
-		return 0, 0, false
-	}
-	ms, err1 := strconv.ParseInt(a, 10, 64)
-	seq, err2 := strconv.ParseUint(b, 10, 64)
-	return ms, seq, err1 == nil && err2 == nil && ms >= 0
 }
 
 // copyFenceMarks returns the writes that give every new shard the gateways'
