@@ -96,10 +96,15 @@ var PersistedUpTo string
 //go:embed drop_buyer.lua
 var DropBuyer string
 
-// RoomJoin puts a user into a waiting room's random draw once. See room_join.lua.
+// RoomJoin enters a user into a draw once, with their nonce. See room_join.lua.
 //
 //go:embed room_join.lua
 var RoomJoin string
+
+// RoomFreeze freezes a draw's entrants and then reveals its seed. See room_freeze.lua.
+//
+//go:embed room_freeze.lua
+var RoomFreeze string
 
 // RoomTick advances a waiting room's admission and reads its state. See room_tick.lua.
 //

@@ -38,6 +38,17 @@ type Sale struct {
 	// WaitingRoom, when set, puts the ticket endpoint behind the sale's
 	// waiting room (see Room); nil (the default) admits at once.
 	WaitingRoom *Room `json:"waitingRoom,omitempty"`
+	// Access is the sale's access mode (AccessOpen, AccessQueue or
+	// AccessRaffle); "" is queue with a waiting room, else open (Mode).
+	Access string `json:"access,omitempty"`
+	// Raffle is a raffle's registration window.
+	Raffle *Raffle `json:"raffle,omitempty"`
+	// Draw is the commitment to the seed of a queue's or raffle's
+	// verifiable draw; nil for a sale created without one (the draw then
+	// uses a seed drawn at the freeze, which nobody saw committed).
+	Draw *DrawCommitment `json:"draw,omitempty"`
+	// Presale, when set, opens the sale early to some buyers.
+	Presale *Presale `json:"presale,omitempty"`
 	// PowDifficulty is the proof of work (leading zero bits) the ticket
 	// endpoint asks for; 0 (the default) asks for none unless the operator does.
 	PowDifficulty int `json:"powDifficulty,omitempty"`
@@ -149,6 +160,9 @@ func (s *Sale) Validate() error {
 		return fmt.Errorf("%d shards: at most %d", len(s.Shards), MaxShards)
 	}
 	if err := s.validateFrontDoor(); err != nil {
+		return err
+	}
+	if err := s.validateAccess(); err != nil {
 		return err
 	}
 	if err := s.validateBrand(); err != nil {

@@ -21,6 +21,12 @@ const (
 	ProofRequired    = "PROOF_REQUIRED"     // 428: the ticket endpoint wants a proof of work first
 	ProofInvalid     = "PROOF_INVALID"      // 403: a malformed, forged, other user's or too weak proof of work
 	QueuePassInvalid = "QUEUE_PASS_INVALID" // 403: a malformed, forged, other user's or sale's queue pass
+	NotSelected      = "NOT_SELECTED"       // 410: a raffle's place past its units (with place): never admitted
+	EntriesClosed    = "ENTRIES_CLOSED"     // 403: a raffle's entries closed without this user
+	PresaleOnly      = "PRESALE_ONLY"       // 403: the presale phase, and the token lacks its claim or list (with startsAt)
+	PresaleSoldOut   = "PRESALE_SOLD_OUT"   // 403: the presale phase sold its cap (with startsAt of the general phase)
+	NoDraw           = "NO_DRAW"            // 404: the sale has no draw (access "open")
+	NotEntered       = "NOT_ENTERED"        // 404: the user has no entry in the sale's draw
 
 	OrderNotFound  = "ORDER_NOT_FOUND" // 404: no such order, or another user's
 	OrderExpired   = "ORDER_EXPIRED"   // 409: pay or cancel after the payment deadline
@@ -45,6 +51,7 @@ const (
 var Codes = []string{
 	AlreadyPurchased, SoldOut, Unauthorized, SaleNotStarted, SaleEnded, ItemNotFound, RateLimited,
 	TicketRequired, TicketInvalid, SalePaused, Unavailable, ProofRequired, ProofInvalid, QueuePassInvalid,
+	NotSelected, EntriesClosed, PresaleOnly, PresaleSoldOut, NoDraw, NotEntered,
 	OrderNotFound, OrderExpired, OrderCancelled, OrderPaid, OrderFailed,
 	SaleNotFound, NotFound, MethodNotAllowed, InvalidUserID,
 	BadRequest, BodyTooLarge, HeadersTooLarge, RequestTimeout,
@@ -57,7 +64,8 @@ func ErrorBody(code string) []byte { return []byte(`{"error":"` + code + `"}`) }
 var Status = map[string]int{
 	AlreadyPurchased: 409, SoldOut: 410, Unauthorized: 401, SaleNotStarted: 403, SaleEnded: 410,
 	ItemNotFound: 404, RateLimited: 429, TicketRequired: 403, TicketInvalid: 403, SalePaused: 503,
-	Unavailable: 503, ProofRequired: 428, ProofInvalid: 403, QueuePassInvalid: 403, OrderNotFound: 404, OrderExpired: 409, OrderCancelled: 409,
+	Unavailable: 503, ProofRequired: 428, ProofInvalid: 403, QueuePassInvalid: 403,
+	NotSelected: 410, EntriesClosed: 403, PresaleOnly: 403, PresaleSoldOut: 403, NoDraw: 404, NotEntered: 404, OrderNotFound: 404, OrderExpired: 409, OrderCancelled: 409,
 	OrderPaid: 409, OrderFailed: 409, SaleNotFound: 404, NotFound: 404, MethodNotAllowed: 405,
 	InvalidUserID: 400, BadRequest: 400, BodyTooLarge: 413, HeadersTooLarge: 431, RequestTimeout: 408,
 }

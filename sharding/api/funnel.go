@@ -41,13 +41,15 @@ const (
 	AnswerTicketInvalid                        // purchase 403 TICKET_INVALID
 	AnswerRefused                              // ticket 403: a bad proof or queue pass
 	AnswerUnavailable                          // 503 UNAVAILABLE
+	AnswerNotSelected                          // ticket 410 NOT_SELECTED, 403 ENTRIES_CLOSED: out of a raffle
+	AnswerPresaleOnly                          // 403 PRESALE_ONLY or PRESALE_SOLD_OUT: the presale refused
 	AnswerOther                                // anything else
 	NumFunnelAnswers
 )
 
 var funnelAnswerNames = [NumFunnelAnswers]string{"accepted", "issued", "queued", "proof_required", "already_purchased",
 	"sold_out", "sale_ended", "not_started", "paused", "rate_limited", "unauthorized", "ticket_required", "ticket_invalid",
-	"refused", "unavailable", "other"}
+	"refused", "unavailable", "not_selected", "presale_only", "other"}
 
 // String is the answer's label value.
 func (a FunnelAnswer) String() string {
@@ -60,7 +62,9 @@ func (a FunnelAnswer) String() string {
 // PurchaseAnswers and TicketAnswers are the answers each route exports.
 var (
 	PurchaseAnswers = []FunnelAnswer{AnswerAccepted, AnswerAlreadyPurchased, AnswerSoldOut, AnswerSaleEnded, AnswerNotStarted,
-		AnswerPaused, AnswerRateLimited, AnswerUnauthorized, AnswerTicketRequired, AnswerTicketInvalid, AnswerUnavailable, AnswerOther}
+		AnswerPaused, AnswerRateLimited, AnswerUnauthorized, AnswerTicketRequired, AnswerTicketInvalid, AnswerUnavailable,
+		AnswerPresaleOnly, AnswerOther}
 	TicketAnswers = []FunnelAnswer{AnswerIssued, AnswerQueued, AnswerProofRequired, AnswerSoldOut, AnswerSaleEnded,
-		AnswerNotStarted, AnswerPaused, AnswerRateLimited, AnswerUnauthorized, AnswerRefused, AnswerUnavailable, AnswerOther}
+		AnswerNotStarted, AnswerPaused, AnswerRateLimited, AnswerUnauthorized, AnswerRefused, AnswerUnavailable,
+		AnswerNotSelected, AnswerPresaleOnly, AnswerOther}
 )

@@ -33,6 +33,7 @@ import (
 	"flashsale/gateway/internal/obs"
 	"flashsale/gateway/internal/page"
 	"flashsale/gateway/internal/pow"
+	"flashsale/gateway/internal/presale"
 	"flashsale/gateway/internal/room"
 	"flashsale/sharding/journal"
 	"flashsale/sharding/repeatlog"
@@ -53,7 +54,8 @@ type App struct {
 	fence    *journal.Fence
 	verifier *auth.Verifier
 	Catalog  *catalog.Catalog
-	Room     *room.Room // the waiting rooms, ticked every 100 ms while Serve runs
+	Room     *room.Room    // the waiting rooms, ticked every 100 ms while Serve runs
+	Presale  *presale.Gate // the presale phases' lists and caps
 	proofs   *pow.Issuer
 	Handler  *httpapi.Handler
 	Metrics  *obs.Metrics
@@ -245,6 +247,7 @@ func (a *App) newHandler(opt Options) (*httpapi.Handler, error) {
 	if a.Room, a.proofs, err = frontDoor(cfg, a.redis, a.log); err != nil {
 		return nil, err
 	}
+	a.Presale = presale.New(a.redis, a.log)
 	site, err := page.New(page.Config{Token: cfg.PageToken, Dev: cfg.Dev, MaxAge: cfg.PageMaxAge, Media: cfg.PageMedia})
 	if err != nil {
 		return nil, err
@@ -262,7 +265,7 @@ func (a *App) newHandler(opt Options) (*httpapi.Handler, error) {
 		IPLimit:   limit.New(limit.Config{Rate: cfg.IPRate, Burst: cfg.IPBurst, MaxKeys: cfg.LimitKeys}),
 		UserLimit: limit.New(limit.Config{Rate: cfg.UserRate, Burst: cfg.UserBurst, MaxKeys: cfg.LimitKeys}),
 		Metrics:   a.Metrics, Borrower: a.store, Fence: a.fence, Log: a.log, Tickets: tickets, Page: site,
-		Room: a.Room, Proofs: a.proofs, ProofLevel: &pow.Level{Operator: cfg.PowDifficulty, Auto: cfg.PowAutoRate},
+		Room: a.Room, Presale: a.Presale, Proofs: a.proofs, ProofLevel: &pow.Level{Operator: cfg.PowDifficulty, Auto: cfg.PowAutoRate},
 	}), nil
 }
 
@@ -309,6 +312,7 @@ func (a *App) Serve(ctx context.Context) error {
 	go func() { errc <- a.server.Serve(a.public) }()
 	go a.Catalog.Run(ctx)
 	go a.Room.Run(ctx, roomSource{a.Catalog})
+	go a.Presale.Run(ctx, roomSource{a.Catalog})
 	go repeatlog.Loop(ctx, driftEvery, a.log, "drift mirror", a.mirrorDrift)
 	relayCtx, stopRelay := context.WithCancel(context.Background())
 	relayDone := make(chan struct{})

@@ -14,6 +14,7 @@ import (
 	"flashsale/gateway/internal/mac"
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/room"
+	"flashsale/sharding"
 )
 
 // frontDoor builds the waiting room and the proof-of-work issuer. Their
@@ -74,6 +75,17 @@ func (s roomSource) Rooms() []room.Sale {
 	for _, sl := range s.c.Snapshot().Sales() {
 		if r, ok := room.FromSale(sl.Sale); ok {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// PresaleSales lists the catalog's sales with a presale.
+func (s roomSource) PresaleSales() []*sharding.Sale {
+	var out []*sharding.Sale
+	for _, sl := range s.c.Snapshot().Sales() {
+		if sl.Presale != nil {
+			out = append(out, sl.Sale)
 		}
 	}
 	return out

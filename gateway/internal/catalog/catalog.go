@@ -446,7 +446,10 @@ func (s *Sale) describe(now time.Time) {
 	}
 	b = append(b, `","paymentWindow":"`...)
 	b = append(b, s.Window().String()...)
+	b = append(b, `","access":"`...)
+	b = append(b, s.Mode()...)
 	b = append(b, '"')
+	b = s.appendAccess(b, now)
 	if br := s.Brand; br != nil {
 		b = append(b, `,"brand":`...)
 		b = appendBrand(b, br)
@@ -460,6 +463,35 @@ func (s *Sale) describe(now time.Time) {
 	}
 	b = append(b, "]}"...)
 	s.desc.Store(&b)
+}
+
+// appendAccess appends the description's fair-access fields: the phase and
+// presale, the raffle's entries, the draw's commitment.
+func (s *Sale) appendAccess(b []byte, now time.Time) []byte {
+	if p := s.Presale; p != nil {
+		b = append(b, `,"phase":"`...)
+		if s.InPresale(now) {
+			b = append(b, "PRESALE"...)
+		} else {
+			b = append(b, "GENERAL"...)
+		}
+		b = append(b, `","presale":`...)
+		j, _ := json.Marshal(p) // a Presale always marshals
+		b = append(b, j...)
+	}
+	if r := s.Raffle; r != nil && s.Mode() == sharding.AccessRaffle {
+		b = append(b, `,"raffle":{"entriesOpenAt":"`...)
+		b = r.EntriesOpen.UTC().AppendFormat(b, rfc3339Milli)
+		b = append(b, `","entriesCloseAt":"`...)
+		b = r.EntriesClose.UTC().AppendFormat(b, rfc3339Milli)
+		b = append(b, `"}`...)
+	}
+	if d := s.Draw; d != nil {
+		b = append(b, `,"draw":{"commitment":`...)
+		b = appendString(b, d.Commitment)
+		b = append(b, '}')
+	}
+	return b
 }
 
 // status is the description's status at n (unix ns): ENDED, PAUSED,

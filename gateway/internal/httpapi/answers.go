@@ -39,6 +39,12 @@ const (
 	aProofRequired
 	aProofInvalid
 	aQueuePassInvalid
+	aNotSelected
+	aEntriesClosed
+	aPresaleOnly
+	aPresaleSoldOut
+	aNoDraw
+	aNotEntered
 	aNotModified
 	aBadRequest
 	aUnparsable
@@ -81,6 +87,12 @@ var answers = [numAnswers]answerSpec{
 	aProofRequired:    {status: fasthttp.StatusPreconditionRequired},
 	aProofInvalid:     {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.ProofInvalid)},
 	aQueuePassInvalid: {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.QueuePassInvalid)},
+	aNotSelected:      {status: fasthttp.StatusGone},
+	aEntriesClosed:    {status: fasthttp.StatusForbidden, body: api.ErrorBody(api.EntriesClosed)},
+	aPresaleOnly:      {status: fasthttp.StatusForbidden},
+	aPresaleSoldOut:   {status: fasthttp.StatusForbidden},
+	aNoDraw:           {status: fasthttp.StatusNotFound, body: api.ErrorBody(api.NoDraw)},
+	aNotEntered:       {status: fasthttp.StatusNotFound, body: api.ErrorBody(api.NotEntered)},
 	aNotModified:      {status: fasthttp.StatusNotModified},
 	aBadRequest:       {status: fasthttp.StatusBadRequest, body: api.ErrorBody(api.InvalidUserID)},
 	aUnparsable:       {status: fasthttp.StatusBadRequest, body: api.ErrorBody(api.BadRequest)},

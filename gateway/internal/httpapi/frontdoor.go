@@ -10,6 +10,7 @@ import (
 	"flashsale/gateway/internal/obs"
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/room"
+	"flashsale/sharding/api"
 )
 
 // The front door: the waiting room and the proof of work in front of the
@@ -62,10 +63,14 @@ func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.S
 	return h.roomAnswer(ctx, sale, &rs, v)
 }
 
-// preQueueOpen reports whether sale has a waiting room open before its start.
+// preQueueOpen reports whether sale has a waiting room open before its
+// start: a queue's pre-queue, or a raffle from its entries on.
 func (h *Handler) preQueueOpen(sale *catalog.Sale, now time.Time) bool {
-	r := sale.WaitingRoom
-	return h.Room != nil && r != nil && r.PreQueue > 0 && !now.Before(sale.StartsAt.Add(-time.Duration(r.PreQueue)))
+	if h.Room == nil {
+		return false
+	}
+	rs, ok := room.FromSale(sale.Sale)
+	return ok && !now.Before(rs.Opens())
 }
 
 // roomAnswer answers v; true means admitted (the caller hands out the ticket).
@@ -76,15 +81,17 @@ func (h *Handler) roomAnswer(ctx *fasthttp.RequestCtx, sale *catalog.Sale, rs *r
 		h.Metrics.Funnel(sale.ID).Admitted()
 		return true
 	case room.Queued:
+		var buf [256]byte
 		secs := int64((v.Wait + time.Second - 1) / time.Second)
-		var buf [112]byte
-		b := append(buf[:0], `{"status":"QUEUED","position":`...)
-		b = strconv.AppendInt(b, v.Position, 10)
-		b = append(b, `,"estimatedWaitSeconds":`...)
-		b = strconv.AppendInt(b, secs, 10)
-		b = append(b, '}')
 		ctx.Response.Header.SetCanonical(hdrRetryAfter, retryAfter[min(max(secs/2, 1), maxQueuePoll)])
-		h.answerBody(ctx, route, aQueued, b)
+		h.answerBody(ctx, route, aQueued, appendQueued(buf[:0], rs, &v, secs))
+	case room.NotSelected:
+		var buf [64]byte
+		b := append(buf[:0], `{"error":"`+api.NotSelected+`","place":`...)
+		b = strconv.AppendInt(b, v.Place, 10)
+		h.answerBody(ctx, route, aNotSelected, append(b, '}'))
+	case room.EntriesClosed:
+		h.answer(ctx, route, aEntriesClosed)
 	case room.SoldOut:
 		h.answer(ctx, route, aSoldOut)
 	case room.Refused:
@@ -94,6 +101,35 @@ func (h *Handler) roomAnswer(ctx *fasthttp.RequestCtx, sale *catalog.Sale, rs *r
 		h.answerBody(ctx, route, aSaleNotStarted, sale.NotStarted)
 	}
 	return false
+}
+
+// appendQueued appends the body of a 202 QUEUED: position and wait, and
+// once the draw is revealed the place and its chance of a unit; the nonce
+// on the answer that entered the user (theirs alone: their leaf's secret).
+func appendQueued(b []byte, rs *room.Sale, v *room.Verdict, secs int64) []byte {
+	b = append(b, `{"status":"QUEUED","position":`...)
+	b = strconv.AppendInt(b, v.Position, 10)
+	b = append(b, `,"estimatedWaitSeconds":`...)
+	b = strconv.AppendInt(b, secs, 10)
+	if rs.Raffle {
+		b = append(b, `,"mode":"raffle"`...)
+	} else {
+		b = append(b, `,"mode":"queue"`...)
+	}
+	if v.Place > 0 {
+		b = append(b, `,"place":`...)
+		b = strconv.AppendInt(b, v.Place, 10)
+	}
+	if v.Chance >= 0 {
+		b = append(b, `,"chance":`...)
+		b = strconv.AppendFloat(b, v.Chance, 'f', 3, 64)
+	}
+	if v.Nonce != "" {
+		b = append(b, `,"nonce":"`...)
+		b = append(b, v.Nonce...)
+		b = append(b, '"')
+	}
+	return append(b, '}')
 }
 
 // maxQueuePoll is the longest Retry-After of a queued answer, in seconds:

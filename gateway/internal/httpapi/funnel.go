@@ -45,6 +45,8 @@ func purchaseAnswer(status int, body []byte) api.FunnelAnswer {
 			return api.AnswerTicketRequired
 		case is(body, aTicketInvalid):
 			return api.AnswerTicketInvalid
+		case bytes.HasPrefix(body, presalePrefix):
+			return api.AnswerPresaleOnly
 		}
 		return api.AnswerNotStarted
 	}
@@ -61,15 +63,30 @@ func ticketAnswer(status int, body []byte) api.FunnelAnswer {
 	case fasthttp.StatusPreconditionRequired:
 		return api.AnswerProofRequired
 	case fasthttp.StatusForbidden:
-		if bytes.HasPrefix(body, notStartedPrefix) {
+		switch {
+		case bytes.HasPrefix(body, notStartedPrefix):
 			return api.AnswerNotStarted
+		case bytes.HasPrefix(body, entriesClosedPrefix):
+			return api.AnswerNotSelected
+		case bytes.HasPrefix(body, presalePrefix):
+			return api.AnswerPresaleOnly
 		}
 		return api.AnswerRefused
+	case fasthttp.StatusGone:
+		if bytes.HasPrefix(body, notSelectedPrefix) {
+			return api.AnswerNotSelected
+		}
 	}
 	return sharedAnswer(status, body)
 }
 
-var notStartedPrefix = []byte(`{"error":"` + api.SaleNotStarted + `"`)
+var (
+	notStartedPrefix    = []byte(`{"error":"` + api.SaleNotStarted + `"`)
+	notSelectedPrefix   = []byte(`{"error":"` + api.NotSelected + `"`)
+	entriesClosedPrefix = []byte(`{"error":"` + api.EntriesClosed + `"`)
+	// presalePrefix is the start of PRESALE_ONLY and PRESALE_SOLD_OUT.
+	presalePrefix = []byte(`{"error":"PRESALE_`)
+)
 
 // sharedAnswer names the answers both routes give alike.
 func sharedAnswer(status int, body []byte) api.FunnelAnswer {

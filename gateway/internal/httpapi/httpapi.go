@@ -40,6 +40,7 @@ import (
 	"flashsale/gateway/internal/obs"
 	"flashsale/gateway/internal/page"
 	"flashsale/gateway/internal/pow"
+	"flashsale/gateway/internal/presale"
 	"flashsale/gateway/internal/room"
 	"flashsale/gateway/internal/ticket"
 	"flashsale/sharding"
@@ -130,6 +131,9 @@ type Deps struct {
 	// Room, when set, serves the waiting rooms of the sales that have one;
 	// without it every sale admits at once.
 	Room *room.Room
+	// Presale, when set, serves the presale phase of the sales that have
+	// one; without it a presale is closed to everyone (PRESALE_ONLY).
+	Presale *presale.Gate
 	// Proofs, when set, issues and checks the proof of work of sales (or an
 	// operator) that ask for one, at the difficulty ProofLevel chooses.
 	Proofs     *pow.Issuer
@@ -251,6 +255,14 @@ func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {
 	case obs.RouteTicket:
 		if h.method(ctx, route, fasthttp.MethodPost) {
 			h.ticket(ctx, now, arg)
+		}
+	case obs.RouteDraw:
+		if h.method(ctx, route, fasthttp.MethodGet) {
+			h.drawPublished(ctx, now, arg)
+		}
+	case obs.RouteDrawMe:
+		if h.method(ctx, route, fasthttp.MethodGet) {
+			h.drawMe(ctx, now, arg)
 		}
 	case obs.RoutePage:
 		h.salePage(ctx, arg)

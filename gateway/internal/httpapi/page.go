@@ -131,8 +131,11 @@ func (h *Handler) devToken(ctx *fasthttp.RequestCtx, now time.Time) {
 	}
 	var req struct {
 		UserID json.Number `json:"userId"`
+		// Tier, when set, is the token's "tier" claim (a presale's
+		// usual claim; at most 64 characters).
+		Tier string `json:"tier"`
 	}
-	user, ok := uint64(0), json.Unmarshal(ctx.PostBody(), &req) == nil
+	user, ok := uint64(0), json.Unmarshal(ctx.PostBody(), &req) == nil && len(req.Tier) <= 64
 	if ok {
 		id, idOK := parseID([]byte(req.UserID.String()))
 		user, ok = uint64(id), idOK
@@ -147,6 +150,9 @@ func (h *Handler) devToken(ctx *fasthttp.RequestCtx, now time.Time) {
 	}
 	if h.cfg.DevAudience != "" {
 		extra["aud"] = h.cfg.DevAudience
+	}
+	if req.Tier != "" {
+		extra["tier"] = req.Tier
 	}
 	exp := now.Add(devTokenLifetime)
 	tok, err := auth.MintHS256(h.cfg.DevSecret, user, exp, extra)

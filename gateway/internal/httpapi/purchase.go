@@ -29,6 +29,8 @@ type purchase struct {
 	home int
 	r    stock.Reservation
 	rctx context.Context // bounded by the budget
+	// capTaken: a unit of the presale's cap was taken (presaleSettle).
+	capTaken bool
 }
 
 func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
@@ -44,6 +46,7 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 		return
 	}
 	sale := it.Sale
+	inPresale := sale.InPresale(now)
 	switch n := now.UnixNano(); {
 	case sale.Halt == catalog.HaltEnded:
 		h.answer(ctx, route, aSaleEnded)
@@ -51,7 +54,7 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 	case sale.Halt == catalog.HaltPaused:
 		h.answer(ctx, route, aSalePaused)
 		return
-	case n < sale.Start:
+	case n < sale.Start && !inPresale:
 		h.answerBody(ctx, route, aSaleNotStarted, sale.NotStarted)
 		return
 	case n >= sale.End:
@@ -86,6 +89,12 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 		Created: now, Expires: now.Add(sale.Window()), TTL: h.cfg.OrderTTL, Bound: h.cfg.JournalBound,
 	}
 	p.rctx, _ = h.deadlines.get(now)
+	if inPresale {
+		if !p.presaleAdmit(user) {
+			return
+		}
+		defer p.presaleSettle()
+	}
 	if p.repeat() || h.fenced(ctx, route, p.r.Tag, now) {
 		return
 	}

@@ -54,6 +54,10 @@ func Route(path []byte) (obs.Route, []byte) {
 			return obs.RouteTicket, seg
 		case string(tail) == "/order":
 			return obs.RouteHeld, seg
+		case string(tail) == "/draw":
+			return obs.RouteDraw, seg
+		case string(tail) == "/draw/me":
+			return obs.RouteDrawMe, seg
 		}
 	}
 	return obs.RouteOther, nil

@@ -24,11 +24,12 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	}
 	defer h.countTicket(sale.ID, ctx)
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
+	inPresale := sale.InPresale(now)
 	switch n := now.UnixNano(); {
 	case sale.Halt == catalog.HaltEnded:
 		h.answer(ctx, route, aSaleEnded)
 		return
-	case n < sale.Start && !h.preQueueOpen(sale, now):
+	case n < sale.Start && !inPresale && !h.preQueueOpen(sale, now):
 		// A sale whose waiting room opened its pre-queue goes on to admit,
 		// which answers 202 QUEUED (the place is drawn at the start).
 		h.answerBody(ctx, route, aSaleNotStarted, sale.NotStarted)
@@ -43,11 +44,17 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 		h.answer(ctx, route, aSoldOut)
 		return
 	}
-	user, _, ok := h.user(ctx, now, route)
+	user, tok, ok := h.user(ctx, now, route)
 	if !ok {
 		return
 	}
-	if !h.admit(ctx, now, sale, user) {
+	switch {
+	case inPresale && h.presaleEligible(sale, user, tok):
+		// The presale's buyers skip the room: the phase is theirs.
+	case inPresale && !h.preQueueOpen(sale, now):
+		h.answerPresale(ctx, route, aPresaleOnly, sale)
+		return
+	case !h.admit(ctx, now, sale, user):
 		return
 	}
 	var buf [160]byte
@@ -84,7 +91,7 @@ func (h *Handler) ticketOK(ctx *fasthttp.RequestCtx, now time.Time, sale *catalo
 		h.answer(ctx, obs.RoutePurchase, aTicketRequired)
 		return false
 	}
-	if err := h.Tickets.Verify(tok, user, sale.ID, sale.Start, now); err != nil {
+	if err := h.Tickets.Verify(tok, user, sale.ID, sale.Opens().UnixNano(), now); err != nil {
 		h.answer(ctx, obs.RoutePurchase, aTicketInvalid)
 		return false
 	}

@@ -28,11 +28,13 @@ const (
 	RouteHeld
 	RoutePage
 	RouteDev
+	RouteDraw
+	RouteDrawMe
 	RouteOther
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{"purchase", "order", "pay", "cancel", "sale", "time", "ticket", "held_order", "page", "dev", "other"}
+var routeNames = [numRoutes]string{"purchase", "order", "pay", "cancel", "sale", "time", "ticket", "held_order", "page", "dev", "draw", "draw_me", "other"}
 
 func (r Route) String() string { return routeNames[r] }
 

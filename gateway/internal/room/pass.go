@@ -14,8 +14,8 @@ import (
 // gateway's cached cursor, and needs no Redis call.
 //
 // Layout before base64url (no padding): version (1 byte, 1), kind (1: the
-// draw, 2: the tail), sale id (4, big endian), user id (8), number (8: the
-// draw, or the late arrival's count), expiry (4, unix seconds), tag (16).
+// draw, 2: the tail), sale id (4, big endian), user id (8), number (8: 0 for
+// the draw, whose place comes from the frozen draw; the late arrival's count), expiry (4, unix seconds), tag (16).
 const (
 	passVersion = 1
 	passBody    = 26
@@ -29,7 +29,7 @@ type Kind uint8
 
 // Kinds of place.
 const (
-	Drawn Kind = 1 // in the random draw (pre-queue and the start window)
+	Drawn Kind = 1 // in the draw (pre-queue and start window, or a raffle's entries)
 	Late  Kind = 2 // after the draw, in order of arrival
 )
 
@@ -38,7 +38,7 @@ type Pass struct {
 	Kind    Kind
 	SaleID  int64
 	UserID  uint64
-	Number  uint64 // Drawn: the draw in [0, 2^52); Late: the n-th late arrival (1-based)
+	Number  uint64 // Drawn: 0; Late: the n-th late arrival (1-based)
 	Expires int64  // unix seconds
 }
 

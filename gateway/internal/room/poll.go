@@ -16,55 +16,88 @@ type Outcome uint8
 
 // Outcomes of Check and Join.
 const (
-	NotOpen  Outcome = iota // before the room opens: SALE_NOT_STARTED
-	NeedJoin                // no pass: Join
-	Refused                 // the pass was refused (Verdict.Problem)
-	Queued                  // waiting: Verdict.Position, Verdict.Wait
-	Admitted                // the place is admitted: hand out the ticket
-	SoldOut                 // nothing left: every queued user is told so
+	NotOpen       Outcome = iota // before the room opens: SALE_NOT_STARTED
+	NeedJoin                     // no pass (or one the frozen draw does not know): Join
+	Refused                      // the pass was refused (Verdict.Problem)
+	Queued                       // waiting: Verdict.Position, Verdict.Wait, Verdict.Chance
+	Admitted                     // the place is admitted: hand out the ticket
+	SoldOut                      // nothing left: every queued user is told so
+	NotSelected                  // a raffle's place past its units: never admitted
+	EntriesClosed                // a raffle's entries closed without this user
 )
 
 // Verdict is the answer to one ticket request.
 type Verdict struct {
 	Outcome  Outcome
 	Problem  Problem // of Refused
-	Place    int64   // the place in the room (1-based)
-	Position int64   // places still ahead, plus one (1: next)
+	Place    int64   // the place in the room (1-based); 0 before the draw is revealed
+	Position int64   // places still ahead, plus one (1: next); before the draw, the entrants so far
 	Wait     time.Duration
+	// Chance is the chance that a unit is still there when the place is
+	// admitted (Odds), or -1 when not known yet (before the draw).
+	Chance float64
+	// Nonce is the entrant's nonce, in hex, on the answer of a Join into
+	// the draw ("" otherwise): the user's half of their leaf.
+	Nonce string
 }
 
 // Check answers a ticket request of user in sale from the pass it carries
 // (nil when none) and the sale's remaining units (-1 when unknown), with no
-// Redis call and no allocation.
+// Redis call and no allocation. Once the draw is revealed, an entrant
+// without a pass is answered from the draw too.
 func (r *Room) Check(now time.Time, s *Sale, user uint64, pass []byte, remaining int64) Verdict {
 	if now.Before(s.Opens()) {
 		return Verdict{Outcome: NotOpen}
 	}
 	if pass == nil {
+		if st := r.State(s.ID); st != nil && st.revealed() != nil && (s.Raffle || st.Frozen.Place(user) > 0) {
+			return r.judge(now, s, user, nil, remaining)
+		}
 		return Verdict{Outcome: NeedJoin}
 	}
 	p, prob := ParsePass(r.cfg.Ring, pass, now, s.ID, user)
 	if prob != PassOK {
 		return Verdict{Outcome: Refused, Problem: prob}
 	}
-	return r.judge(now, s, &p, remaining)
+	return r.judge(now, s, user, &p, remaining)
 }
 
-func (r *Room) judge(now time.Time, s *Sale, p *Pass, remaining int64) Verdict {
-	if remaining == 0 {
-		return Verdict{Outcome: SoldOut}
-	}
+// judge answers user, holding pass p (nil: none, the user is looked up in
+// the frozen draw), from this gateway's state of the room.
+func (r *Room) judge(now time.Time, s *Sale, user uint64, p *Pass, remaining int64) Verdict {
 	st := r.State(s.ID)
 	if st == nil {
 		// Not read yet (this gateway just started): nobody is admitted
 		// before a tick says so.
 		st = &State{}
 	}
-	pl := place(p, st)
-	if st.Final && !now.Before(s.Start) && pl <= st.Cursor {
-		return Verdict{Outcome: Admitted, Place: pl}
+	var pl int64
+	if p != nil && p.Kind == Late {
+		pl = st.Draw + int64(p.Number)
+	} else if f := st.revealed(); f != nil {
+		if pl = f.Place(user); pl == 0 {
+			// Not among the frozen entrants: a lost entry, or no entry.
+			if s.Raffle {
+				return Verdict{Outcome: EntriesClosed}
+			}
+			return Verdict{Outcome: NeedJoin}
+		}
 	}
-	v := Verdict{Outcome: Queued, Place: pl, Position: max(pl-st.Cursor, 1)}
+	switch {
+	case remaining == 0:
+		return Verdict{Outcome: SoldOut}
+	case s.Raffle && pl > s.Units:
+		return Verdict{Outcome: NotSelected, Place: pl}
+	case pl > 0 && st.Final && !now.Before(s.Start) && pl <= st.Cursor:
+		return Verdict{Outcome: Admitted, Place: pl, Chance: 1}
+	}
+	v := Verdict{Outcome: Queued, Place: pl, Chance: -1}
+	if pl > 0 {
+		v.Position = max(pl-st.Cursor, 1)
+		v.Chance = Odds(s, st, pl, remaining)
+	} else {
+		v.Position = max(st.Draw, 1)
+	}
 	v.Wait = time.Duration(float64(v.Position) / rate(s, remaining) * float64(time.Second))
 	if from := s.AdmitsFrom(); now.Before(from) {
 		v.Wait += from.Sub(now)
@@ -72,24 +105,30 @@ func (r *Room) judge(now time.Time, s *Sale, p *Pass, remaining int64) Verdict {
 	return v
 }
 
-// Join puts user into sale's room (the draw while it is open, else the end
-// of the line) with one Redis call, appends the user's new pass to dst and
-// answers as Check would with it. A user who joined the draw before gets
-// the same draw again.
+// Join enters user into sale's room (the draw while it is open, else, for a
+// queue, the end of the line) with one Redis call, appends the user's new
+// pass to dst and answers as Check would with it. A user who entered the
+// draw before keeps their entry, and gets their nonce again.
 func (r *Room) Join(ctx context.Context, now time.Time, s *Sale, user uint64, remaining int64, dst []byte) ([]byte, Verdict, error) {
 	if now.Before(s.Opens()) {
 		return dst, Verdict{Outcome: NotOpen}, nil
 	}
 	p := Pass{SaleID: s.ID, UserID: user, Expires: s.End.Unix() + 1}
+	var nonce string
 	joined := false
-	if now.Before(s.Closes()) {
-		d, ok, err := r.joinDraw(ctx, s, user)
-		if err != nil {
+	if st := r.State(s.ID); st == nil || st.revealed() == nil {
+		// Once the draw is revealed, Check answers every entrant: whoever
+		// asks to join then is not one.
+		var err error
+		if nonce, joined, err = r.joinDraw(ctx, s, user); err != nil {
 			return dst, Verdict{}, err
 		}
-		p.Kind, p.Number, joined = Drawn, d, ok
 	}
-	if !joined {
+	if joined {
+		p.Kind = Drawn
+	} else if s.Raffle {
+		return dst, Verdict{Outcome: EntriesClosed}, nil
+	} else {
 		n, err := r.c.Do(ctx, r.c.B().Incr().Key(sharding.RoomTailKey(s.ID)).Build()).AsInt64()
 		if err != nil {
 			return dst, Verdict{}, fmt.Errorf("joining the end of the room of sale %d: %w", s.ID, err)
@@ -99,39 +138,47 @@ func (r *Room) Join(ctx context.Context, now time.Time, s *Sale, user uint64, re
 		}
 		p.Kind, p.Number = Late, uint64(n)
 	}
-	return AppendPass(dst, r.cfg.Ring, p), r.judge(now, s, &p, remaining), nil
+	v := r.judge(now, s, user, &p, remaining)
+	if v.Outcome == NeedJoin {
+		// An entry the frozen draw does not hold (lost with a failed-over
+		// Redis master): the user joins the end, as a late arrival.
+		v = Verdict{Outcome: Queued, Chance: -1, Position: 1}
+	}
+	v.Nonce = nonce
+	return AppendPass(dst, r.cfg.Ring, p), v, nil
 }
 
-// joinDraw runs room_join.lua; false means the draw had closed by Redis's clock.
-func (r *Room) joinDraw(ctx context.Context, s *Sale, user uint64) (uint64, bool, error) {
+// joinDraw runs room_join.lua: the user's nonce and true when they are in
+// the draw (entered now or before), false when the entries had closed by
+// Redis's clock without them.
+func (r *Room) joinDraw(ctx context.Context, s *Sale, user uint64) (string, bool, error) {
 	k := sharding.RoomLotteryKey(s.ID, sharding.RoomLotteryShard(user, s.ID))
 	v, err := joinScript.Exec(ctx, r.c, []string{k}, []string{strconv.FormatUint(user, 10),
-		strconv.FormatUint(newDraw(), 10), ms(s.Closes()), ms(s.End.Add(time.Hour))}).ToArray()
+		newNonce(), ms(s.Closes()), ms(s.End.Add(time.Hour))}).ToArray()
 	if err != nil {
-		return 0, false, fmt.Errorf("joining the draw of sale %d: %w", s.ID, err)
+		return "", false, fmt.Errorf("joining the draw of sale %d: %w", s.ID, err)
 	}
 	return parseJoin(v)
 }
 
-func parseJoin(v []rueidis.RedisMessage) (uint64, bool, error) {
+func parseJoin(v []rueidis.RedisMessage) (string, bool, error) {
 	if len(v) == 1 {
 		if n, err := v[0].AsInt64(); err == nil && n == 0 {
-			return 0, false, nil
+			return "", false, nil
 		}
 	}
 	if len(v) != 2 {
-		return 0, false, fmt.Errorf("room_join: malformed reply of %d elements", len(v))
+		return "", false, fmt.Errorf("room_join: malformed reply of %d elements", len(v))
 	}
 	if n, err := v[0].AsInt64(); err != nil || n != 1 {
-		return 0, false, fmt.Errorf("room_join: malformed reply: first element %v %v", n, err)
+		return "", false, fmt.Errorf("room_join: malformed reply: first element %v %v", n, err)
 	}
 	s, err := v[1].ToString()
 	if err != nil {
-		return 0, false, fmt.Errorf("room_join: malformed draw: %w", err)
+		return "", false, fmt.Errorf("room_join: malformed nonce: %w", err)
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f >= 1<<drawBits || f != float64(uint64(f)) {
-		return 0, false, fmt.Errorf("room_join: malformed draw %q", s)
+	if _, err := parseEntrant("1", s); err != nil {
+		return "", false, fmt.Errorf("room_join: malformed nonce %q", s)
 	}
-	return uint64(f), true, nil
+	return s, true, nil
 }

@@ -1,53 +1,53 @@
-// Package room is a sale's waiting room, shared by every gateway through
-// Redis and served by each gateway from a local copy of its state.
+// Package room is a sale's waiting room or raffle, shared by every gateway
+// through Redis and served by each gateway from a local copy of its state.
 //
-// The room's life, for a sale with a waiting room (sharding.Room):
+// The room's life, for a sale in access mode queue or raffle (SPEC "The
+// front door" and "Fair access"):
 //
-//   - It opens PreQueue before the start (at the start when PreQueue is 0).
-//     Everyone who joins before the draw closes (StartWindow after the start,
-//     default 2 s) is in the draw: the gateway draws a uniform 52-bit number
-//     from crypto/rand, and room_join.lua keeps the user's first draw, so a
-//     user draws once however often they ask, and the client can neither see
-//     nor steer it. A drawn user's place is 1 + floor(draw x D / 2^52) with D
-//     the final size of the draw: a uniform random order of the D users (two
-//     may share a place; places are filled by admission one at a time either
-//     way). Clicking first in the window gains nothing.
-//   - After the draw closes, arrivals join the end: the n-th late arrival
-//     takes place D + n, n from one INCR on the room's tail counter. A
-//     drawn user who asks again without the pass after the close joins the
-//     end too (no lookup of the draw: the pass is a cookie, so this takes
-//     a cleared cookie or another device, and it only ever costs the user).
-//   - Admission starts Grace after the draw closes (the draw's size is final
-//     then) and moves a cursor: places up to the cursor are admitted (the
-//     ticket endpoint hands them a purchase ticket). The cursor advances at
-//     remaining units x AdmitFactor places per second, held while the sale is
-//     sold out, and never passes the last place taken.
+//   - Entries: a queue's room opens PreQueue before the start (at the start
+//     when PreQueue is 0) and its draw closes StartWindow after the start
+//     (default 2 s); a raffle's entries run over its registration window,
+//     which closes before the start. Everyone who asks in that time enters
+//     the draw: room_join.lua keeps the user's first nonce, so a user
+//     enters once however often they ask. Clicking first gains nothing.
+//   - The draw (drawn.go): once entries close the entrants are frozen under
+//     a Merkle root, then the seed committed at the sale's creation is
+//     revealed and each entrant's place is the rank of their keyed draw
+//     (package draw). Anyone can check it (GET .../draw, .../draw/me).
+//   - After a queue's draw closes, arrivals join the end: the n-th late
+//     arrival takes place D + n, n from one INCR on the room's tail
+//     counter (D the entrants). A raffle takes no late arrivals
+//     (ENTRIES_CLOSED).
+//   - Admission starts Grace after the close, not before the start, and
+//     moves a cursor: places up to the cursor are admitted (the ticket
+//     endpoint hands them a purchase ticket). The cursor advances at
+//     remaining units x AdmitFactor places per second, held while the sale
+//     is sold out, and never passes the last place taken. A raffle admits
+//     no place past its units: those are told NOT_SELECTED at the reveal.
+//   - Queued users see their place and their chance of a unit (odds.go).
 //
-// Keys (package sharding) and who touches them: the draw is spread over
-// sharding.RoomLotteryShards sorted sets on their own slots, one
-// room_join.lua call per user per sale (the peak is the start: the crowd is
-// split over 16 slots on every master). The tail counter and the state hash
+// Keys (package sharding) and who touches them: the entrants are spread over
+// sharding.RoomLotteryShards hashes on their own slots, one room_join.lua
+// call per user per sale (the peak is the start: the crowd is split over 16
+// slots on every master). The tail counter, the state hash and the seed
 // share one slot: the tail takes one INCR per late user per sale; the state
 // is read and advanced by every gateway's tick (room_tick.lua, atomic, so
 // concurrent ticks never advance twice for the same time), every Interval
 // (100 ms): G gateways cost 10 G calls per second, whatever the crowd. Polls
-// never touch Redis: a queued user holds a signed pass (its draw or tail
-// number) and the gateway compares its place with the state of its last
-// tick. While the draw is open a gateway also reads the draw's 16 ZCARDs
-// (for positions shown in the pre-queue and for the final size): once a
+// never touch Redis: a queued user holds a signed pass (drawn, or its tail
+// number), and once the draw is revealed each gateway holds every entrant's
+// place. While the draw is open a gateway also reads the draw's 16 HLENs
+// (for positions shown before the draw and for the final size): once a
 // second, and every tick from a second before the close until the size is
 // final.
 package room
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
-	"math/bits"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -57,6 +57,7 @@ import (
 	"flashsale/gateway/internal/mac"
 	"flashsale/lua"
 	"flashsale/sharding"
+	"flashsale/sharding/draw"
 	"flashsale/sharding/repeatlog"
 )
 
@@ -68,32 +69,70 @@ const Grace = 500 * time.Millisecond
 // DefaultInterval is the default tick of a gateway's room state.
 const DefaultInterval = 100 * time.Millisecond
 
-// Sale is what the room needs of a sale with a waiting room.
+// Sale is what the room needs of a sale with a waiting room or a raffle.
 type Sale struct {
 	ID               int64
 	Start, End       time.Time
-	PreQueue, Window time.Duration
-	Factor           float64 // admissions per second per remaining unit
+	PreQueue, Window time.Duration // a queue's
+	Factor           float64       // admissions per second per remaining unit
+	// Raffle: entries from EntriesOpen to EntriesClose, admission from
+	// Start, and nobody past place Units is ever admitted (NOT_SELECTED).
+	Raffle                    bool
+	EntriesOpen, EntriesClose time.Time
+	Units                     int64 // the sale's units over all items
+	// Commitment is the SHA-256 of the draw's seed published at the sale's
+	// creation; nil when the sale has none.
+	Commitment *draw.Hash
 }
 
-// FromSale returns s's room, or false when s has none.
+// FromSale returns s's room, or false when s has none (access "open").
 func FromSale(s *sharding.Sale) (Sale, bool) {
-	r := s.WaitingRoom
-	if r == nil {
+	mode := s.Mode()
+	if mode == sharding.AccessOpen {
 		return Sale{}, false
 	}
-	return Sale{ID: s.ID, Start: s.StartsAt, End: s.EndsAt, PreQueue: time.Duration(r.PreQueue),
-		Window: r.Window(), Factor: r.Factor()}, true
+	out := Sale{ID: s.ID, Start: s.StartsAt, End: s.EndsAt, Factor: sharding.DefaultAdmitFactor,
+		Window: sharding.DefaultStartWindow, Units: s.Quantity()}
+	if r := s.WaitingRoom; r != nil {
+		out.PreQueue, out.Window, out.Factor = time.Duration(r.PreQueue), r.Window(), r.Factor()
+	}
+	if mode == sharding.AccessRaffle && s.Raffle != nil {
+		out.Raffle, out.EntriesOpen, out.EntriesClose = true, s.Raffle.EntriesOpen, s.Raffle.EntriesClose
+	}
+	if d := s.Draw; d != nil {
+		if h, err := draw.ParseHash(d.Commitment); err == nil {
+			out.Commitment = &h
+		}
+	}
+	return out, true
 }
 
-// Opens returns when the room opens.
-func (s *Sale) Opens() time.Time { return s.Start.Add(-s.PreQueue) }
+// Opens returns when the room opens: a raffle's entries, else the
+// pre-queue (the start when there is none).
+func (s *Sale) Opens() time.Time {
+	if s.Raffle {
+		return s.EntriesOpen
+	}
+	return s.Start.Add(-s.PreQueue)
+}
 
-// Closes returns when the draw closes.
-func (s *Sale) Closes() time.Time { return s.Start.Add(s.Window) }
+// Closes returns when the draw closes: a raffle's entries, else the start
+// window's end.
+func (s *Sale) Closes() time.Time {
+	if s.Raffle {
+		return s.EntriesClose
+	}
+	return s.Start.Add(s.Window)
+}
 
-// AdmitsFrom returns when admission starts.
-func (s *Sale) AdmitsFrom() time.Time { return s.Closes().Add(Grace) }
+// AdmitsFrom returns when admission starts: Grace after the draw closes,
+// and not before the start.
+func (s *Sale) AdmitsFrom() time.Time {
+	if t := s.Closes().Add(Grace); t.After(s.Start) {
+		return t
+	}
+	return s.Start
+}
 
 // State is a room's state as one tick read it. It is immutable.
 type State struct {
@@ -102,6 +141,17 @@ type State struct {
 	Final  bool
 	Tail   int64     // late arrivals
 	At     time.Time // the gateway's clock at the tick
+	// Frozen is the draw once frozen (then revealed), as this gateway
+	// computed and checked it; nil before.
+	Frozen *Frozen
+}
+
+// revealed returns the revealed draw, or nil.
+func (st *State) revealed() *Frozen {
+	if f := st.Frozen; f != nil && f.Revealed {
+		return f
+	}
+	return nil
 }
 
 // Config tunes a Room.
@@ -122,6 +172,8 @@ type Room struct {
 	// draws is each open draw's last size and when it was read; only Tick
 	// touches it.
 	draws map[int64]drawReading
+	// frozen is each sale's frozen and revealed draw; only Tick touches it.
+	frozen map[int64]*Frozen
 }
 
 type drawReading struct {
@@ -153,7 +205,7 @@ func New(c rueidis.Client, cfg Config) (*Room, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	r := &Room{c: c, cfg: cfg, draws: map[int64]drawReading{}}
+	r := &Room{c: c, cfg: cfg, draws: map[int64]drawReading{}, frozen: map[int64]*Frozen{}}
 	r.rooms.Store(&map[int64]*atomic.Pointer[State]{})
 	return r, nil
 }
@@ -214,6 +266,7 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 	if err != nil {
 		return err
 	}
+	ferr := r.freezeDue(ctx, now, sales)
 	execs := make([]rueidis.LuaExec, len(sales))
 	for i := range sales {
 		s := &sales[i]
@@ -237,10 +290,34 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 		if err != nil {
 			return fmt.Errorf("room of sale %d: %w", sales[i].ID, err)
 		}
-		st.At = now
+		st.At, st.Frozen = now, r.frozen[sales[i].ID]
 		rooms[sales[i].ID].Store(st)
 	}
-	return nil
+	return ferr
+}
+
+// freezeDue freezes and reveals the draw of every sale whose entries closed
+// FreezeAfter ago and whose draw this gateway has not yet got, and returns
+// the first error (the other sales' draws are still tried).
+func (r *Room) freezeDue(ctx context.Context, now time.Time, sales []Sale) error {
+	var first error
+	for i := range sales {
+		s := &sales[i]
+		if f := r.frozen[s.ID]; (f != nil && f.Revealed) || now.Before(s.Closes().Add(FreezeAfter)) {
+			continue
+		}
+		f, err := r.freeze(ctx, s)
+		if err != nil && first == nil {
+			first = err
+		}
+		if f != nil {
+			r.frozen[s.ID] = f
+			if f.Revealed {
+				r.cfg.Log.Info("draw revealed", "sale", s.ID, "entrants", f.Count, "root", f.Root.String(), "committed", f.Committed)
+			}
+		}
+	}
+	return first
 }
 
 // track makes sure every live sale has a state slot; the map is replaced,
@@ -263,6 +340,11 @@ func (r *Room) track(sales []Sale) {
 		}
 	}
 	r.rooms.Store(&next)
+	for id := range r.frozen {
+		if next[id] == nil {
+			delete(r.frozen, id)
+		}
+	}
 }
 
 // readDraws returns the size of each sale's draw, read while it can still
@@ -284,7 +366,7 @@ func (r *Room) readDraws(ctx context.Context, now time.Time, sales []Sale) ([]in
 			continue
 		}
 		for k := 0; k < sharding.RoomLotteryShards; k++ {
-			cmds = append(cmds, r.c.B().Zcard().Key(sharding.RoomLotteryKey(s.ID, k)).Build())
+			cmds = append(cmds, r.c.B().Hlen().Key(sharding.RoomLotteryKey(s.ID, k)).Build())
 			owner = append(owner, i)
 		}
 		out[i] = 0
@@ -326,28 +408,6 @@ func parseTick(res rueidis.RedisResult) (*State, error) {
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
-
-// drawBits is the size of a draw: scores of a sorted set are doubles, exact
-// for integers below 2^53.
-const drawBits = 52
-
-// newDraw returns a uniform draw in [0, 2^drawBits) from crypto/rand.
-func newDraw() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	return binary.LittleEndian.Uint64(b[:]) >> (64 - drawBits)
-}
-
-// place returns the place of p in a room in state st: its draw scaled to the
-// draw's size, or the draw's size plus its tail number.
-func place(p *Pass, st *State) int64 {
-	if p.Kind == Late {
-		return st.Draw + int64(p.Number)
-	}
-	d := uint64(max(st.Draw, 1))
-	hi, lo := bits.Mul64(p.Number, d)
-	return 1 + int64(hi<<(64-drawBits)|lo>>drawBits)
-}
 
 // rate returns the admissions per second of a room with rem units left.
 func rate(s *Sale, rem int64) float64 {

@@ -150,10 +150,10 @@ func TestCrowdOverThreeGateways(t *testing.T) {
 		}
 		users = append(users, u)
 	}
-	// Asking again draws nothing new: the same draw comes back.
-	again, _, err := gw(1).Join(ctx, time.Now(), &s, users[0].id, sh.units(t), nil)
-	if err != nil || string(again) != string(users[0].pass) {
-		t.Fatalf("a second join changed the draw: %s vs %s (%v)", again, users[0].pass, err)
+	// Asking again enters nothing new: the same entry comes back.
+	again, v, err := gw(1).Join(ctx, time.Now(), &s, users[0].id, sh.units(t), nil)
+	if err != nil || string(again) != string(users[0].pass) || v.Nonce != users[0].last.Nonce || len(v.Nonce) != 32 {
+		t.Fatalf("a second join changed the entry: %s %q vs %s %q (%v)", again, v.Nonce, users[0].pass, users[0].last.Nonce, err)
 	}
 	if !time.Now().Before(s.Closes()) {
 		t.Fatalf("the draw closed before the %d joins were done: slow machine", drawn)
@@ -171,7 +171,7 @@ func TestCrowdOverThreeGateways(t *testing.T) {
 	// (a slow machine may need another tick for the last ones).
 	waitFor(t, 2*time.Second, "a final draw of every join and every late arrival on every gateway", func() bool {
 		for _, g := range gws {
-			if st := g.State(s.ID); st == nil || !st.Final || st.Draw != drawn || st.Tail != late {
+			if st := g.State(s.ID); st == nil || !st.Final || st.Draw != drawn || st.Tail != late || st.Frozen == nil || !st.Frozen.Revealed {
 				return false
 			}
 		}
@@ -256,10 +256,12 @@ func checkOrder(t *testing.T, users []*user, drawn int, poll func(*user, int) ro
 	if rho > 0.25 || rho < -0.25 {
 		t.Fatalf("drawn places follow the arrival order (rho %.3f)", rho)
 	}
+	seen := map[int64]bool{}
 	for _, p := range places[:drawn] {
-		if p < 1 || p > int64(drawn) {
-			t.Fatalf("drawn place %d outside 1..%d", p, drawn)
+		if p < 1 || p > int64(drawn) || seen[p] {
+			t.Fatalf("drawn place %d outside 1..%d or taken twice", p, drawn)
 		}
+		seen[p] = true
 	}
 }
 

@@ -27,8 +27,11 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	state, tail := sharding.RoomStateKey(sale), sharding.RoomTailKey(sale)
 	future := ms(time.Now().Add(time.Hour).UnixMilli())
 	later := ms(time.Now().Add(2 * time.Hour).UnixMilli())
-	join, tick := rueidis.NewLuaScript(lua.RoomJoin), rueidis.NewLuaScript(lua.RoomTick)
-	jargs := []string{"42", "12345", future, later}
+	join, tick, freeze := rueidis.NewLuaScript(lua.RoomJoin), rueidis.NewLuaScript(lua.RoomTick), rueidis.NewLuaScript(lua.RoomFreeze)
+	seedKey := sharding.RoomSeedKey(sale)
+	h := strings.Repeat("ab", 32)
+	fargs := []string{h, "3", h, "100", later}
+	jargs := []string{"42", strings.Repeat("0f", 16), future, later}
 	targs := []string{future, "0", "0", "10", "1", later}
 	with := func(a []string, i int, v string) []string {
 		out := append([]string(nil), a...)
@@ -46,9 +49,10 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"join: 3 args", join, []string{draw}, jargs[:3], "want 1 key and 4 args"},
 		{"join: user 0", join, []string{draw}, with(jargs, 0, "0"), "bad arguments"},
 		{"join: user not a number", join, []string{draw}, with(jargs, 0, "u1"), "bad arguments"},
-		{"join: draw 2^52", join, []string{draw}, with(jargs, 1, "4503599627370496"), "bad arguments"},
-		{"join: draw negative", join, []string{draw}, with(jargs, 1, "-1"), "bad arguments"},
-		{"join: draw fraction", join, []string{draw}, with(jargs, 1, "1.5"), "bad arguments"},
+		{"join: user of 21 digits", join, []string{draw}, with(jargs, 0, "123456789012345678901"), "bad arguments"},
+		{"join: nonce short", join, []string{draw}, with(jargs, 1, strings.Repeat("0f", 15)), "bad arguments"},
+		{"join: nonce upper case", join, []string{draw}, with(jargs, 1, strings.Repeat("0F", 16)), "bad arguments"},
+		{"join: nonce not hex", join, []string{draw}, with(jargs, 1, strings.Repeat("zz", 16)), "bad arguments"},
 		{"join: close not a number", join, []string{draw}, with(jargs, 2, "soon"), "bad arguments"},
 		{"join: expiry before close", join, []string{draw}, with(jargs, 3, future), "bad arguments"},
 		{"tick: one key", tick, []string{state}, targs, "want 2 keys and 6 args"},
@@ -60,6 +64,15 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"tick: factor 0", tick, []string{state, tail}, with(targs, 4, "0"), "bad arguments"},
 		{"tick: factor nan", tick, []string{state, tail}, with(targs, 4, "nan"), "bad arguments"},
 		{"tick: expiry missing", tick, []string{state, tail}, with(targs, 5, ""), "bad arguments"},
+		{"freeze: one key", freeze, []string{state}, fargs, "want 2 keys and 5 args"},
+		{"freeze: 4 args", freeze, []string{state, seedKey}, fargs[:4], "want 2 keys and 5 args"},
+		{"freeze: root short", freeze, []string{state, seedKey}, with(fargs, 0, h[:62]), "bad arguments"},
+		{"freeze: root upper case", freeze, []string{state, seedKey}, with(fargs, 0, strings.ToUpper(h)), "bad arguments"},
+		{"freeze: count negative", freeze, []string{state, seedKey}, with(fargs, 1, "-1"), "bad arguments"},
+		{"freeze: count fraction", freeze, []string{state, seedKey}, with(fargs, 1, "1.5"), "bad arguments"},
+		{"freeze: seed not hex", freeze, []string{state, seedKey}, with(fargs, 2, strings.Repeat("zz", 32)), "bad arguments"},
+		{"freeze: delay negative", freeze, []string{state, seedKey}, with(fargs, 3, "-1"), "bad arguments"},
+		{"freeze: expiry missing", freeze, []string{state, seedKey}, with(fargs, 4, ""), "bad arguments"},
 	}
 	for _, tc := range cases {
 		err := tc.script.Exec(ctx, c, tc.keys, tc.args).Error()
@@ -67,7 +80,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", tc.name, err, tc.want)
 		}
 	}
-	for _, k := range []string{draw, state, tail} {
+	for _, k := range []string{draw, state, tail, seedKey} {
 		if n, err := c.Do(ctx, c.B().Exists().Key(k).Build()).AsInt64(); err != nil || n != 0 {
 			t.Fatalf("%s was written by a refused call (%d, %v)", k, n, err)
 		}
@@ -81,6 +94,54 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	}
 	_ = c.Do(ctx, c.B().Del().Key(draw).Build()).Error()
 	_ = c.Do(ctx, c.B().Del().Key(state).Build()).Error()
+}
+
+// TestFreezeThenReveal: room_freeze.lua records the first root and count it
+// is given and answers them to every later call (a gateway that read other
+// entrants sees the difference); the seed stays secret until the reveal
+// delay after the freeze, then it is the one written at the creation; a
+// sale without one gets the caller's, marked as not committed.
+func TestFreezeThenReveal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs the local stack")
+	}
+	c := testenv.NewRedis(t)
+	ctx := context.Background()
+	freeze := rueidis.NewLuaScript(lua.RoomFreeze)
+	later := ms(time.Now().Add(time.Hour).UnixMilli())
+	rootA, rootB, seed, spare := strings.Repeat("0a", 32), strings.Repeat("0b", 32), strings.Repeat("5e", 32), strings.Repeat("77", 32)
+	run := func(sale int64, root, count string) []string {
+		t.Helper()
+		keys := []string{sharding.RoomStateKey(sale), sharding.RoomSeedKey(sale)}
+		t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(keys[0]).Build()).Error() })
+		t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(keys[1]).Build()).Error() })
+		v, err := freeze.Exec(ctx, c, keys, []string{root, count, spare, "300", later}).AsStrSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	sale := randomSale()
+	if err := c.Do(ctx, c.B().Set().Key(sharding.RoomSeedKey(sale)).Value(seed).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	first := run(sale, rootA, "7")
+	if first[0] != rootA || first[1] != "7" || first[3] != "" {
+		t.Fatalf("first freeze: %q", first)
+	}
+	if again := run(sale, rootB, "8"); again[0] != rootA || again[1] != "7" || again[2] != first[2] || again[3] != "" {
+		t.Fatalf("a second freeze with another root: %q, want the first root and no seed yet", again)
+	}
+	time.Sleep(350 * time.Millisecond)
+	if rev := run(sale, rootA, "7"); rev[3] != seed || rev[4] != "1" {
+		t.Fatalf("after the delay: %q, want the committed seed", rev)
+	}
+	bare := randomSale()
+	run(bare, rootA, "0")
+	time.Sleep(350 * time.Millisecond)
+	if rev := run(bare, rootA, "0"); rev[3] != spare || rev[4] != "0" {
+		t.Fatalf("a sale without a seed: %q, want the caller's, not committed", rev)
+	}
 }
 
 func ms(n int64) string { return strconvpkg.FormatInt(n, 10) }

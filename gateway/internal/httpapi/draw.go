@@ -1,0 +1,226 @@
+package httpapi
+
+import (
+	"encoding/hex"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"flashsale/gateway/internal/catalog"
+	"flashsale/gateway/internal/obs"
+	"flashsale/gateway/internal/room"
+	"flashsale/sharding/draw"
+)
+
+// The published draw (SPEC "Fair access"): GET .../sales/{id}/draw serves
+// the commitment, then the root and count once the entrants are frozen, then
+// the seed and every leaf with its draw and place once revealed, in pages of
+// DrawPage entries (?from=K); GET .../draw/me serves the caller's own entry
+// with its inclusion proof. Both are read from this gateway's copy of the
+// room (no Redis call, but for /draw/me before the reveal: one HGET).
+
+// DrawPage is the most entries one /draw answer carries.
+const DrawPage = 10_000
+
+// Draw states, as /draw names them.
+const (
+	drawOpen     = "OPEN"     // entries may still come
+	drawFrozen   = "FROZEN"   // root and count recorded, seed not yet public
+	drawRevealed = "REVEALED" // seed public: every place can be checked
+)
+
+// drawOf returns sale's room and its state, or answers 404 NO_DRAW.
+func (h *Handler) drawOf(ctx *fasthttp.RequestCtx, route obs.Route, sale *catalog.Sale) (*room.Sale, *room.State, bool) {
+	rs, ok := room.FromSale(sale.Sale)
+	if !ok || h.Room == nil {
+		h.answer(ctx, route, aNoDraw)
+		return nil, nil, false
+	}
+	st := h.Room.State(sale.ID)
+	if st == nil {
+		st = &room.State{}
+	}
+	return &rs, st, true
+}
+
+func (h *Handler) drawPublished(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
+	const route = obs.RouteDraw
+	sale := h.saleOf(ctx, now, route, arg)
+	if sale == nil {
+		return
+	}
+	rs, st, ok := h.drawOf(ctx, route, sale)
+	if !ok {
+		return
+	}
+	from, err := strconv.Atoi(string(ctx.QueryArgs().Peek("from")))
+	if err != nil || from < 0 {
+		from = 0
+	}
+	b := appendDrawHead(make([]byte, 0, 512), sale, rs, st)
+	if f := st.Frozen; f != nil && f.Revealed {
+		b = appendEntries(b, &f.Published, from)
+		ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheRevealed)
+	} else {
+		ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheControl)
+	}
+	h.answerBody(ctx, route, aOK, append(b, '}'))
+}
+
+var valCacheRevealed = []byte("public, max-age=60")
+
+// appendDrawHead appends /draw's fields up to the entries, without the
+// closing brace.
+func appendDrawHead(b []byte, sale *catalog.Sale, rs *room.Sale, st *room.State) []byte {
+	b = append(b, `{"saleId":`...)
+	b = strconv.AppendInt(b, sale.ID, 10)
+	b = append(b, `,"access":"`...)
+	b = append(b, sale.Mode()...)
+	b = append(b, `","state":"`...)
+	f := st.Frozen
+	switch {
+	case f == nil:
+		b = append(b, drawOpen...)
+	case f.Revealed:
+		b = append(b, drawRevealed...)
+	default:
+		b = append(b, drawFrozen...)
+	}
+	b = append(b, `","commitment":`...)
+	b = appendHashOrNull(b, rs.Commitment)
+	b = append(b, `,"count":`...)
+	if f == nil {
+		return strconv.AppendInt(b, st.Draw, 10)
+	}
+	b = strconv.AppendInt(b, int64(f.Count), 10)
+	b = appendHashField(b, "root", f.Root)
+	b = append(b, `,"frozenAt":"`...)
+	b = f.FrozenAt.UTC().AppendFormat(b, rfc3339Milli)
+	b = append(b, '"')
+	if f.Revealed {
+		b = appendHashField(b, "seed", f.Seed)
+		b = append(b, `,"committed":`...)
+		b = strconv.AppendBool(b, f.Committed)
+	}
+	return b
+}
+
+// appendEntries appends the page of entries from index from, and next when
+// more follow.
+func appendEntries(b []byte, p *draw.Published, from int) []byte {
+	from = min(from, len(p.Leaves))
+	to := min(from+DrawPage, len(p.Leaves))
+	b = append(b, `,"from":`...)
+	b = strconv.AppendInt(b, int64(from), 10)
+	b = append(b, `,"entries":[`...)
+	for i := from; i < to; i++ {
+		if i > from {
+			b = append(b, ',')
+		}
+		b = append(b, `{"leaf":"`...)
+		b = hex.AppendEncode(b, p.Leaves[i][:])
+		b = append(b, `","draw":"`...)
+		b = hex.AppendEncode(b, p.Draws[i][:])
+		b = append(b, `","place":`...)
+		b = strconv.AppendInt(b, int64(p.Places[i]), 10)
+		b = append(b, '}')
+	}
+	b = append(b, ']')
+	if to < len(p.Leaves) {
+		b = append(b, `,"next":`...)
+		b = strconv.AppendInt(b, int64(to), 10)
+	}
+	return b
+}
+
+func appendHashField(b []byte, name string, h draw.Hash) []byte {
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":"`...)
+	b = hex.AppendEncode(b, h[:])
+	return append(b, '"')
+}
+
+func appendHashOrNull(b []byte, h *draw.Hash) []byte {
+	if h == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '"')
+	b = hex.AppendEncode(b, h[:])
+	return append(b, '"')
+}
+
+func (h *Handler) drawMe(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
+	const route = obs.RouteDrawMe
+	sale := h.saleOf(ctx, now, route, arg)
+	if sale == nil {
+		return
+	}
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
+	user, _, ok := h.user(ctx, now, route)
+	if !ok {
+		return
+	}
+	rs, st, ok := h.drawOf(ctx, route, sale)
+	if !ok {
+		return
+	}
+	b := append(make([]byte, 0, 1024), `{"saleId":`...)
+	b = strconv.AppendInt(b, sale.ID, 10)
+	b = append(b, `,"entered":true`...)
+	if f := st.Frozen; f != nil && f.Revealed {
+		e, ok := f.Entry(user)
+		if !ok {
+			h.answer(ctx, route, aNotEntered)
+			return
+		}
+		h.answerBody(ctx, route, aOK, append(appendEntry(b, f, &e), '}'))
+		return
+	}
+	rctx, _ := h.deadlines.get(now)
+	nonce, entered, err := h.Room.Nonce(rctx, rs, user)
+	switch {
+	case err != nil:
+		h.Log.Warn("reading a draw entry", "sale", sale.ID, "err", err)
+		h.answer(ctx, route, aUnavailable)
+	case !entered:
+		h.answer(ctx, route, aNotEntered)
+	default:
+		b = append(b, `,"nonce":"`...)
+		b = hex.AppendEncode(b, nonce[:])
+		b = append(b, '"')
+		b = appendHashField(b, "leaf", draw.Leaf(sale.ID, user, nonce))
+		h.answerBody(ctx, route, aOK, append(b, '}'))
+	}
+}
+
+// appendEntry appends a revealed entry's fields: what the user needs to
+// check their own place (their leaf from their id and nonce, its inclusion
+// proof under the root, the seed against the commitment, their draw).
+func appendEntry(b []byte, f *room.Frozen, e *room.Entry) []byte {
+	b = append(b, `,"nonce":"`...)
+	b = hex.AppendEncode(b, e.Nonce[:])
+	b = append(b, '"')
+	b = appendHashField(b, "leaf", e.Leaf)
+	b = append(b, `,"index":`...)
+	b = strconv.AppendInt(b, int64(e.Index), 10)
+	b = append(b, `,"count":`...)
+	b = strconv.AppendInt(b, int64(f.Count), 10)
+	b = appendHashField(b, "root", f.Root)
+	b = append(b, `,"proof":[`...)
+	for i, p := range e.Proof {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = hex.AppendEncode(b, p[:])
+		b = append(b, '"')
+	}
+	b = append(b, ']')
+	b = appendHashField(b, "draw", e.Draw)
+	b = append(b, `,"place":`...)
+	b = strconv.AppendInt(b, int64(e.Place), 10)
+	b = appendHashField(b, "seed", f.Seed)
+	return appendHashField(b, "commitment", f.Commitment)
+}

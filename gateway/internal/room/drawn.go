@@ -1,0 +1,268 @@
+package room
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/lua"
+	"flashsale/sharding"
+	"flashsale/sharding/draw"
+)
+
+// The verifiable draw (package draw; SPEC "Fair access"), as the room runs it:
+//
+//  1. Entry: room_join.lua keeps each entrant's nonce (crypto/rand, drawn by
+//     the gateway, handed to that user alone) in the draw shard of the user.
+//  2. Freeze: FreezeAfter past the close, every gateway's tick reads all the
+//     entrants, computes their leaves and the Merkle root, and calls
+//     room_freeze.lua: the first call records root and count, the others
+//     must find the same (a gateway that reads otherwise serves no place).
+//  3. Reveal: RevealDelay after the freeze the script copies the seed into
+//     the state; each gateway checks it against the sale's commitment
+//     (refusing a seed that is not the committed one), computes every
+//     entrant's draw and place, and serves places from that table: no
+//     Redis call per poll, and a user who lost their pass keeps their place.
+//
+// Both steps happen before admission starts (AdmitsFrom is Grace after the
+// close), so the first admission already follows the published draw.
+
+// FreezeAfter is how long after the close the entrants are read: every join
+// that started before the close has been answered by Redis by then.
+const FreezeAfter = 200 * time.Millisecond
+
+// RevealDelay is how long the root is public before the seed is.
+const RevealDelay = 100 * time.Millisecond
+
+var freezeScript = rueidis.NewLuaScript(lua.RoomFreeze)
+
+// Frozen is a sale's draw once frozen: root and count, then, once
+// Revealed, the seed and each entrant's draw and place. It is immutable.
+type Frozen struct {
+	draw.Published
+	Revealed bool
+	// Committed: the seed is the one whose commitment the sale published at
+	// its creation (false for a sale created without one).
+	Committed bool
+	FrozenAt  time.Time
+	users     []uint64 // of each leaf
+	nonces    []draw.Nonce
+	index     map[uint64]int32 // user -> leaf
+}
+
+// Place returns user's place in the revealed draw, or 0 when the user did
+// not enter (or the draw is not revealed). It allocates nothing.
+func (f *Frozen) Place(user uint64) int64 {
+	if i, ok := f.index[user]; ok && f.Revealed {
+		return int64(f.Places[i])
+	}
+	return 0
+}
+
+// Entry is one entrant's own view of the draw (GET .../draw/me).
+type Entry struct {
+	Nonce draw.Nonce
+	Leaf  draw.Hash
+	Index int
+	Proof []draw.Hash
+	Draw  draw.Hash
+	Place int
+}
+
+// Entry returns user's entry in the revealed draw with its inclusion
+// proof, or false when the user did not enter.
+func (f *Frozen) Entry(user uint64) (Entry, bool) {
+	i, ok := f.index[user]
+	if !ok || !f.Revealed {
+		return Entry{}, false
+	}
+	return Entry{Nonce: f.nonces[i], Leaf: f.Leaves[i], Index: int(i), Proof: draw.Proof(f.Leaves, int(i)),
+		Draw: f.Draws[i], Place: f.Places[i]}, true
+}
+
+// entrant is one row read from the draw shards.
+type entrant struct {
+	user  uint64
+	nonce draw.Nonce
+	leaf  draw.Hash
+}
+
+// readEntrants reads every entrant of sale s's draw, sorted by leaf.
+func (r *Room) readEntrants(ctx context.Context, s *Sale) ([]entrant, error) {
+	cmds := make(rueidis.Commands, sharding.RoomLotteryShards)
+	for k := range cmds {
+		cmds[k] = r.c.B().Hgetall().Key(sharding.RoomLotteryKey(s.ID, k)).Build()
+	}
+	var out []entrant
+	for k, res := range r.c.DoMulti(ctx, cmds...) {
+		m, err := res.AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("reading draw shard %d of sale %d: %w", k, s.ID, err)
+		}
+		for u, n := range m {
+			e, err := parseEntrant(u, n)
+			if err != nil {
+				return nil, fmt.Errorf("draw shard %d of sale %d: %w", k, s.ID, err)
+			}
+			if sharding.RoomLotteryShard(e.user, s.ID) != k {
+				return nil, fmt.Errorf("draw shard %d of sale %d holds user %d of shard %d", k, s.ID, e.user, sharding.RoomLotteryShard(e.user, s.ID))
+			}
+			e.leaf = draw.Leaf(s.ID, e.user, e.nonce)
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b entrant) int { return bytes.Compare(a.leaf[:], b.leaf[:]) })
+	for i := 1; i < len(out); i++ {
+		if out[i].leaf == out[i-1].leaf {
+			return nil, fmt.Errorf("draw of sale %d: users %d and %d have the same leaf", s.ID, out[i-1].user, out[i].user)
+		}
+	}
+	return out, nil
+}
+
+// parseEntrant checks one field of a draw shard: a user id and a nonce of
+// 32 hex digits, as room_join.lua writes them.
+func parseEntrant(user, nonce string) (entrant, error) {
+	var e entrant
+	u, err := strconv.ParseUint(user, 10, 64)
+	if err != nil || u == 0 {
+		return e, fmt.Errorf("entrant %q: not a user id", user)
+	}
+	if len(nonce) != 2*len(e.nonce) || nonce != lowerHex(nonce) {
+		return e, fmt.Errorf("entrant %d: nonce %q is not %d lower-case hex digits", u, nonce, 2*len(e.nonce))
+	}
+	if _, err := hex.Decode(e.nonce[:], []byte(nonce)); err != nil {
+		return e, fmt.Errorf("entrant %d: nonce %q: %w", u, nonce, err)
+	}
+	e.user = u
+	return e, nil
+}
+
+func lowerHex(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return ""
+		}
+	}
+	return s
+}
+
+// freeze runs steps 2 and 3 for s: it returns the frozen draw (Revealed
+// once the seed is), and an error when this gateway's reading of the
+// entrants does not match the recorded root or the seed its commitment.
+func (r *Room) freeze(ctx context.Context, s *Sale) (*Frozen, error) {
+	es, err := r.readEntrants(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	leaves := make([]draw.Hash, len(es))
+	for i := range es {
+		leaves[i] = es[i].leaf
+	}
+	root := draw.Root(leaves)
+	spare := draw.NewSeed()
+	v, err := freezeScript.Exec(ctx, r.c, []string{sharding.RoomStateKey(s.ID), sharding.RoomSeedKey(s.ID)},
+		[]string{root.String(), strconv.Itoa(len(es)), spare.String(), strconv.FormatInt(RevealDelay.Milliseconds(), 10),
+			ms(s.End.Add(time.Hour))}).ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("freezing the draw of sale %d: %w", s.ID, err)
+	}
+	rep, err := parseFreeze(v)
+	if err != nil {
+		return nil, fmt.Errorf("freezing the draw of sale %d: %w", s.ID, err)
+	}
+	if rep.root != root || rep.count != len(es) {
+		return nil, fmt.Errorf("draw of sale %d: the frozen root %s of %d entrants differs from this gateway's %s of %d (an entry after the freeze?)",
+			s.ID, rep.root, rep.count, root, len(es))
+	}
+	f := &Frozen{FrozenAt: rep.at}
+	f.Root, f.Count = root, len(es)
+	if s.Commitment != nil {
+		f.Commitment = *s.Commitment
+	}
+	if rep.seed == nil {
+		return f, nil
+	}
+	seed := *rep.seed
+	if c := s.Commitment; c != nil && draw.Commitment(seed) != *c {
+		return nil, fmt.Errorf("draw of sale %d: the revealed seed's SHA-256 is not the published commitment %s: refusing to place anyone", s.ID, c)
+	}
+	f.Revealed, f.Committed, f.Seed, f.Leaves = true, rep.committed && s.Commitment != nil, seed, leaves
+	f.Commitment = draw.Commitment(seed)
+	f.users, f.nonces, f.index = make([]uint64, len(es)), make([]draw.Nonce, len(es)), make(map[uint64]int32, len(es))
+	f.Draws, f.Places = draw.Places(seed, root, leaves)
+	for i := range es {
+		f.users[i], f.nonces[i], f.index[es[i].user] = es[i].user, es[i].nonce, int32(i)
+	}
+	return f, nil
+}
+
+type freezeReply struct {
+	root      draw.Hash
+	count     int
+	at        time.Time
+	seed      *draw.Hash
+	committed bool
+}
+
+func parseFreeze(v []rueidis.RedisMessage) (freezeReply, error) {
+	var rep freezeReply
+	if len(v) != 5 {
+		return rep, fmt.Errorf("room_freeze: malformed reply of %d elements, want 5", len(v))
+	}
+	var s [5]string
+	for i := range v {
+		var err error
+		if s[i], err = v[i].ToString(); err != nil {
+			return rep, fmt.Errorf("room_freeze: element %d: %w", i, err)
+		}
+	}
+	var err error
+	if rep.root, err = draw.ParseHash(s[0]); err != nil {
+		return rep, fmt.Errorf("room_freeze: root: %w", err)
+	}
+	n, err1 := strconv.Atoi(s[1])
+	at, err2 := strconv.ParseInt(s[2], 10, 64)
+	if err1 != nil || n < 0 || err2 != nil || at <= 0 || (s[4] != "0" && s[4] != "1") {
+		return rep, fmt.Errorf("room_freeze: malformed reply %q", s)
+	}
+	rep.count, rep.at, rep.committed = n, time.UnixMilli(at), s[4] == "1"
+	if s[3] != "" {
+		h, err := draw.ParseHash(s[3])
+		if err != nil {
+			return rep, fmt.Errorf("room_freeze: seed: %w", err)
+		}
+		rep.seed = &h
+	}
+	return rep, nil
+}
+
+// newNonce draws an entrant's nonce, in the hex room_join.lua keeps.
+func newNonce() string {
+	n := draw.NewNonce()
+	return hex.EncodeToString(n[:])
+}
+
+// Nonce reads user's nonce in sale s's draw: false when the user did not
+// enter. It serves GET .../draw/me before the draw is revealed.
+func (r *Room) Nonce(ctx context.Context, s *Sale, user uint64) (draw.Nonce, bool, error) {
+	k := sharding.RoomLotteryKey(s.ID, sharding.RoomLotteryShard(user, s.ID))
+	v, err := r.c.Do(ctx, r.c.B().Hget().Key(k).Field(strconv.FormatUint(user, 10)).Build()).ToString()
+	if rueidis.IsRedisNil(err) {
+		return draw.Nonce{}, false, nil
+	}
+	if err != nil {
+		return draw.Nonce{}, false, fmt.Errorf("reading the entry of user %d in sale %d: %w", user, s.ID, err)
+	}
+	e, err := parseEntrant(strconv.FormatUint(user, 10), v)
+	if err != nil {
+		return draw.Nonce{}, false, fmt.Errorf("draw of sale %d: %w", s.ID, err)
+	}
+	return e.nonce, true, nil
+}

@@ -1,0 +1,45 @@
+-- room_freeze.lua: freeze the entrants of a sale's draw, then reveal its
+-- seed (SPEC "Fair access": commit, then reveal). Every gateway calls it
+-- from its tick once the entries have closed, with the Merkle root and the
+-- count it computed from the frozen entrants (package draw); the first call
+-- records them, the others get them back and compare. The seed, written by
+-- `flashctl sale create` (its SHA-256 is the sale's published commitment),
+-- is copied into the state, where the draw is served from, only a reveal
+-- delay after the root was recorded: the root is public before the seed.
+--
+-- KEYS[1] the room's state (hash), KEYS[2] the sale's secret seed
+-- ARGV[1] root (64 hex), ARGV[2] entrant count (integer >= 0), ARGV[3] a
+-- seed (64 hex) used only when the sale has none (a sale created without a
+-- commitment: its draw is then not verifiable against one), ARGV[4] reveal
+-- delay (ms), ARGV[5] expiry of the keys (unix ms)
+--
+-- Reply: {root, count, frozen at (unix ms), seed or '' before the reveal,
+-- committed (1: the seed is the one written at creation, 0: drawn here)}.
+if #KEYS ~= 2 or #ARGV ~= 5 then
+  return redis.error_reply('ERR room_freeze: want 2 keys and 5 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+end
+local function hex64(s) return #s == 64 and string.match(s, '^[0-9a-f]+$') ~= nil end
+local count, delay, expire = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+if not hex64(ARGV[1]) or not string.match(ARGV[2], '^%d+$') or not hex64(ARGV[3])
+  or not delay or delay < 0 or not expire or expire < 0 then
+  return redis.error_reply('ERR room_freeze: bad arguments (root hex, count, seed hex, reveal delay ms, expiry ms)')
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local st = redis.call('HMGET', KEYS[1], 'root', 'count', 'frozen', 'seed', 'committed')
+if not st[1] then
+  st = {ARGV[1], ARGV[2], tostring(now), false, false}
+  redis.call('HSET', KEYS[1], 'root', st[1], 'count', st[2], 'frozen', st[3])
+end
+local seed, committed = st[4], st[5]
+if not seed and now >= tonumber(st[3]) + delay then
+  seed, committed = redis.call('GET', KEYS[2]), '1'
+  if not seed then
+    seed, committed = ARGV[3], '0'
+    redis.call('SET', KEYS[2], seed)
+  end
+  redis.call('HSET', KEYS[1], 'seed', seed, 'committed', committed)
+end
+redis.call('PEXPIREAT', KEYS[1], expire)
+redis.call('PEXPIREAT', KEYS[2], expire)
+return {st[1], st[2], st[3], seed or '', committed or '0'}
