@@ -97,7 +97,7 @@ func unbrandedDiff(a, b *sharding.Sale) []string {
 // branding and what flashctl sets.
 func unbranded(s *sharding.Sale) map[string]json.RawMessage {
 	c := *s
-	c.Brand, c.Shards, c.Version, c.State = nil, nil, 0, ""
+	c.Brand, c.Shards, c.Version, c.State, c.Draw = nil, nil, 0, "", nil
 	c.Items = slices.Clone(s.Items)
 	for i := range c.Items {
 		c.Items[i].Image, c.Items[i].Description = "", ""

@@ -147,7 +147,7 @@ func parseLine(args []string, getenv func(string) string, stdout io.Writer) (*in
 	if name == "help" {
 		return helpFor(inv, rest[1:])
 	}
-	if isGroup(name) {
+	for isGroup(name) { // "sale", then "sale presale"
 		inv.path, inv.group = "flashctl "+name, name
 		if len(rest) == 1 {
 			return inv, usagef("%s: give a subcommand", name)
@@ -173,8 +173,9 @@ func parseLine(args []string, getenv func(string) string, stdout io.Writer) (*in
 // flagEnv names the environment variables whose value a command flag of that
 // name takes when the command line does not give it: the writer's own
 // variables for its Kafka group and topic, so that reconcile and the toolbox
-// in the ops pod read the lag of the cluster's writers without a flag.
-var flagEnv = map[string]string{"writer-group": "FLASHSALE_GROUP", "orders-topic": "FLASHSALE_TOPIC"}
+// in the ops pod read the lag of the cluster's writers without a flag; the
+// gateway `sale draw verify` asks.
+var flagEnv = map[string]string{"writer-group": "FLASHSALE_GROUP", "orders-topic": "FLASHSALE_TOPIC", "gateway": "FLASHCTL_GATEWAY"}
 
 func envDefaults(fs *flag.FlagSet, getenv func(string) string) error {
 	for name, key := range flagEnv {

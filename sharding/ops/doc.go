@@ -1,5 +1,6 @@
 // Package ops is the logic of flashctl, the operator's tool for a flash sale:
-// a sale's life (sale create, list, show, pause, resume, end), plan (shard
+// a sale's life (sale create, list, show, pause, resume, end), its fair
+// access (sale presale load, sale draw verify; see access.go), plan (shard
 // count and placement from a target rate), preload (stock from PostgreSQL into
 // Redis), status (per shard and per item, against PostgreSQL), reshard (change
 // the shard count, before or during a sale), reconcile (compare Redis with
@@ -31,9 +32,9 @@
 // (TestShardingImportsNoWriterCode in package sharding keeps it so).
 //
 // Exit codes: 0 success (and, for reconcile, a clean sale); 1 the command ran
-// and failed: drift or an audit failure found, a refusal, an error; 2 bad
-// command line, nothing done; 3 Redis or PostgreSQL could not be reached,
-// nothing done.
+// and failed: drift or an audit failure found, a draw that does not verify,
+// a refusal, an error; 2 bad command line, nothing done; 3 Redis or
+// PostgreSQL could not be reached, nothing done.
 //
 // # The kill switch
 //

@@ -19,7 +19,11 @@ type command struct {
 }
 
 // groups are command names that only hold subcommands.
-var groups = map[string]string{"sale": "a sale's life: create, list, show, pause, resume, end"}
+var groups = map[string]string{
+	"sale":         "a sale's life: create, list, show, pause, resume, end; its presale list and its draw",
+	"sale presale": "a sale's presale: load the list of users it admits",
+	"sale draw":    "a sale's verifiable draw: verify what was published",
+}
 
 func isGroup(name string) bool { _, ok := groups[name]; return ok }
 
@@ -118,7 +122,7 @@ func listCommands(b *strings.Builder, prefix string) {
 		if !strings.HasPrefix(c.name, prefix) {
 			continue
 		}
-		fmt.Fprintf(b, "  %-13s %s\n  %-13s %s\n", c.name, c.synopsis(), "", c.summary)
+		fmt.Fprintf(b, "  %-17s %s\n  %-17s %s\n", c.name, c.synopsis(), "", c.summary)
 	}
 }
 
@@ -133,8 +137,8 @@ func (inv *invocation) globalHelp(b *strings.Builder) {
 
 const exitCodes = `
 exit codes:
-  0  success (reconcile: the sale is clean; sale report: the ledger balances)
-  1  the command failed: drift or an audit failure found (reconcile), a ledger that does not balance (sale report), a refusal, an error
+  0  success (reconcile: the sale is clean; sale report: the ledger balances; sale draw verify: the draw verifies)
+  1  the command failed: drift or an audit failure found (reconcile), a ledger that does not balance (sale report), a draw that does not verify, a refusal, an error
   2  bad command line, nothing done
   3  Redis or PostgreSQL could not be reached, nothing done
 `

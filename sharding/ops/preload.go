@@ -153,7 +153,18 @@ func placePreload(sale, cur *sharding.Sale, shards int, top *sharding.Topology) 
 	}
 	// The operator's state stays: its halt keys are on the shards.
 	sale.Shards, sale.Version, sale.State = cur.Shards, cur.Version, cur.State
+	keepFrontDoor(sale, cur)
 	return nil
+}
+
+// keepFrontDoor copies to sale, read from PostgreSQL, the fields of cur,
+// the live description, that PostgreSQL does not hold: the ticket, the
+// waiting room, the proof of work and the fair access (mode, raffle window,
+// presale and the draw's commitment, whose seed is in Redis). Without them a
+// forced preload of a raffle would reopen it to all, its draw uncommitted.
+func keepFrontDoor(sale, cur *sharding.Sale) {
+	sale.TicketRequired, sale.WaitingRoom, sale.PowDifficulty = cur.TicketRequired, cur.WaitingRoom, cur.PowDifficulty
+	sale.Access, sale.Raffle, sale.Presale, sale.Draw = cur.Access, cur.Raffle, cur.Presale, cur.Draw
 }
 
 // written fills in what a preload of sale wrote: its shards, where each one

@@ -22,11 +22,17 @@ import (
 // CreateSale places s's shards (shards of them; 0 means one per cluster
 // master) unless s names them, applies the schema's migrations, then writes
 // the sale to PostgreSQL and preloads its stock in Redis, committing
-// PostgreSQL only once Redis holds the stock. A sale id already known to
-// either store is refused with schema.ErrSaleExists, but for the one a create
-// that stopped before PostgreSQL's commit left in Redis alone: the same file
-// again finishes that one, while none of its units was sold.
+// PostgreSQL only once Redis holds the stock. A queue or raffle sale gets the
+// seed of its draw and a presale its cap in Redis with the stock, and s.Draw
+// the seed's commitment (see putAccessKeys); a sale that names its Draw is
+// refused. A sale id already known to either store is refused with
+// schema.ErrSaleExists, but for the one a create that stopped before
+// PostgreSQL's commit left in Redis alone: the same file again finishes that
+// one, with its draw, while none of its units was sold.
 func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *sharding.Sale, shards int) error {
+	if s.Draw != nil {
+		return fmt.Errorf("sale %d: %w", s.ID, errDrawInFile)
+	}
 	if err := schema.Migrate(ctx, db, nil); err != nil {
 		return err
 	}
@@ -43,7 +49,7 @@ func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *shard
 		if why := unfinishedCreate(ctx, rs, stored, s, shards); why != "" {
 			return fmt.Errorf("sale %d: %w in Redis (not in PostgreSQL), and %s; pick another id", s.ID, schema.ErrSaleExists, why)
 		}
-		s.Shards, s.Version, resumed = stored.Shards, stored.Version, true
+		s.Shards, s.Version, s.Draw, resumed = stored.Shards, stored.Version, stored.Draw, true
 	} else if !errors.Is(err, stock.ErrNoSale) {
 		return err
 	}
@@ -64,10 +70,14 @@ func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *shard
 	if s.Version == 0 {
 		s.Version = 1
 	}
+	seed := newDraw(s)
 	if err := s.Validate(); err != nil {
 		return err
 	}
 	return schema.CreateSale(ctx, db, s, func(ctx context.Context) error {
+		if err := putAccessKeys(ctx, rs, s, seed); err != nil {
+			return err
+		}
 		if err := rs.Preload(ctx, s, resumed); err != nil {
 			return fmt.Errorf("preloading stock in redis: %w", err)
 		}
@@ -78,10 +88,11 @@ func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *shard
 // unfinishedCreate says why stored, a sale found in Redis but not in
 // PostgreSQL, is not what an unfinished create of s with shards shards (0:
 // any) left: a description other than the file's, or a unit sold. "" when it
-// is, and the create may finish it.
+// is, and the create may finish it. The stored Draw is the one that create
+// drew, which the file never names.
 func unfinishedCreate(ctx context.Context, rs *stock.Store, stored, s *sharding.Sale, shards int) string {
 	a, b := *stored, *s
-	a.Shards, a.Version, b.Shards, b.Version = nil, 0, nil, 0
+	a.Shards, a.Version, a.Draw, b.Shards, b.Version, b.Draw = nil, 0, nil, nil, 0, nil
 	ja, _ := json.Marshal(&a)
 	jb, _ := json.Marshal(&b)
 	if !bytes.Equal(ja, jb) || (shards > 0 && shards != len(stored.Shards)) {
@@ -105,11 +116,18 @@ type SaleCreated struct {
 	Name   string   `json:"name"`
 	Items  int      `json:"items"`
 	Shards []string `json:"shards"`
+	Access string   `json:"access"`
+	// Commitment is the SHA-256 of the secret seed of a queue's or
+	// raffle's draw (hex), public from now on; "" for an open sale.
+	Commitment string `json:"commitment,omitempty"`
 }
 
 // Text renders the report.
 func (r *SaleCreated) Text(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "sale %d %q created: %d items, %d shards %v\n", r.Sale, r.Name, r.Items, len(r.Shards), r.Shards)
+	_, err := fmt.Fprintf(w, "sale %d %q created: %d items, %d shards %v, access %s\n", r.Sale, r.Name, r.Items, len(r.Shards), r.Shards, r.Access)
+	if err == nil && r.Commitment != "" {
+		_, err = fmt.Fprintf(w, "draw commitment %s (SHA-256 of the draw's seed, which stays secret in Redis until the draw is revealed; publish it now)\n", r.Commitment)
+	}
 	return err
 }
 
@@ -121,7 +139,11 @@ func (t *Tool) CreateParsedSale(ctx context.Context, s *sharding.Sale, shards in
 	if err := CreateSale(ctx, t.DB, t.Store, s, shards); err != nil {
 		return nil, err
 	}
-	return &SaleCreated{Sale: s.ID, Name: s.Name, Items: len(s.Items), Shards: s.Shards}, nil
+	rep := &SaleCreated{Sale: s.ID, Name: s.Name, Items: len(s.Items), Shards: s.Shards, Access: s.Mode()}
+	if s.Draw != nil {
+		rep.Commitment = s.Draw.Commitment
+	}
+	return rep, nil
 }
 
 // SaleLine is one sale of `sale list`.
@@ -273,6 +295,14 @@ type SaleShown struct {
 	Halts    []string       `json:"halts"` // each shard's halt key ("" when none)
 	Items    []SaleItem     `json:"items"`
 	Journals []ShardJournal `json:"journals"`
+	// Access is the sale's access mode: open, queue or raffle; Raffle its
+	// registration window when a raffle.
+	Access string           `json:"access"`
+	Raffle *sharding.Raffle `json:"raffle,omitempty"`
+	// Commitment is the SHA-256 of the seed of the sale's draw (hex); ""
+	// for an open sale or one created without a commitment.
+	Commitment string        `json:"commitment,omitempty"`
+	Presale    *PresaleShown `json:"presale,omitempty"`
 	// DriftAt is when the writer took the drift reading the items show
 	// (zero when there is none: no writer read the sale in 10 minutes).
 	DriftAt time.Time `json:"driftAt,omitzero"`
@@ -282,7 +312,8 @@ type SaleShown struct {
 }
 
 // ShowSale reads sale id's description from Redis (status, shards and their
-// halt keys, stock left per shard) and, with PostgreSQL, its orders by status.
+// halt keys, stock left per shard, access mode, draw commitment, presale and
+// what is left of its cap) and, with PostgreSQL, its orders by status.
 func (t *Tool) ShowSale(ctx context.Context, id int64) (*SaleShown, error) {
 	s, err := t.loadSale(ctx, id)
 	if err != nil {
@@ -320,6 +351,7 @@ func (t *Tool) ShowSale(ctx context.Context, id int64) (*SaleShown, error) {
 	if rep.Status == "ACTIVE" && soldOut {
 		rep.Status = "SOLD_OUT"
 	}
+	t.showAccess(ctx, s, rep)
 	t.showHandOff(ctx, s, rep)
 	return rep, nil
 }
@@ -363,6 +395,7 @@ func (t *Tool) showHandOff(ctx context.Context, s *sharding.Sale, rep *SaleShown
 func (r *SaleShown) Text(w io.Writer) error {
 	fmt.Fprintf(w, "sale %d %q  %s  %s .. %s  payment window %s  version %d  shards %d\n", r.Sale, r.Name, r.Status,
 		r.StartsAt.Format(time.RFC3339), r.EndsAt.Format(time.RFC3339), r.Window, r.Version, len(r.Shards))
+	r.accessText(w)
 	if halted := countSet(r.Halts); halted > 0 || r.State != "" {
 		fmt.Fprintf(w, "operator state %q, halt keys on %d of %d shards\n", r.State, halted, len(r.Halts))
 		off := 0

@@ -109,6 +109,9 @@ func ParseSale(data []byte, format string) (*sharding.Sale, error) {
 	if s.State != "" {
 		return nil, errors.New("state is not part of a sale file: a sale starts active; `flashctl sale pause|end` changes it")
 	}
+	if s.Draw != nil {
+		return nil, errDrawInFile
+	}
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}

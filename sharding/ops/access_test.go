@@ -1,0 +1,249 @@
+package ops
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"flashsale/sharding"
+	"flashsale/sharding/stock"
+)
+
+// raffleYAML is a raffle with a presale phase open to a claim and to a
+// list, capped at 3 of its 10 units.
+const raffleYAML = `
+id: 42
+name: Winter raffle
+startsAt: 2026-12-01T10:00:00Z
+endsAt: 2026-12-01T11:00:00Z
+ticketRequired: true
+access: raffle
+raffle: {entriesOpen: 2026-11-30T10:00:00Z, entriesClose: 2026-12-01T09:00:00Z}
+presale: {startsAt: 2026-12-01T09:30:00Z, claim: tier, values: [gold, silver], list: true, cap: 3}
+items:
+  - {id: 4201, name: Sneaker, price: 12900, currency: EUR, quantity: 10}
+`
+
+// TestNewDrawCommits: a queue or raffle sale gets a fresh seed whose SHA-256
+// is its commitment; an open sale, or one whose create keeps its stored
+// draw, gets none.
+func TestNewDrawCommits(t *testing.T) {
+	s, err := ParseSale([]byte(raffleYAML), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := newDraw(s)
+	b, err := hex.DecodeString(seed)
+	if sum := sha256.Sum256(b); err != nil || len(b) != 32 || s.Draw == nil || s.Draw.Commitment != hex.EncodeToString(sum[:]) {
+		t.Fatalf("seed %q, draw %+v: want a 32-byte seed and its SHA-256", seed, s.Draw)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("the sale with its commitment: %v", err)
+	}
+	kept := s.Draw
+	if again := newDraw(s); again != "" || s.Draw != kept {
+		t.Fatal("a sale with its draw got another seed")
+	}
+	if other := newDraw(s); other == seed {
+		t.Fatal("two seeds alike")
+	}
+	open, err := ParseSale([]byte(goodYAML), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seed := newDraw(open); seed != "" || open.Draw != nil {
+		t.Fatalf("an open sale got seed %q", seed)
+	}
+	if at := accessExpiry(s); !at.Equal(s.EndsAt.Add(sharding.DefaultPaymentWindow + 24*time.Hour)) {
+		t.Fatalf("the access keys expire at %v", at)
+	}
+}
+
+// TestShowAccessText: sale show names the access mode, the raffle window,
+// the commitment and the presale with what is left of its cap.
+func TestShowAccessText(t *testing.T) {
+	left := int64(2)
+	r := &SaleShown{Access: sharding.AccessRaffle, Commitment: strings.Repeat("c", 64),
+		Raffle: &sharding.Raffle{EntriesOpen: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), EntriesClose: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)},
+		Presale: &PresaleShown{StartsAt: time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC), Claim: "tier", Values: []string{"gold", "silver"},
+			List: true, Listed: 40, Cap: 3, CapLeft: &left}}
+	var b bytes.Buffer
+	r.accessText(&b)
+	for _, want := range []string{
+		"access raffle, entries 2026-11-30T10:00:00Z .. 2026-12-01T09:00:00Z, draw commitment " + strings.Repeat("c", 64),
+		"presale from 2026-12-01T09:30:00Z: claim tier in [gold, silver]; list yes (40 users loaded); cap 3, left 2",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in:\n%s", want, b.String())
+		}
+	}
+	b.Reset()
+	(&SaleShown{Access: sharding.AccessQueue}).accessText(&b)
+	if !strings.Contains(b.String(), "no draw commitment") {
+		t.Errorf("a queue without commitment:\n%s", b.String())
+	}
+}
+
+// TestFairAccessOnTheStack: `sale create` of a raffle draws its seed (in
+// Redis, with its expiry, committed in the description and the report) and
+// sets its presale cap; a file naming its draw is refused; `sale show` shows
+// it all; `sale presale load` fills the list; a create stopped between
+// Redis and PostgreSQL finishes with the draw it drew; `sale brand` of a
+// drawn sale is not refused for the draw the file does not name.
+func TestFairAccessOnTheStack(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	id := randomSaleID()
+	sid := strconv.FormatInt(id, 10)
+	t.Cleanup(func() { e.dropAccess(id) })
+	file := writeRaffle(t, id)
+	code, out, errOut := runMain("--json", "sale", "create", "--file", file, "--shards", "2")
+	var created SaleCreated
+	if err := json.Unmarshal([]byte(out), &created); code != ExitOK || err != nil || created.Access != sharding.AccessRaffle {
+		t.Fatalf("create: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	e.checkSeed(t, id, created.Commitment)
+	if left, found, err := e.t.Store.PresaleCapLeft(ctx, id); err != nil || !found || left != 3 {
+		t.Fatalf("presale cap: %d %v %v, want 3", left, found, err)
+	}
+	drawn, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := writeTemp(t, "named.yaml", string(drawn)+"draw: {commitment: "+created.Commitment+"}\n")
+	if code, _, errOut := runMain("sale", "create", "--file", named); code != ExitFail || !strings.Contains(errOut, "draw is not part of a sale file") {
+		t.Fatalf("a file naming its draw: exit %d, %q", code, errOut)
+	}
+	users := writeTemp(t, "users.txt", "# gold members\n12\n\n0013 # leading zeros\n12\n")
+	code, out, errOut = runMain("sale", "presale", "load", "--sale", sid, "--users", users)
+	if code != ExitOK || !strings.Contains(out, "3 user ids read, 2 added (the others were listed already), 2 in the list now") {
+		t.Fatalf("presale load: exit %d\n%s%s", code, out, errOut)
+	}
+	if ok, err := e.c.Do(ctx, e.c.B().Sismember().Key(sharding.PresaleListKey(id)).Member("13").Build()).AsBool(); err != nil || !ok {
+		t.Fatalf("user 13 is not listed as \"13\": %v %v", ok, err)
+	}
+	s := shown(t, sid)
+	if s.Access != sharding.AccessRaffle || s.Commitment != created.Commitment || s.Raffle == nil || s.Presale == nil ||
+		s.Presale.CapLeft == nil || *s.Presale.CapLeft != 3 || s.Presale.Listed != 2 || !s.Presale.List || s.Presale.Claim != "tier" {
+		t.Fatalf("sale show --json: %+v %+v", s, s.Presale)
+	}
+	if code, out, _ := runMain("sale", "show", "--sale", sid); code != ExitOK || !strings.Contains(out, "draw commitment "+created.Commitment) ||
+		!strings.Contains(out, "list yes (2 users loaded); cap 3, left 3") {
+		t.Fatalf("sale show:\n%s", out)
+	}
+	if code, _, errOut := runMain("sale", "brand", "--file", file); code != ExitOK {
+		t.Fatalf("sale brand of a drawn sale: exit %d, %q", code, errOut)
+	}
+	e.unfinishedRaffle(t)
+}
+
+// unfinishedRaffle: a raffle whose create stopped between Redis and
+// PostgreSQL is finished by the same file with the draw it drew.
+func (e *env) unfinishedRaffle(t *testing.T) {
+	ctx := context.Background()
+	id := randomSaleID()
+	t.Cleanup(func() { e.dropAccess(id) })
+	s, err := ReadSaleFile(writeRaffle(t, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := stock.Topology(ctx, e.c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := *s
+	stopped.Version = 1
+	if stopped.Shards, err = sharding.PlaceTags(id, 2, top); err != nil {
+		t.Fatal(err)
+	}
+	seed := newDraw(&stopped)
+	if err := putAccessKeys(ctx, e.t.Store, &stopped, seed); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.t.Store.Preload(ctx, &stopped, false); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.t.CreateParsedSale(ctx, s, 0)
+	if err != nil || rep.Commitment != stopped.Draw.Commitment {
+		t.Fatalf("finishing the stopped create: %+v %v, want commitment %s", rep, err, stopped.Draw.Commitment)
+	}
+	e.checkSeed(t, id, rep.Commitment)
+}
+
+// checkSeed checks that Redis holds the seed whose SHA-256 is commitment,
+// expiring a day after the sale's last payment window, and that the sale's
+// description commits to it.
+func (e *env) checkSeed(t *testing.T, id int64, commitment string) {
+	t.Helper()
+	ctx := context.Background()
+	seed, found, err := e.t.Store.DrawSeed(ctx, id)
+	b, _ := hex.DecodeString(seed)
+	if sum := sha256.Sum256(b); err != nil || !found || len(b) != 32 || hex.EncodeToString(sum[:]) != commitment {
+		t.Fatalf("seed %q (%v %v) is not the one committed to, %s", seed, found, err, commitment)
+	}
+	s, err := e.t.Store.LoadSale(ctx, id)
+	if err != nil || s.Draw == nil || s.Draw.Commitment != commitment {
+		t.Fatalf("the description: %+v %v", s, err)
+	}
+	at, err := e.c.Do(ctx, e.c.B().Expiretime().Key(sharding.RoomSeedKey(id)).Build()).AsInt64()
+	if want := accessExpiry(s).Unix(); err != nil || at != want {
+		t.Fatalf("the seed expires at %d (%v), want %d", at, err, want)
+	}
+}
+
+// writeRaffle writes raffleYAML as sale id, with a fresh item id, ten
+// years later (its keys must not expire while the test runs).
+func writeRaffle(t *testing.T, id int64) string {
+	t.Helper()
+	doc := strings.Replace(strings.Replace(raffleYAML, "id: 42", fmt.Sprintf("id: %d", id), 1), "id: 4201", fmt.Sprintf("id: %d", id*100+1), 1)
+	return writeTemp(t, "raffle.yaml", strings.ReplaceAll(doc, "2026-", "2036-"))
+}
+
+func writeTemp(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// dropAccess removes sale id and its access keys.
+func (e *env) dropAccess(id int64) {
+	e.dropSale(id)
+	ctx := context.Background()
+	for _, k := range []string{sharding.RoomSeedKey(id), sharding.PresaleCapKey(id), sharding.PresaleListKey(id)} {
+		e.c.Do(ctx, e.c.B().Del().Key(k).Build())
+	}
+}
+
+// TestForcedPreloadKeepsTheFrontDoor: a forced preload rebuilds the sale
+// from PostgreSQL, which holds neither its access nor its draw; the live
+// description's stay.
+func TestForcedPreloadKeepsTheFrontDoor(t *testing.T) {
+	cur, err := ParseSale([]byte(raffleYAML), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newDraw(cur)
+	cur.Shards, cur.Version = []string{"s42:a", "s42:b"}, 3
+	fromPG := &sharding.Sale{ID: 42, Name: cur.Name, StartsAt: cur.StartsAt, EndsAt: cur.EndsAt, Items: cur.Items}
+	if err := placePreload(fromPG, cur, 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := fromPG.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if fromPG.Mode() != sharding.AccessRaffle || fromPG.Draw != cur.Draw || fromPG.Presale != cur.Presale || !fromPG.TicketRequired {
+		t.Fatalf("preloaded %+v, want the live sale's access and draw", fromPG)
+	}
+}
