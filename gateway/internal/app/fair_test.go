@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
+	"flashsale/sharding/ops"
 )
 
 // get sends GET url with token (none when "") and returns status and body.
@@ -186,6 +188,15 @@ func TestRaffleOverThreeGateways(t *testing.T) {
 		t.Fatalf("an entry after the close: %+v", a)
 	}
 	pub := waitRevealed(t, s, gws, seed, crowd)
+	for _, g := range gws { // as `flashctl sale draw verify --gateway` does
+		doc, err := ops.FetchDraw(context.Background(), http.DefaultClient, "http://"+g.Addr(), s.sale.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := ops.CheckDraw(doc, s.sale.ID); err != nil || !rep.Verified || rep.Count != crowd {
+			t.Fatalf("flashctl's check of the draw: %+v %v", rep, err)
+		}
+	}
 	checkPlaces(t, s, gws, us, &pub)
 	muteDraw(t, &pub)
 
