@@ -7,10 +7,15 @@ import "math"
 // access": honest odds). It allocates nothing.
 //
 // The rule, written down:
-//   - A raffle admits only its first s.Units places, one per unit, and each
-//     admitted user holds at most one active order: a unit is always there
-//     for them (1), and places past the units are never admitted (0, told
-//     NOT_SELECTED, not asked here).
+//   - A raffle: with A places admitted, U units unsold and N units in
+//     unpaid orders (which may still expire or be cancelled), the places
+//     that can still be reached are counted as A + U + N, one per unit. At
+//     the reveal A is 0 and U + N is the sale's Units, and the room keeps
+//     that word: it never admits a place past Units. So every place past
+//     Units is told NOT_SELECTED at the reveal, which is as soon as it is
+//     certain, and each winner is sure of a unit (1): Units winners, one
+//     order each. The price, kept to honour the word to the others: a unit
+//     a winner leaves unbought stays unsold.
 //   - In a queue, the places ahead of pl that have not bought yet are
 //     k = pl - 1 - sold (sold = units held by orders now); each of them buys
 //     with the conversion seen so far, c = sold / admitted places (0.99
