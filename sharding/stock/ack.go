@@ -26,6 +26,9 @@ import (
 type ackState struct {
 	short atomic.Bool  // the last WAIT came back short
 	probe atomic.Int64 // when the last WAIT was answered (unix ns)
+	// warm: a WAIT went through this master's connection for blocking
+	// commands (rueidis opens it on first use), see Batcher.Sync.
+	warm atomic.Bool
 }
 
 const ackProbe = 250 * time.Millisecond

@@ -512,12 +512,14 @@ func TestBatcherUnconfirmedWrite(t *testing.T) {
 func TestBatcherSync(t *testing.T) {
 	_, c := newStore(t)
 	b := stock.NewBatcher(c, 4, time.Second)
+	b.SetAcks(1, 50*time.Millisecond)
 	t.Cleanup(b.Close)
 	// Sync reads the slot map now and routes every master to its own
-	// connection.
+	// connection, and opens each master's connection for WAIT before the
+	// first purchase needs it.
 	ctx := context.Background()
-	if err := b.Sync(ctx); err != nil || !b.Routed(ctx) {
-		t.Fatalf("after Sync (%v) the batches do not go to their masters' connections", err)
+	if err := b.Sync(ctx); err != nil || !b.Routed(ctx) || !b.Warmed() {
+		t.Fatalf("after Sync (%v) the batches do not go to their masters' warmed connections", err)
 	}
 	b.Misroute()
 	if b.Routed(ctx) {

@@ -70,3 +70,18 @@ func AskFirst(addr string) { lastAnswered.Store(addr) }
 func (b *Batcher) ConfirmOwner(ctx context.Context, viaCluster bool, addr string, slot uint16) error {
 	return b.confirmOwner(ctx, viaCluster, addr, []*call{{ack: true, slot: slot}})
 }
+
+// Warmed reports whether every master of the route had its connection for
+// WAIT opened (Batcher.warm).
+func (b *Batcher) Warmed() bool {
+	r := b.route.Load()
+	if r == nil {
+		return false
+	}
+	for _, st := range r.acks {
+		if !st.warm.Load() {
+			return false
+		}
+	}
+	return true
+}

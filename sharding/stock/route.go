@@ -73,7 +73,7 @@ func (b *Batcher) reroute(ctx context.Context) (*route, error) {
 // failover the periodic refresh (BatcherRefresh) could still send a
 // purchase's batch to the dead master for seconds after every master
 // answered, so /readyz must not turn green before the route has the new
-// one. Where there is no slot map (a single Redis answers CLUSTER SLOTS
+// one. It also opens each master's connection for WAIT (warm). Where there is no slot map (a single Redis answers CLUSTER SLOTS
 // with an error) it does nothing; a slot map that could not be read (the
 // node asked is down, the time ran out) fails, as the route may be stale.
 func (b *Batcher) Sync(ctx context.Context) error {
@@ -88,7 +88,27 @@ func (b *Batcher) Sync(ctx context.Context) error {
 		if r.nodes[i] == nil {
 			return fmt.Errorf("batcher: no connection to master %s yet", m.Addr)
 		}
+		if err := b.warm(ctx, r.nodes[i], r.acks[i]); err != nil {
+			return fmt.Errorf("batcher: master %s: %w", m.Addr, err)
+		}
 	}
+	return nil
+}
+
+// warm sends one WAIT through node's connection for blocking commands the
+// first time, so that the first batch after a start does not open it: a
+// batch's WAIT goes there, and rueidis dials it (TCP, TLS, HELLO) on first
+// use, inside a purchase's budget, on a machine busy with the sale's first
+// second.
+func (b *Batcher) warm(ctx context.Context, node rueidis.Client, st *ackState) error {
+	if b.acks == 0 || st.warm.Load() {
+		return nil
+	}
+	cmd := b.c.B().Wait().Numreplicas(0).Timeout(1).Build()
+	if err := node.DoMulti(ctx, cmd)[0].Error(); err != nil {
+		return fmt.Errorf("opening the connection for WAIT: %w", err)
+	}
+	st.warm.Store(true)
 	return nil
 }
 

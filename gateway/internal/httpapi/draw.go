@@ -21,7 +21,7 @@ import (
 // room (no Redis call, but for /draw/me before the reveal: one HGET).
 
 // DrawPage is the most entries one /draw answer carries.
-const DrawPage = 10_000
+const DrawPage = room.PageSize
 
 // Draw states, as /draw names them.
 const (
@@ -58,14 +58,26 @@ func (h *Handler) drawPublished(ctx *fasthttp.RequestCtx, now time.Time, arg []b
 	if err != nil || from < 0 {
 		from = 0
 	}
-	b := appendDrawHead(make([]byte, 0, 512), sale, rs, st)
 	if f := st.Frozen; f != nil && f.Revealed {
-		b = appendEntries(b, &f.Published, from)
+		// The revealed draw never changes: pages that start on a page
+		// boundary (as `next` points) are built once.
+		build := func() []byte {
+			b := appendDrawHead(make([]byte, 0, 512+170*min(DrawPage, f.Count)), sale, rs, st)
+			return append(appendEntries(b, &f.Published, from), '}')
+		}
+		body, cached := []byte(nil), false
+		if from%DrawPage == 0 {
+			body, cached = f.PageBody(from/DrawPage, build)
+		}
+		if !cached {
+			body = build()
+		}
 		ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheRevealed)
-	} else {
-		ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheControl)
+		h.answerBody(ctx, route, aOK, body)
+		return
 	}
-	h.answerBody(ctx, route, aOK, append(b, '}'))
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheControl)
+	h.answerBody(ctx, route, aOK, append(appendDrawHead(make([]byte, 0, 512), sale, rs, st), '}'))
 }
 
 var valCacheRevealed = []byte("public, max-age=60")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -54,6 +55,27 @@ type Frozen struct {
 	users     []uint64 // of each leaf
 	nonces    []draw.Nonce
 	index     map[uint64]int32 // user -> leaf
+	// pages caches the answers of GET .../draw once revealed, one per page
+	// of PageSize entries (PageBody); they never change.
+	pages []atomic.Pointer[[]byte]
+}
+
+// PageSize is the most entries one page of the published draw holds.
+const PageSize = 10_000
+
+// PageBody returns the cached body of page k (entries from k x PageSize) of
+// the revealed draw, building it with build the first time; false when
+// there is no such page.
+func (f *Frozen) PageBody(k int, build func() []byte) ([]byte, bool) {
+	if k < 0 || k >= len(f.pages) {
+		return nil, false
+	}
+	if b := f.pages[k].Load(); b != nil {
+		return *b, true
+	}
+	b := build()
+	f.pages[k].Store(&b)
+	return b, true
 }
 
 // Place returns user's place in the revealed draw, or 0 when the user did
@@ -197,6 +219,7 @@ func (r *Room) freeze(ctx context.Context, s *Sale) (*Frozen, error) {
 	f.Commitment = draw.Commitment(seed)
 	f.users, f.nonces, f.index = make([]uint64, len(es)), make([]draw.Nonce, len(es)), make(map[uint64]int32, len(es))
 	f.Draws, f.Places = draw.Places(seed, root, leaves)
+	f.pages = make([]atomic.Pointer[[]byte], len(leaves)/PageSize+1)
 	for i := range es {
 		f.users[i], f.nonces[i], f.index[es[i].user] = es[i].user, es[i].nonce, int32(i)
 	}
