@@ -4,7 +4,8 @@ import "math"
 
 // Odds returns the chance that a unit is still there when place pl of sale
 // s is admitted, in a room in state st with remaining units left (SPEC "Fair
-// access": honest odds). It allocates nothing.
+// access": honest odds), or -1 when remaining is not known (-1). It
+// allocates nothing.
 //
 // The rule, written down:
 //   - A raffle: with A places admitted, U units unsold and N units in
@@ -31,7 +32,10 @@ func Odds(s *Sale, st *State, pl, remaining int64) float64 {
 		}
 		return 0
 	}
-	if remaining <= 0 {
+	switch {
+	case remaining < 0:
+		return -1 // the stock not read yet: no estimate
+	case remaining == 0:
 		return 0
 	}
 	sold := max(s.Units-remaining, 0)
