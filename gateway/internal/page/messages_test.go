@@ -89,7 +89,7 @@ var (
 func TestPageNamesOnlyKnownMessages(t *testing.T) {
 	en := languages(t)["en"]
 	used := map[string]bool{"language.name": true, "sentence.separator": true} // read by New and by text()
-	for _, f := range []string{"sale.js", "i18n.js", "brand.js", "sale.html"} {
+	for _, f := range []string{"sale.js", "i18n.js", "brand.js", "draw.js", "sale.html"} {
 		src, err := files.ReadFile("assets/" + f)
 		if err != nil {
 			t.Fatal(err)

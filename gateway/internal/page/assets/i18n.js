@@ -76,10 +76,13 @@ FlashSale.i18n = (() => {
   }
 
   // t is message key in the current language with params filled in. A
-  // missing key shows as itself (a test keeps every key in every file).
+  // missing key shows as itself (a test keeps every key in every file). A
+  // param that is a function is called each time: a time or a list it
+  // formats follows a switch of language.
   function t(key, params) {
     const s = typeof messages[key] === 'string' ? messages[key] : key;
-    return s.replace(/\{(\w+)\}/g, (all, k) => (params && k in params ? String(params[k]) : all));
+    const value = (v) => String(typeof v === 'function' ? v() : v);
+    return s.replace(/\{(\w+)\}/g, (all, k) => (params && k in params ? value(params[k]) : all));
   }
   const msg = (key, params) => ({ key, params });
   // text is what one message, or a list of them (sentences), says now.
@@ -97,6 +100,14 @@ FlashSale.i18n = (() => {
     } catch (e) { return price + ' ' + currency; }
   }
   const number = (n) => new Intl.NumberFormat(locale).format(n);
+  // percent: x from 0 to 1, in whole percents rounded down (a chance of
+  // 0.996 is not told as 100%).
+  const percent = (x) => new Intl.NumberFormat(locale, { style: 'percent', maximumFractionDigits: 0 })
+    .format(Math.floor(x * 100 + 1e-9) / 100);
+  // list: words joined as "a, b or c" (type disjunction) in the locale.
+  function list(words, type) {
+    try { return new Intl.ListFormat(locale, { type: type || 'conjunction' }).format(words); } catch (e) { return words.join(', '); }
+  }
   const dateTime = (ms) => new Intl.DateTimeFormat(locale, { year: 'numeric', month: 'short', day: 'numeric',
     hour: '2-digit', minute: '2-digit', timeZoneName: 'short' }).format(ms);
   const time = (ms, seconds) => new Intl.DateTimeFormat(locale, { hour: '2-digit', minute: '2-digit',
@@ -111,7 +122,7 @@ FlashSale.i18n = (() => {
   }
 
   return {
-    start, use, t, msg, text, money, number, dateTime, time, clock,
+    start, use, t, msg, text, money, number, percent, list, dateTime, time, clock,
     onChange: (fn) => listeners.push(fn),
     get lang() { return lang; },
   };

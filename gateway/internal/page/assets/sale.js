@@ -8,8 +8,18 @@
 // States (main[data-state]): loading, signin, countdown, open, ticket,
 // queued, busy, proof, buying, processing, reserved, paying, paid,
 // cancelling, cancelled, expired, failed, soldout, ended, paused, limited,
-// error, notfound. The page never says "reserved" before the order is
-// persisted.
+// error, notfound; a raffle's raffle-soon (entries not open yet),
+// raffle-open, raffle-entered, selected, not-selected and raffle-closed
+// (entries closed without the buyer); a presale's presale-only and
+// presale-soldout (refused until the sale opens to everyone). The page
+// never says "reserved" before the order is persisted.
+//
+// Fair access (SPEC): the sale's access mode and presale phase come from
+// its description; a place in the draw comes with its chance of a unit,
+// told as certain only when it is (100%, or NOT_SELECTED and SOLD_OUT for
+// none). "Verify my place" checks the place with draw.js; the check's
+// section has a data-state of its own (checking, verified, failed,
+// pending, not-entered, error, unsupported).
 'use strict';
 (() => {
   const API = '/api/flash-sales';
@@ -25,6 +35,11 @@
     payLeft: $('pay-left'), pay: $('pay'), cancel: $('cancel'), orderId: $('order-id'),
     who: $('who'), signin: $('signin'), userId: $('user-id'), signout: $('signout'),
     items: $('items'), account: $('account'),
+    enter: $('enter'), verify: $('verify'), place: $('place'), chance: $('chance'),
+    access: $('access'), accessMode: $('access-mode'), accessPhase: $('access-phase'),
+    accessCommitment: $('access-commitment'), commitment: $('commitment'),
+    check: $('check'), checkH: $('check-h'), checkStatus: $('check-status'), checks: $('checks'),
+    checkDetails: $('check-details'), checkValues: $('check-values'),
   };
   const m = /^\/sale\/([1-9][0-9]{0,18})\/?$/.exec(location.pathname);
   const saleId = m ? m[1] : null;
@@ -43,11 +58,32 @@
   let busyTries = 0;          // 503s of the queue waited out in this attempt
   let inQueue = false;        // this attempt has been answered QUEUED
   let timers = [];
+  // What the page knows of the signed-in buyer's access (a new one at each
+  // sign-in and sign-out; a loop that finds another one here stops).
+  function freshBuyer() {
+    return {
+      entered: null,      // in the raffle's draw: true, false, or null (not known)
+      result: null,       // a raffle's final word: 'not-selected' or 'raffle-closed'
+      admitted: false,    // handed a ticket after the raffle's draw: buys as usual
+      polling: false,     // rafflePoll runs for this buyer
+      presale: null,      // refused in the presale: 'presale-only' or 'presale-soldout'
+      presaleUntil: 0,    // server ms the sale opens to everyone (the refusal's startsAt)
+      place: 0,           // place in the draw or the queue (0: not told)
+      chance: null,       // chance of a unit at that place (0..1), null when not told
+      checking: false,    // verifyPlace runs
+      check: null,        // what verifyPlace found (renderCheck)
+    };
+  }
+  let buyer = freshBuyer();
+  let accessKey = -1;         // the presale phase renderAccess last showed
   // What the page says, as messages (shown again on a switch of language).
   const says = { status: null, alert: null, order: null, notFound: null };
   // The order the page knows of is kept in localStorage, shared by this
   // browser's tabs (a 'storage' event tells the others), for its user.
   const orderKey = () => 'flashsale.order.' + saleId;
+  // The nonce the buyer was given when entering the draw, kept to check
+  // that the shop shows the same one later (verifyPlace).
+  const nonceKey = () => 'flashsale.nonce.' + saleId;
 
   const now = () => Date.now() + offset;
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -133,6 +169,12 @@
     sale.start = Date.parse(sale.startsAt);
     sale.end = Date.parse(sale.endsAt);
     sale.queueOpens = sale.queueOpensAt ? Date.parse(sale.queueOpensAt) : null;
+    sale.access = sale.access || (sale.queueOpensAt ? 'queue' : 'open');
+    // entries: a raffle's registration window (server ms), else null.
+    const w = sale.access === 'raffle' && sale.raffle ? [Date.parse(sale.raffle.entriesOpenAt), Date.parse(sale.raffle.entriesCloseAt)] : [];
+    sale.entries = w.length && w.every(Number.isFinite) ? { open: w[0], close: w[1] } : null;
+    const ps = sale.presale ? Date.parse(sale.presale.startsAt) : NaN;
+    sale.presaleStart = Number.isFinite(ps) && ps < sale.start ? ps : null;
     return true;
   }
 
@@ -142,6 +184,7 @@
     el.title.textContent = sale.name;
     el.when.textContent = t('sale.when', { start: I.dateTime(sale.start), end: I.dateTime(sale.end) });
     FlashSale.brand.show(sale);
+    renderAccess();
     const keep = chosenItem();
     el.list.replaceChildren();
     el.choices.replaceChildren();
@@ -190,7 +233,10 @@
   }
 
   // say shows messages on the status line (announced); warn in the alert.
-  function say(refs) { says.status = refs; el.status.textContent = I.text(refs); }
+  // A line that did not change is left alone: a poll that learns nothing
+  // new is not announced again.
+  function say(refs) { says.status = refs; setText(el.status, I.text(refs)); }
+  function setText(e, s) { if (e.textContent !== s) e.textContent = s; }
   function warn(refs) { says.alert = refs; el.alert.textContent = I.text(refs); }
   function orderSays(refs) { says.order = refs; el.orderText.textContent = I.text(refs); }
 
@@ -198,6 +244,7 @@
   // which controls show. focus names an element to move focus to.
   function set(s, status, opts) {
     const o = opts || {};
+    const had = document.activeElement;
     state = s;
     main.dataset.state = s;
     // Busy only while loading: aria-busy on main would hold back the
@@ -211,10 +258,20 @@
     el.order.hidden = !inOrder;
     el.pay.hidden = el.cancel.hidden = s !== 'reserved';
     // After a cancelled, expired or failed order the buyer may buy again;
-    // after an error the retry button is the one way on.
-    el.buy.hidden = (!!inOrder && !afterOrder(s)) || !!o.retry || s === 'notfound';
+    // after an error the retry button is the one way on. In a raffle,
+    // "buy" shows once the buyer is selected, and "enter" before that.
+    const entering = s === 'ticket' && sale && sale.entries && !buyer.entered && now() < sale.entries.close;
+    const raffleOnly = ['raffle-soon', 'raffle-open', 'raffle-entered', 'raffle-closed', 'not-selected'].includes(s) ||
+      (s === 'ticket' && sale && sale.entries && now() < sale.start);
+    el.buy.hidden = (!!inOrder && !afterOrder(s)) || !!o.retry || s === 'notfound' || raffleOnly;
+    el.enter.hidden = !(s === 'raffle-soon' || s === 'raffle-open' || entering);
+    el.enter.setAttribute('aria-disabled', String(s !== 'raffle-open'));
     showBuyable();
+    renderOdds();
     if (o.focus) o.focus.focus();
+    // A control that hid under the focus hands it to the heading, not to
+    // nowhere.
+    else if ((had === el.enter || had === el.verify) && had.hidden) el.title.focus();
   }
   const afterOrder = (s) => ['cancelled', 'expired', 'failed'].includes(s);
   // showBuyable turns "buy" on while the sale is open, also after an order
@@ -235,30 +292,67 @@
     if (!getToken()) return 'signin';
     if (sale.status === 'ENDED' || n >= sale.end) return 'ended';
     if (sale.status === 'PAUSED') return 'paused';
-    if (n < sale.start) return 'countdown';
+    if (sale.entries) {
+      const p = rafflePhase(n);
+      if (p) return p;
+    } else if (n < sale.start) {
+      if (!inPresale(n)) return 'countdown';
+      if (buyer.presale && n < buyer.presaleUntil) return buyer.presale;
+    }
     // A SOLD_OUT answer outranks a description a second or two old.
     if (sale.status === 'SOLD_OUT' || n - soldOutSeen < 5000 || sale.asOf < soldOutSeen) return 'soldout';
     return 'open';
   }
-  // countdownText is the line under the items: time to the start, time
-  // left, or why nothing can be bought.
+  const inPresale = (n) => sale.presaleStart != null && n >= sale.presaleStart && n < sale.start;
+  // rafflePhase is the phase of a raffle for the buyer, or null once they
+  // were admitted after the draw (then the sale's phases apply). An
+  // entrant, or a buyer not known to be one after the close, is
+  // 'raffle-entered': showPhase hands them to rafflePoll.
+  function rafflePhase(n) {
+    if (buyer.result) return buyer.result;
+    if (n < sale.entries.open) return 'raffle-soon';
+    if (n >= sale.start && (held || buyer.admitted)) return null;
+    if (buyer.entered) return 'raffle-entered';
+    if (n < sale.entries.close) return 'raffle-open';
+    return buyer.entered === false ? 'raffle-closed' : 'raffle-entered';
+  }
+  // countdownText is the line under the items: time to the start (to the
+  // raffle's entries, to the presale, to the sale for everyone), time left,
+  // or why nothing can be bought.
   function countdownText(p) {
     const n = now();
+    const clock = (to) => I.clock(to - n);
     if (n >= sale.end || sale.status === 'ENDED') return t('countdown.ended');
-    if (n < sale.start) return t('countdown.starts', { time: I.clock(sale.start - n) });
+    if (sale.entries && (p === 'not-selected' || p === 'raffle-closed')) return t('countdown.drawDone');
+    if (sale.entries && n < sale.entries.open) return t('countdown.entriesOpen', { time: clock(sale.entries.open) });
+    if (sale.entries && n < sale.entries.close) return t('countdown.entriesClose', { time: clock(sale.entries.close) });
+    if (sale.presaleStart != null && n < sale.presaleStart) return t('countdown.presale', { time: clock(sale.presaleStart) });
+    if (p === 'presale-only' || p === 'presale-soldout') return t('countdown.general', { time: clock(Math.max(buyer.presaleUntil, sale.start)) });
+    if (inPresale(n)) return t('countdown.presaleOpen', { time: clock(sale.start) });
+    if (n < sale.start) return t('countdown.starts', { time: clock(sale.start) });
     if (p === 'paused') return t('countdown.paused');
     if (p === 'soldout') return t('countdown.soldout');
-    return t('countdown.open', { time: I.clock(sale.end - n) });
+    return t('countdown.open', { time: clock(sale.end) });
   }
-  // phaseStatus is the status line of an idle phase.
+  // phaseStatus is the status line of an idle phase. Times and names are
+  // functions, so that a switch of language formats them again.
   function phaseStatus(p) {
+    const at = (ms) => () => I.dateTime(ms);
     switch (p) {
       case 'countdown': return msg('status.countdown');
-      case 'open': return msg('status.open');
+      case 'open': return inPresale(now()) ? msg('status.presaleOpen', { who: presaleWho }) : msg('status.open');
       case 'signin': return msg('status.signin');
       case 'ended': return msg('status.ended');
       case 'paused': return msg('status.paused');
       case 'soldout': return msg('status.soldout');
+      case 'raffle-soon': return msg('status.raffleSoon', { time: at(sale.entries.open) });
+      case 'raffle-open': return msg('status.raffleOpen', { time: at(sale.entries.close) });
+      case 'raffle-closed': return msg('status.entriesClosed');
+      case 'not-selected':
+        return buyer.place > 0 ? msg('status.notSelected', { place: () => I.number(buyer.place) })
+          : msg('status.notSelectedNoPlace');
+      case 'presale-only': return msg('status.presaleOnly', { who: presaleWho, time: at(Math.max(buyer.presaleUntil, sale.start)) });
+      case 'presale-soldout': return msg('status.presaleSoldOut', { time: at(Math.max(buyer.presaleUntil, sale.start)) });
     }
     return null;
   }
@@ -272,8 +366,16 @@
     // (A tab opened before this buyer's purchase in another tab learns of
     // it through localStorage, not by asking the gateway at the sell-out:
     // every open page would ask at once.)
-    if (idle() && state !== p) set(p, phaseStatus(p));
+    if (idle() && state !== p) {
+      if (p === 'raffle-entered') rafflePoll(false);
+      else set(p, phaseStatus(p));
+    }
     if (afterOrder(state)) showBuyable();
+    // The presale gives way to the sale for everyone: say so.
+    if (presaleStage() !== accessKey) {
+      renderAccess();
+      if (state === 'open' && !held) say(phaseStatus('open'));
+    }
     // A sale with a pre-queue: join it by itself once it opens, so the
     // buyer's place is drawn at the start like everyone else's.
     if (state === 'countdown' && joinAt && now() >= joinAt) {
@@ -286,6 +388,65 @@
       if (state === 'open') set('open', phaseStatus('open'));
     }
   }
+
+  // ---- access: the mode, the presale, the odds -----------------------------
+  // renderAccess shows how the sale lets buyers in (raffle or waiting room),
+  // its presale phase, and the commitment to its draw's seed.
+  function renderAccess() {
+    accessKey = presaleStage();
+    let mode = '';
+    if (sale.entries) {
+      mode = t('access.raffle', { open: I.dateTime(sale.entries.open), close: I.dateTime(sale.entries.close), start: I.dateTime(sale.start) });
+    } else if (sale.access === 'queue') mode = t('access.queue');
+    let ph = '';
+    if (accessKey === 1 || accessKey === 2) {
+      ph = t(accessKey === 1 ? 'access.presaleSoon' : 'access.presaleNow',
+        { who: presaleWho(), start: I.dateTime(sale.presaleStart), general: I.dateTime(sale.start) });
+    }
+    const c = saleCommitment() || '';
+    setText(el.accessMode, mode);
+    setText(el.accessPhase, ph);
+    setText(el.commitment, c);
+    el.accessCommitment.hidden = !c;
+    el.access.hidden = !mode && !ph && !c;
+  }
+  // presaleStage is 0 for a sale without a presale, else 1 before it, 2
+  // during it, 3 after it.
+  function presaleStage() {
+    const n = now();
+    return sale.presaleStart == null ? 0 : n < sale.presaleStart ? 1 : n < sale.start ? 2 : 3;
+  }
+  // presaleWho names who may buy in the presale: the claim's values
+  // ("gold or member"), and invited buyers when the operator loads a list.
+  function presaleWho() {
+    const p = sale.presale || {};
+    const words = Array.isArray(p.values) ? p.values.filter((v) => typeof v === 'string' && v) : [];
+    if (p.list || !words.length) words.push(t('presale.invited'));
+    return I.list(words, 'disjunction');
+  }
+  // saleCommitment is the commitment to the draw's seed that the sale's
+  // description published (lower-case hex), or null.
+  function saleCommitment() {
+    const c = sale && sale.draw && sale.draw.commitment;
+    return typeof c === 'string' && /^[0-9a-f]{64}$/i.test(c) ? c.toLowerCase() : null;
+  }
+  // renderOdds shows the buyer's place and chance of a unit while they
+  // wait, and "verify" once a place is known.
+  function renderOdds() {
+    const shown = buyer.place > 0 && ['queued', 'selected', 'not-selected'].includes(state);
+    setText(el.place, shown ? t('odds.place', { place: I.number(buyer.place) }) : '');
+    setText(el.chance, shown && state !== 'not-selected' && buyer.chance != null ? chanceText(buyer.chance) : '');
+    el.verify.hidden = !(buyer.place > 0) || !getToken() || ['loading', 'signin', 'notfound'].includes(state);
+  }
+  // chanceText: whole percents rounded down; 100% only when the gateway
+  // says certain; under 1% rather than 0%, which only SOLD_OUT and
+  // NOT_SELECTED tell.
+  function chanceText(c) {
+    if (c >= 1) return t('odds.chance', { chance: I.percent(1) });
+    if (c < 0.01) return t('odds.chanceUnder', { chance: I.percent(0.01) });
+    return t('odds.chance', { chance: I.percent(c) });
+  }
+
   function newAttempt() {
     ticketRetried = false;
     retries = 0;
@@ -295,7 +456,8 @@
   }
   // The idle phases follow the clock and the sale; the order flow owns the
   // page while it runs.
-  const idle = () => ['loading', 'signin', 'countdown', 'open', 'ended', 'paused', 'soldout'].includes(state);
+  const idle = () => ['loading', 'signin', 'countdown', 'open', 'ended', 'paused', 'soldout', 'raffle-soon', 'raffle-open',
+    'raffle-closed', 'not-selected', 'presale-only', 'presale-soldout'].includes(state);
   const ownOrder = () => ['processing', 'reserved', 'paying', 'paid', 'cancelling'].includes(state);
 
   // ---- buying ------------------------------------------------------------
@@ -315,10 +477,13 @@
   // pre-queue: once admitted it holds the ticket and lets the buyer click,
   // where a buyer who clicked goes straight on to the purchase.
   async function getTicket(headers, auto) {
-    if (state !== 'queued' && state !== 'proof') set('ticket', msg(auto ? 'status.joining' : 'status.asking'));
+    const b = buyer;
+    if (!['queued', 'proof', 'raffle-entered', 'selected'].includes(state)) set('ticket', asking(auto));
     const r = await call('POST', '/sales/' + saleId + '/ticket', headers);
+    if (b !== buyer) return; // signed out (or in as another) meanwhile
     const code = r.body.error;
     if (r.status === 200 && r.body.ticket) {
+      if (sale.entries) b.admitted = true;
       if (!auto) return purchase(r.body.ticket);
       held = { ticket: r.body.ticket, expires: Date.parse(r.body.expiresAt) };
       set('open', msg('status.turn', { time: I.time(held.expires - offset, true) }), { focus: el.buy });
@@ -326,8 +491,15 @@
     }
     if (r.status === 202 && r.body.status === 'QUEUED') {
       inQueue = true;
-      set('queued', queued(r.body.position, r.body.estimatedWaitSeconds));
-      await sleep(r.retryAfter * 1000);
+      heardQueued(r.body);
+      // A raffle's entrant learns nothing new before the draw: the page
+      // asks again once it is out, not every Retry-After.
+      if (sale.entries && now() < sale.entries.close) {
+        if (!(await untilDraw(b))) return;
+      } else {
+        await sleep(r.retryAfter * 1000);
+        if (b !== buyer) return;
+      }
       return getTicket({}, auto);
     }
     if (r.status === 428 && code === 'PROOF_REQUIRED') return proof(r.body.challenge, r.body.difficulty, auto);
@@ -335,7 +507,7 @@
       retries++; // a stale challenge or pass (the gateway cleared the pass): ask afresh
       return getTicket({}, auto);
     }
-    if (auto && r.status === 403 && code === 'SALE_NOT_STARTED') {
+    if (auto && !sale.entries && r.status === 403 && code === 'SALE_NOT_STARTED') {
       joinAt = now() + 2000; // the pre-queue is not open yet by the gateway's clock
       return set('countdown', phaseStatus('countdown'));
     }
@@ -352,6 +524,73 @@
     return refused(r, () => getTicket(headers, auto));
   }
   const maxBusyTries = 6; // about half a minute, then the error and its retry button
+
+  // asking is the status line while the ticket endpoint is asked.
+  function asking(auto) {
+    if (sale.entries && !buyer.entered && now() < sale.entries.close) return msg('status.entering');
+    return msg(auto && !sale.entries ? 'status.joining' : 'status.asking');
+  }
+
+  // heardQueued shows a QUEUED answer a: in a raffle, entered (before the
+  // draw) or selected; else the place in the queue; with a place, its odds.
+  function heardQueued(a) {
+    if (typeof a.nonce === 'string' && /^[0-9a-f]{32}$/i.test(a.nonce)) keepNonce(a.nonce);
+    if (sale.entries) buyer.entered = true;
+    if (Number.isSafeInteger(a.place) && a.place > 0) {
+      buyer.place = a.place;
+      buyer.chance = typeof a.chance === 'number' && a.chance >= 0 ? Math.min(a.chance, 1) : null;
+    }
+    // (Before the draw a raffle's position is the entrants so far.)
+    if (sale.entries && !buyer.place) return set('raffle-entered', entered(a.entrants > 0 ? a.entrants : a.position));
+    if (sale.entries && buyer.chance === 1) return set('selected', msg('status.selected', { time: () => I.dateTime(sale.start) }));
+    set('queued', queued(a.position, a.estimatedWaitSeconds));
+  }
+  // entered is the status line of a raffle's entrant before the draw.
+  function entered(entrants) {
+    return [
+      msg('status.raffleEntered', { time: () => I.dateTime(sale.entries.close) }),
+      entrants > 0 ? msg('raffle.entrants', { entrants: I.number(entrants) }) : null,
+      msg('raffle.comeBack'),
+    ];
+  }
+
+  // enterRaffle is the click on "Enter the raffle".
+  function enterRaffle() {
+    if (el.enter.getAttribute('aria-disabled') === 'true') return;
+    rafflePoll(true);
+  }
+  // rafflePoll follows the buyer's part in the raffle: it enters them
+  // (enter), or waits for the draw if they did; then it asks for their place
+  // until it is final or admitted (getTicket, which waits for the draw
+  // itself after an entry). Asking before the close would enter a buyer who
+  // did not click: a page asks only after it.
+  async function rafflePoll(enter) {
+    const b = buyer;
+    if (b.polling) return;
+    b.polling = true;
+    try {
+      newAttempt();
+      if (!enter && b.entered) {
+        set('raffle-entered', entered(0));
+        if (!(await untilDraw(b))) return;
+      }
+      await getTicket({}, true);
+    } finally {
+      b.polling = false;
+    }
+  }
+  // untilDraw waits until the draw is out: a moment after the entries close
+  // (the gateways freeze and reveal it), spread over two seconds so that
+  // the entrants' pages do not all ask at once. False when the buyer
+  // changed meanwhile.
+  async function untilDraw(b) {
+    const at = sale.entries.close + 1000 + Math.random() * 2000;
+    while (now() < at) {
+      await sleep(Math.min(at - now(), 30000));
+      if (b !== buyer) return false;
+    }
+    return true;
+  }
 
   // queued is the status line of a place in the queue (its sentences).
   function queued(pos, wait) {
@@ -422,6 +661,24 @@
       el.countdown.textContent = countdownText('paused');
       return set('paused', msg('status.pausedNothingBought'));
     }
+    if (r.status === 410 && code === 'NOT_SELECTED') {
+      buyer.result = 'not-selected';
+      if (Number.isSafeInteger(r.body.place) && r.body.place > 0) buyer.place = r.body.place;
+      buyer.chance = null;
+      return set('not-selected', phaseStatus('not-selected'));
+    }
+    if (r.status === 403 && code === 'ENTRIES_CLOSED') {
+      buyer.result = 'raffle-closed';
+      buyer.entered = false;
+      return set('raffle-closed', phaseStatus('raffle-closed'));
+    }
+    if (r.status === 403 && (code === 'PRESALE_ONLY' || code === 'PRESALE_SOLD_OUT')) {
+      const at = Date.parse(r.body.startsAt);
+      buyer.presale = code === 'PRESALE_ONLY' ? 'presale-only' : 'presale-soldout';
+      buyer.presaleUntil = Number.isFinite(at) ? at : sale.start;
+      el.countdown.textContent = countdownText(buyer.presale);
+      return set(buyer.presale, phaseStatus(buyer.presale));
+    }
     if (r.status === 403 && code === 'SALE_NOT_STARTED') { await syncClock(); return set('countdown', msg('status.notStarted')); }
     if (r.status === 401) return signedOut();
     if (r.status === 429) return limited(r.retryAfter, again);
@@ -480,7 +737,7 @@
   // asked again a few times: one lost answer must not hide the order.
   async function findOrder() {
     for (let i = 0; i < 5; i++) {
-      if (orderId || !getToken() || !sale || now() < sale.start) return;
+      if (orderId || !getToken() || !sale || now() < (sale.presaleStart != null ? sale.presaleStart : sale.start)) return;
       const r = await call('GET', '/sales/' + saleId + '/order');
       if (r.status === 401) return signedOut();
       if (r.status === 503 || r.status === 429 || r.status === 0) {
@@ -531,6 +788,7 @@
   function signedOut() {
     setToken(null);
     orderId = null;
+    forgetBuyer();
     stopTimers();
     startClock();
     showAccount();
@@ -610,6 +868,125 @@
     }
   }
 
+  // ---- the draw: entry and verification -----------------------------------
+  // findEntry asks whether the buyer entered the raffle (a page reloaded,
+  // another device), from the draw rather than the ticket endpoint, which
+  // enters whoever asks while entries are open. A "not entered" is taken
+  // only then: after the close the ticket endpoint says it (rafflePoll).
+  async function findEntry() {
+    const b = buyer;
+    if (!sale.entries || !getToken() || now() < sale.entries.open || b.entered !== null) return;
+    const r = await call('GET', '/sales/' + saleId + '/draw/me');
+    if (b !== buyer || b.entered !== null) return;
+    if (r.status === 200 && r.body.entered !== false) b.entered = true;
+    else if (r.status === 404 && r.body.error === 'NOT_ENTERED' && now() < sale.entries.close) b.entered = false;
+  }
+
+  // keepNonce keeps the nonce of the buyer's entry, the first one only: a
+  // nonce shown later that differs is the shop's change, not the buyer's.
+  function keepNonce(n) {
+    if (savedNonce()) return;
+    try { localStorage.setItem(nonceKey(), tokenUser(getToken()) + ':' + n.toLowerCase()); } catch (e) { /* private mode */ }
+  }
+  function savedNonce() {
+    let v = null;
+    try { v = localStorage.getItem(nonceKey()); } catch (e) { return null; }
+    const user = tokenUser(getToken());
+    return v && user && v.startsWith(user + ':') ? v.slice(user.length + 1) : null;
+  }
+
+  // verifyPlace checks the buyer's place in the draw with draw.js, on the
+  // answer of GET .../draw/me, and shows each check (renderCheck).
+  async function verifyPlace() {
+    const b = buyer;
+    if (b.checking) return;
+    b.checking = true;
+    try {
+      b.check = { state: 'checking' };
+      renderCheck();
+      el.checkH.focus();
+      if (!FlashSale.draw || !FlashSale.draw.supported()) { b.check = { state: 'unsupported' }; return; }
+      const r = await call('GET', '/sales/' + saleId + '/draw/me');
+      if (b !== buyer) return;
+      if (r.status === 401) { signedOut(); return; }
+      if (r.status === 404 && r.body.error === 'NOT_ENTERED') { b.check = { state: 'not-entered' }; return; }
+      if (r.status !== 200) { b.check = { state: 'error', code: r.body.error || r.status || 'offline' }; return; }
+      let res;
+      try {
+        res = await FlashSale.draw.verify(r.body, { saleId, userId: tokenUser(getToken()), commitment: saleCommitment(), nonce: savedNonce() });
+      } catch (e) {
+        b.check = { state: 'error', code: 'crypto' };
+        return;
+      }
+      const words = Object.values(res);
+      const st = words.every((w) => w === 'ok') ? 'verified' : words.some((w) => w !== 'ok' && w !== 'pending') ? 'failed' : 'pending';
+      b.check = { state: st, res, me: r.body };
+    } finally {
+      b.checking = false;
+      if (b === buyer) renderCheck();
+    }
+  }
+  // checkSays names each check's outcome (draw.js's words) as a message.
+  const checkSays = {
+    leaf: { ok: 'check.leafOk', mismatch: 'check.leafMismatch', nonce: 'check.leafNonce' },
+    proof: { ok: 'check.proofOk', mismatch: 'check.proofMismatch', pending: 'check.proofPending' },
+    seed: { ok: 'check.seedOk', mismatch: 'check.seedMismatch', commitment: 'check.seedCommitment', absent: 'check.seedAbsent', pending: 'check.seedPending' },
+    draw: { ok: 'check.drawOk', mismatch: 'check.drawMismatch', pending: 'check.drawPending' },
+  };
+  // renderCheck shows what verifyPlace found: a line for where it stands
+  // (the section's data-state), one item per check, the numbers checked.
+  function renderCheck() {
+    const c = buyer.check;
+    el.check.hidden = !c;
+    el.check.dataset.state = c ? c.state : 'idle';
+    if (!c) return;
+    const me = c.me || {};
+    const place = () => I.number(me.place > 0 ? me.place : buyer.place);
+    const line = {
+      checking: msg('check.running'),
+      verified: msg('check.verified', { place }),
+      failed: msg('check.failed'),
+      pending: msg('check.pending'),
+      'not-entered': msg('check.notEntered'),
+      error: msg('check.error', { code: c.code }),
+      unsupported: msg('check.unsupported'),
+    }[c.state];
+    setText(el.checkStatus, I.text(line));
+    const items = Object.keys(checkSays).filter((k) => c.res && c.res[k]).map((k) => {
+      const w = c.res[k];
+      const li = document.createElement('li');
+      li.className = w === 'ok' ? 'ok' : w === 'pending' ? 'wait' : 'bad';
+      li.dataset.check = k;
+      li.dataset.result = w;
+      const verdict = document.createElement('span');
+      verdict.className = 'verdict';
+      verdict.textContent = t(w === 'ok' ? 'check.passed' : w === 'pending' ? 'check.notYet' : 'check.failedOne');
+      li.append(verdict, t(checkSays[k][w] || 'check.malformed', { count: I.number(me.count > 0 ? me.count : 0) }));
+      return li;
+    });
+    el.checks.replaceChildren(...items);
+    const values = [['check.nonce', me.nonce], ['check.leaf', me.leaf], ['check.root', me.root], ['check.seed', me.seed],
+      ['check.commitment', me.commitment], ['check.draw', me.draw]].filter(([, v]) => typeof v === 'string');
+    el.checkValues.replaceChildren(...values.flatMap(([k, v]) => {
+      const dt = document.createElement('dt');
+      dt.textContent = t(k);
+      const dd = document.createElement('dd');
+      const code = document.createElement('code');
+      code.textContent = v;
+      dd.append(code);
+      return [dt, dd];
+    }));
+    el.checkDetails.hidden = !values.length;
+  }
+
+  // forgetBuyer forgets what the page knew of the buyer's access, at a
+  // sign-in or sign-out.
+  function forgetBuyer() {
+    buyer = freshBuyer();
+    renderCheck();
+    renderOdds();
+  }
+
   // ---- sign-in -----------------------------------------------------------
   function showAccount() {
     const tok = getToken();
@@ -637,11 +1014,13 @@
     const body = await r.json().catch(() => ({}));
     if (r.status !== 200 || !body.token) { warn(msg('alert.signInRefused', { code: body.error || r.status })); return; }
     setToken(body.token);
+    forgetBuyer();
     warn(null);
     showAccount();
+    await Promise.race([findEntry(), sleep(1500)]);
     state = 'loading';
     showPhase();
-    (buyOff() ? el.title : el.buy).focus();
+    (state === 'raffle-open' ? el.enter : buyOff() || el.buy.hidden ? el.title : el.buy).focus();
     findOrder();
   }
 
@@ -677,6 +1056,8 @@
     say(says.status);
     warn(says.alert);
     orderSays(says.order);
+    renderOdds();
+    renderCheck();
   }
 
   async function init() {
@@ -690,7 +1071,9 @@
     el.pay.addEventListener('click', () => act('pay'));
     el.cancel.addEventListener('click', () => act('cancel'));
     el.signin.addEventListener('submit', devSignIn);
-    el.signout.addEventListener('click', () => { setToken(null); forgetOrder(); orderId = null; showAccount(); state = 'loading'; showPhase(); });
+    el.signout.addEventListener('click', () => { setToken(null); forgetOrder(); orderId = null; forgetBuyer(); showAccount(); state = 'loading'; showPhase(); });
+    el.enter.addEventListener('click', enterRaffle);
+    el.verify.addEventListener('click', verifyPlace);
     window.addEventListener('storage', sharedOrder);
     I.onChange(relabel);
     const words = I.start().catch((e) => {
@@ -708,14 +1091,14 @@
     const expired = tok && tokenExpired(tok);
     if (expired) setToken(null);
     showAccount();
-    if (sale.queueOpens && now() < sale.start) joinAt = sale.queueOpens;
+    if (sale.queueOpens && now() < sale.start && !sale.entries) joinAt = sale.queueOpens;
     const saved = savedOrder();
     refreshLoop();
     if (expired) { startClock(); return signedOut(); }
     if (saved) { orderId = saved; track(null); startClock(); return; }
     // The buyer's order, if any, before the page says "sold out" (bounded:
     // a slow answer is followed by the order when it arrives).
-    await Promise.race([findOrder(), sleep(1500)]);
+    await Promise.race([Promise.all([findOrder(), findEntry()]), sleep(1500)]);
     startClock();
   }
   function noSale(why) {
