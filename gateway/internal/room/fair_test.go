@@ -317,7 +317,7 @@ func TestQueueOddsOverThreeGateways(t *testing.T) {
 		t.Fatal("the draw closed before the 10,000 entries were in: slow machine")
 	}
 	sh.set(t, 0) // the cursor holds while the odds are read (see the raffle's test)
-	revealed(t, gws, &s, s.Closes().Add(2*time.Second).Sub(time.Now()))
+	revealed(t, gws, &s, time.Until(s.Closes().Add(2*time.Second)))
 	monotonicOdds(t, gws[1], &s, es, units)
 	sh.set(t, units)
 	time.Sleep(time.Until(s.AdmitsFrom()))
