@@ -11,22 +11,30 @@
 -- ARGV[1] root (64 hex), ARGV[2] entrant count (integer >= 0), ARGV[3] a
 -- seed (64 hex) used only when the sale has none (a sale created without a
 -- commitment: its draw is then not verifiable against one), ARGV[4] reveal
--- delay (ms), ARGV[5] expiry of the keys (unix ms)
+-- delay (ms), ARGV[5] expiry of the keys (unix ms), ARGV[6] the earliest
+-- freeze (unix ms: the close plus a margin)
 --
 -- Reply: {root, count, frozen at (unix ms), seed or '' before the reveal,
--- committed (1: the seed is the one written at creation, 0: drawn here)}.
-if #KEYS ~= 2 or #ARGV ~= 5 then
-  return redis.error_reply('ERR room_freeze: want 2 keys and 5 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+-- committed (1: the seed is the one written at creation, 0: drawn here)},
+-- or {'early'} when nothing is recorded yet and this server's clock is
+-- before the earliest freeze: room_join.lua closes the entries by the
+-- clocks of Redis, so a gateway whose clock runs ahead must not freeze a
+-- reading it took before they closed.
+if #KEYS ~= 2 or #ARGV ~= 6 then
+  return redis.error_reply('ERR room_freeze: want 2 keys and 6 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
 local function hex64(s) return #s == 64 and string.match(s, '^[0-9a-f]+$') ~= nil end
-local count, delay, expire = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local count, delay, expire, earliest = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 if not hex64(ARGV[1]) or not string.match(ARGV[2], '^%d+$') or not hex64(ARGV[3])
-  or not delay or delay < 0 or not expire or expire < 0 then
-  return redis.error_reply('ERR room_freeze: bad arguments (root hex, count, seed hex, reveal delay ms, expiry ms)')
+  or not delay or delay < 0 or not expire or expire < 0 or not earliest or earliest < 0 then
+  return redis.error_reply('ERR room_freeze: bad arguments (root hex, count, seed hex, reveal delay ms, expiry ms, earliest ms)')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local st = redis.call('HMGET', KEYS[1], 'root', 'count', 'frozen', 'seed', 'committed')
+if not st[1] and now < earliest then
+  return {'early'}
+end
 if not st[1] then
   st = {ARGV[1], ARGV[2], tostring(now), false, false}
   redis.call('HSET', KEYS[1], 'root', st[1], 'count', st[2], 'frozen', st[3])

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -58,6 +59,17 @@ type Frozen struct {
 	// pages caches the answers of GET .../draw once revealed, one per page
 	// of PageSize entries (PageBody); they never change.
 	pages []atomic.Pointer[[]byte]
+	// read is the frozen reading of the entrants, kept until the reveal.
+	read []entrant
+}
+
+// entrants returns the reading a frozen, unrevealed draw was made from, or
+// nil.
+func (f *Frozen) entrants() []entrant {
+	if f == nil || f.Revealed {
+		return nil
+	}
+	return f.read
 }
 
 // PageSize is the most entries one page of the published draw holds.
@@ -178,10 +190,13 @@ func lowerHex(s string) string {
 // freeze runs steps 2 and 3 for s: it returns the frozen draw (Revealed
 // once the seed is), and an error when this gateway's reading of the
 // entrants does not match the recorded root or the seed its commitment.
-func (r *Room) freeze(ctx context.Context, s *Sale) (*Frozen, error) {
-	es, err := r.readEntrants(ctx, s)
-	if err != nil {
-		return nil, err
+func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, error) {
+	es := prev.entrants()
+	if es == nil {
+		var err error
+		if es, err = r.readEntrants(ctx, s); err != nil {
+			return nil, err
+		}
 	}
 	leaves := make([]draw.Hash, len(es))
 	for i := range es {
@@ -191,11 +206,14 @@ func (r *Room) freeze(ctx context.Context, s *Sale) (*Frozen, error) {
 	spare := draw.NewSeed()
 	v, err := freezeScript.Exec(ctx, r.c, []string{sharding.RoomStateKey(s.ID), sharding.RoomSeedKey(s.ID)},
 		[]string{root.String(), strconv.Itoa(len(es)), spare.String(), strconv.FormatInt(RevealDelay.Milliseconds(), 10),
-			ms(s.End.Add(time.Hour))}).ToArray()
+			ms(s.End.Add(time.Hour)), ms(s.Closes().Add(FreezeAfter))}).ToArray()
 	if err != nil {
 		return nil, fmt.Errorf("freezing the draw of sale %d: %w", s.ID, err)
 	}
 	rep, err := parseFreeze(v)
+	if errors.Is(err, errEarly) {
+		return nil, nil // this gateway's clock is ahead of Redis's: next tick
+	}
 	if err != nil {
 		return nil, fmt.Errorf("freezing the draw of sale %d: %w", s.ID, err)
 	}
@@ -209,6 +227,7 @@ func (r *Room) freeze(ctx context.Context, s *Sale) (*Frozen, error) {
 		f.Commitment = *s.Commitment
 	}
 	if rep.seed == nil {
+		f.read = es // frozen: the next call reveals from the same reading
 		return f, nil
 	}
 	seed := *rep.seed
@@ -234,8 +253,17 @@ type freezeReply struct {
 	committed bool
 }
 
+// errEarly is room_freeze.lua's {'early'}: Redis's clock is not past the
+// earliest freeze yet.
+var errEarly = errors.New("room_freeze: too early by Redis's clock")
+
 func parseFreeze(v []rueidis.RedisMessage) (freezeReply, error) {
 	var rep freezeReply
+	if len(v) == 1 {
+		if s, err := v[0].ToString(); err == nil && s == "early" {
+			return rep, errEarly
+		}
+	}
 	if len(v) != 5 {
 		return rep, fmt.Errorf("room_freeze: malformed reply of %d elements, want 5", len(v))
 	}

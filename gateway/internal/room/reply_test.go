@@ -56,7 +56,8 @@ func TestMalformedReplies(t *testing.T) {
 	}
 	h := strings.Repeat("ab", 32)
 	freezes := map[string]string{
-		"return {}": "malformed reply of 0 elements",
+		"return {'late'}": "malformed reply of 1 elements",
+		"return {}":       "malformed reply of 0 elements",
 		"return {'" + h + "', '3', '1700000000000', '', '2'}":    "malformed reply",
 		"return {'" + h + "', '-3', '1700000000000', '', '1'}":   "malformed reply",
 		"return {'" + h + "', '3', 'x', '', '1'}":                "malformed reply",

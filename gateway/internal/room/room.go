@@ -172,8 +172,12 @@ type Room struct {
 	// draws is each open draw's last size and when it was read; only Tick
 	// touches it.
 	draws map[int64]drawReading
-	// frozen is each sale's frozen and revealed draw; only Tick touches it.
-	frozen map[int64]*Frozen
+	// frozen is each sale's frozen (then revealed) draw, busy the sales
+	// whose freeze runs, freezes where those report; only Tick touches the
+	// maps.
+	frozen  map[int64]*Frozen
+	busy    map[int64]bool
+	freezes chan freezeResult
 }
 
 type drawReading struct {
@@ -205,7 +209,8 @@ func New(c rueidis.Client, cfg Config) (*Room, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	r := &Room{c: c, cfg: cfg, draws: map[int64]drawReading{}, frozen: map[int64]*Frozen{}}
+	r := &Room{c: c, cfg: cfg, draws: map[int64]drawReading{}, frozen: map[int64]*Frozen{}, busy: map[int64]bool{},
+		freezes: make(chan freezeResult, 16)}
 	r.rooms.Store(&map[int64]*atomic.Pointer[State]{})
 	return r, nil
 }
@@ -266,7 +271,7 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 	if err != nil {
 		return err
 	}
-	ferr := r.freezeDue(ctx, now, sales)
+	ferr := r.freezeDue(now, sales)
 	execs := make([]rueidis.LuaExec, len(sales))
 	for i := range sales {
 		s := &sales[i]
@@ -296,28 +301,55 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 	return ferr
 }
 
-// freezeDue freezes and reveals the draw of every sale whose entries closed
-// FreezeAfter ago and whose draw this gateway has not yet got, and returns
-// the first error (the other sales' draws are still tried).
-func (r *Room) freezeDue(ctx context.Context, now time.Time, sales []Sale) error {
+// freezeDue collects the freezes that ended since the last tick, starts one
+// for every sale whose entries closed FreezeAfter ago and whose draw this
+// gateway has not revealed yet, and returns the first error of those that
+// ended. A freeze runs beside the ticks, under FreezeTimeout: reading a big
+// draw's entrants must not hold up every room's state.
+func (r *Room) freezeDue(now time.Time, sales []Sale) error {
 	var first error
-	for i := range sales {
-		s := &sales[i]
-		if f := r.frozen[s.ID]; (f != nil && f.Revealed) || now.Before(s.Closes().Add(FreezeAfter)) {
-			continue
-		}
-		f, err := r.freeze(ctx, s)
-		if err != nil && first == nil {
-			first = err
-		}
-		if f != nil {
-			r.frozen[s.ID] = f
-			if f.Revealed {
-				r.cfg.Log.Info("draw revealed", "sale", s.ID, "entrants", f.Count, "root", f.Root.String(), "committed", f.Committed)
+	for done := false; !done; {
+		select {
+		case res := <-r.freezes:
+			delete(r.busy, res.sale)
+			if res.err != nil && first == nil {
+				first = res.err
 			}
+			if res.f != nil {
+				r.frozen[res.sale] = res.f
+				if res.f.Revealed {
+					r.cfg.Log.Info("draw revealed", "sale", res.sale, "entrants", res.f.Count, "root", res.f.Root.String(), "committed", res.f.Committed)
+				}
+			}
+		default:
+			done = true
 		}
 	}
+	for i := range sales {
+		s := sales[i]
+		prev := r.frozen[s.ID]
+		if (prev != nil && prev.Revealed) || r.busy[s.ID] || now.Before(s.Closes().Add(FreezeAfter)) {
+			continue
+		}
+		r.busy[s.ID] = true
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), FreezeTimeout)
+			defer cancel()
+			f, err := r.freeze(ctx, &s, prev)
+			r.freezes <- freezeResult{sale: s.ID, f: f, err: err}
+		}()
+	}
 	return first
+}
+
+// FreezeTimeout bounds one freeze: reading every entrant, the root, the
+// script.
+const FreezeTimeout = 30 * time.Second
+
+type freezeResult struct {
+	sale int64
+	f    *Frozen
+	err  error
 }
 
 // track makes sure every live sale has a state slot; the map is replaced,

@@ -30,7 +30,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	join, tick, freeze := rueidis.NewLuaScript(lua.RoomJoin), rueidis.NewLuaScript(lua.RoomTick), rueidis.NewLuaScript(lua.RoomFreeze)
 	seedKey := sharding.RoomSeedKey(sale)
 	h := strings.Repeat("ab", 32)
-	fargs := []string{h, "3", h, "100", later}
+	fargs := []string{h, "3", h, "100", later, "0"}
 	jargs := []string{"42", strings.Repeat("0f", 16), future, later}
 	targs := []string{future, "0", "0", "10", "1", later}
 	with := func(a []string, i int, v string) []string {
@@ -64,8 +64,9 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"tick: factor 0", tick, []string{state, tail}, with(targs, 4, "0"), "bad arguments"},
 		{"tick: factor nan", tick, []string{state, tail}, with(targs, 4, "nan"), "bad arguments"},
 		{"tick: expiry missing", tick, []string{state, tail}, with(targs, 5, ""), "bad arguments"},
-		{"freeze: one key", freeze, []string{state}, fargs, "want 2 keys and 5 args"},
-		{"freeze: 4 args", freeze, []string{state, seedKey}, fargs[:4], "want 2 keys and 5 args"},
+		{"freeze: one key", freeze, []string{state}, fargs, "want 2 keys and 6 args"},
+		{"freeze: 5 args", freeze, []string{state, seedKey}, fargs[:5], "want 2 keys and 6 args"},
+		{"freeze: earliest not a number", freeze, []string{state, seedKey}, with(fargs, 5, "soon"), "bad arguments"},
 		{"freeze: root short", freeze, []string{state, seedKey}, with(fargs, 0, h[:62]), "bad arguments"},
 		{"freeze: root upper case", freeze, []string{state, seedKey}, with(fargs, 0, strings.ToUpper(h)), "bad arguments"},
 		{"freeze: count negative", freeze, []string{state, seedKey}, with(fargs, 1, "-1"), "bad arguments"},
@@ -96,8 +97,9 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	_ = c.Do(ctx, c.B().Del().Key(state).Build()).Error()
 }
 
-// TestFreezeThenReveal: room_freeze.lua records the first root and count it
-// is given and answers them to every later call (a gateway that read other
+// TestFreezeThenReveal: room_freeze.lua records nothing before the earliest
+// freeze by its own clock, then the first root and count it is given, and
+// answers them to every later call (a gateway that read other
 // entrants sees the difference); the seed stays secret until the reveal
 // delay after the freeze, then it is the one written at the creation; a
 // sale without one gets the caller's, marked as not committed.
@@ -110,12 +112,13 @@ func TestFreezeThenReveal(t *testing.T) {
 	freeze := rueidis.NewLuaScript(lua.RoomFreeze)
 	later := ms(time.Now().Add(time.Hour).UnixMilli())
 	rootA, rootB, seed, spare := strings.Repeat("0a", 32), strings.Repeat("0b", 32), strings.Repeat("5e", 32), strings.Repeat("77", 32)
+	earliest := "0"
 	run := func(sale int64, root, count string) []string {
 		t.Helper()
 		keys := []string{sharding.RoomStateKey(sale), sharding.RoomSeedKey(sale)}
 		t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(keys[0]).Build()).Error() })
 		t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(keys[1]).Build()).Error() })
-		v, err := freeze.Exec(ctx, c, keys, []string{root, count, spare, "300", later}).AsStrSlice()
+		v, err := freeze.Exec(ctx, c, keys, []string{root, count, spare, "300", later, earliest}).AsStrSlice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,6 +128,13 @@ func TestFreezeThenReveal(t *testing.T) {
 	if err := c.Do(ctx, c.B().Set().Key(sharding.RoomSeedKey(sale)).Value(seed).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
+	// A gateway whose clock runs ahead asks before the close by Redis's
+	// clock: nothing is recorded.
+	earliest = ms(time.Now().Add(time.Minute).UnixMilli())
+	if early := run(sale, rootB, "8"); len(early) != 1 || early[0] != "early" {
+		t.Fatalf("a freeze before the close by Redis's clock: %q", early)
+	}
+	earliest = "0"
 	first := run(sale, rootA, "7")
 	if first[0] != rootA || first[1] != "7" || first[3] != "" {
 		t.Fatalf("first freeze: %q", first)
