@@ -51,7 +51,7 @@ chaos: up
 # a time (they too mostly wait).
 RACE_PKGS = ./bench/internal/app ./bench/internal/load ./bench/internal/tokens ./deploy/testenv \
 	./gateway/internal/app ./gateway/internal/auth ./gateway/internal/catalog ./gateway/internal/httpapi \
-	./gateway/internal/limit ./gateway/internal/obs ./gateway/internal/pow ./gateway/internal/room \
+	./gateway/internal/limit ./gateway/internal/obs ./gateway/internal/pow ./gateway/internal/presale ./gateway/internal/room \
 	./gateway/internal/soldout ./sharding/journal ./sharding/ops ./sharding/repeatlog ./sharding/startup \
 	./sharding/stock ./writer/internal/app ./writer/internal/consume ./writer/internal/obs ./writer/internal/outbox
 test-race:

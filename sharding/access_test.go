@@ -13,8 +13,7 @@ func TestAccessFieldsValidate(t *testing.T) {
 	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	good := func() Sale {
 		return Sale{ID: 1, StartsAt: start, EndsAt: start.Add(time.Hour), Items: []Item{{ID: 1, Quantity: 10}},
-			TicketRequired: true, Access: AccessRaffle,
-			Raffle:  &Raffle{EntriesOpen: start.Add(-time.Hour), EntriesClose: start.Add(-time.Minute)},
+			TicketRequired: true, Access: AccessQueue, WaitingRoom: &Room{},
 			Draw:    &DrawCommitment{Commitment: strings.Repeat("ab", 32)},
 			Presale: &Presale{StartsAt: start.Add(-10 * time.Minute), Claim: "tier", Values: []string{"gold"}, List: true, Cap: 4}}
 	}
@@ -22,21 +21,36 @@ func TestAccessFieldsValidate(t *testing.T) {
 	if err := s.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	// raffle turns the good queue into a good raffle (without the presale,
+	// which a raffle cannot have).
+	raffle := func(s *Sale) {
+		s.Access, s.WaitingRoom = AccessRaffle, nil
+		s.Raffle = &Raffle{EntriesOpen: start.Add(-time.Hour), EntriesClose: start.Add(-time.Minute)}
+	}
+	r := good()
+	raffle(&r)
+	r.Presale = nil
+	if err := r.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	bad := map[string]func(*Sale){
 		"access lottery":                func(s *Sale) { s.Access = "lottery" },
-		"access without ticketRequired": func(s *Sale) { s.TicketRequired = false },
+		"access without ticketRequired": func(s *Sale) { raffle(s); s.Presale, s.TicketRequired = nil, false },
 		`access "open" with a waitingRoom`: func(s *Sale) {
-			s.Access, s.Raffle, s.Draw, s.WaitingRoom = AccessOpen, nil, nil, &Room{}
+			s.Access, s.Draw = AccessOpen, nil
 		},
-		"raffle without entries":       func(s *Sale) { s.Raffle = nil },
-		"raffle.entriesClose before":   func(s *Sale) { s.Raffle.EntriesClose = s.Raffle.EntriesOpen },
-		"raffle.entriesClose at start": func(s *Sale) { s.Raffle.EntriesClose = start },
-		"raffle: 31 days":              func(s *Sale) { s.Raffle.EntriesOpen = start.Add(-31 * 24 * time.Hour) },
-		"raffle on a queue":            func(s *Sale) { s.Access = AccessQueue },
-		"draw.commitment short":        func(s *Sale) { s.Draw.Commitment = "abc" },
-		"draw.commitment upper":        func(s *Sale) { s.Draw.Commitment = strings.Repeat("AB", 32) },
+		"raffle without entries":       func(s *Sale) { raffle(s); s.Raffle = nil },
+		"raffle.entriesClose before":   func(s *Sale) { raffle(s); s.Raffle.EntriesClose = s.Raffle.EntriesOpen },
+		"raffle.entriesClose at start": func(s *Sale) { raffle(s); s.Raffle.EntriesClose = start },
+		"raffle: 31 days":              func(s *Sale) { raffle(s); s.Raffle.EntriesOpen = start.Add(-31 * 24 * time.Hour) },
+		"raffle on a queue": func(s *Sale) {
+			s.Raffle = &Raffle{EntriesOpen: start.Add(-time.Hour), EntriesClose: start.Add(-time.Minute)}
+		},
+		"presale: a raffle":     func(s *Sale) { raffle(s) },
+		"draw.commitment short": func(s *Sale) { s.Draw.Commitment = "abc" },
+		"draw.commitment upper": func(s *Sale) { s.Draw.Commitment = strings.Repeat("AB", 32) },
 		"draw on an open sale": func(s *Sale) {
-			s.Access, s.Raffle = AccessOpen, nil
+			s.Access, s.WaitingRoom = AccessOpen, nil
 		},
 		"presale.startsAt after":  func(s *Sale) { s.Presale.StartsAt = start },
 		"presale nobody":          func(s *Sale) { s.Presale.Claim, s.Presale.Values, s.Presale.List = "", nil, false },

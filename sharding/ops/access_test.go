@@ -18,16 +18,17 @@ import (
 	"flashsale/sharding/stock"
 )
 
-// raffleYAML is a raffle with a presale phase open to a claim and to a
-// list, capped at 3 of its 10 units.
+// raffleYAML is a queue (a drawn sale, as a raffle is) with a presale
+// phase open to a claim and to a list, capped at 3 of its 10 units (a
+// raffle cannot have a presale: its draw promises every unit).
 const raffleYAML = `
 id: 42
 name: Winter raffle
 startsAt: 2026-12-01T10:00:00Z
 endsAt: 2026-12-01T11:00:00Z
 ticketRequired: true
-access: raffle
-raffle: {entriesOpen: 2026-11-30T10:00:00Z, entriesClose: 2026-12-01T09:00:00Z}
+access: queue
+waitingRoom: {preQueue: 10m}
 presale: {startsAt: 2026-12-01T09:30:00Z, claim: tier, values: [gold, silver], list: true, cap: 3}
 items:
   - {id: 4201, name: Sneaker, price: 12900, currency: EUR, quantity: 10}
@@ -93,7 +94,7 @@ func TestShowAccessText(t *testing.T) {
 	}
 }
 
-// TestFairAccessOnTheStack: `sale create` of a raffle draws its seed (in
+// TestFairAccessOnTheStack: `sale create` of a drawn sale draws its seed (in
 // Redis, with its expiry, committed in the description and the report) and
 // sets its presale cap; a file naming its draw is refused; `sale show` shows
 // it all; `sale presale load` fills the list; a create stopped between
@@ -108,7 +109,7 @@ func TestFairAccessOnTheStack(t *testing.T) {
 	file := writeRaffle(t, id)
 	code, out, errOut := runMain("--json", "sale", "create", "--file", file, "--shards", "2")
 	var created SaleCreated
-	if err := json.Unmarshal([]byte(out), &created); code != ExitOK || err != nil || created.Access != sharding.AccessRaffle {
+	if err := json.Unmarshal([]byte(out), &created); code != ExitOK || err != nil || created.Access != sharding.AccessQueue {
 		t.Fatalf("create: exit %d, %v\n%s%s", code, err, out, errOut)
 	}
 	e.checkSeed(t, id, created.Commitment)
@@ -132,7 +133,7 @@ func TestFairAccessOnTheStack(t *testing.T) {
 		t.Fatalf("user 13 is not listed as \"13\": %v %v", ok, err)
 	}
 	s := shown(t, sid)
-	if s.Access != sharding.AccessRaffle || s.Commitment != created.Commitment || s.Raffle == nil || s.Presale == nil ||
+	if s.Access != sharding.AccessQueue || s.Commitment != created.Commitment || s.Raffle != nil || s.Presale == nil ||
 		s.Presale.CapLeft == nil || *s.Presale.CapLeft != 3 || s.Presale.Listed != 2 || !s.Presale.List || s.Presale.Claim != "tier" {
 		t.Fatalf("sale show --json: %+v %+v", s, s.Presale)
 	}
@@ -243,7 +244,7 @@ func TestForcedPreloadKeepsTheFrontDoor(t *testing.T) {
 	if err := fromPG.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if fromPG.Mode() != sharding.AccessRaffle || fromPG.Draw != cur.Draw || fromPG.Presale != cur.Presale || !fromPG.TicketRequired {
+	if fromPG.Mode() != sharding.AccessQueue || fromPG.WaitingRoom != cur.WaitingRoom || fromPG.Draw != cur.Draw || fromPG.Presale != cur.Presale || !fromPG.TicketRequired {
 		t.Fatalf("preloaded %+v, want the live sale's access and draw", fromPG)
 	}
 }

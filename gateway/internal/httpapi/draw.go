@@ -54,22 +54,21 @@ func (h *Handler) drawPublished(ctx *fasthttp.RequestCtx, now time.Time, arg []b
 	if !ok {
 		return
 	}
+	// A page starts on a multiple of DrawPage (as next points): any other
+	// from is rounded down, so every page is built once and cached.
 	from, err := strconv.Atoi(string(ctx.QueryArgs().Peek("from")))
 	if err != nil || from < 0 {
 		from = 0
 	}
+	from -= from % DrawPage
 	if f := st.Frozen; f != nil && f.Revealed {
-		// The revealed draw never changes: pages that start on a page
-		// boundary (as `next` points) are built once.
+		// The revealed draw never changes: each page is built once.
 		build := func() []byte {
 			b := appendDrawHead(make([]byte, 0, 512+170*min(DrawPage, f.Count)), sale, rs, st)
 			return append(appendEntries(b, &f.Published, from), '}')
 		}
-		body, cached := []byte(nil), false
-		if from%DrawPage == 0 {
-			body, cached = f.PageBody(from/DrawPage, build)
-		}
-		if !cached {
+		body, cached := f.PageBody(from/DrawPage, build)
+		if !cached { // past the last page: an empty one
 			body = build()
 		}
 		ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheRevealed)

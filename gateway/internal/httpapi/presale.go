@@ -65,10 +65,11 @@ func (p *purchase) presaleAdmit(user uint64) bool {
 }
 
 // presaleSettle gives back the unit of the cap a presale purchase took
-// unless it was answered 202: every other answer reserved nothing (a 503
-// is true by construction, a 409 holds an order from before).
+// unless it reserved one itself: every other answer reserved nothing (a
+// 503 is true by construction, a 409 holds an order from before, and a 202
+// that replays an Idempotency-Key's order took its unit the first time).
 func (p *purchase) presaleSettle() {
-	if !p.capTaken || p.ctx.Response.StatusCode() == fasthttp.StatusAccepted {
+	if !p.capTaken || p.fresh {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -29,8 +29,9 @@ type purchase struct {
 	home int
 	r    stock.Reservation
 	rctx context.Context // bounded by the budget
-	// capTaken: a unit of the presale's cap was taken (presaleSettle).
-	capTaken bool
+	// capTaken: a unit of the presale's cap was taken (presaleSettle);
+	// fresh: this purchase reserved a unit (not a replay of one before).
+	capTaken, fresh bool
 }
 
 func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
@@ -134,6 +135,7 @@ func (p *purchase) decided(res stock.Result) {
 	h, sale := p.h, p.it.Sale
 	switch res.Outcome {
 	case stock.Reserved:
+		p.fresh = !res.Replay
 		h.winners.add(p.tok, sale.ID, res.OrderID)
 		h.answerOrder(p.ctx, route, aAccepted, res.OrderID, stock.StatusPending)
 	case stock.SoldOut:

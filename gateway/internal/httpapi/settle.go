@@ -36,6 +36,7 @@ func (p *purchase) settle() {
 		h.Metrics.Voided(obs.VoidQueued)
 		p.answer(aUnavailable)
 	case out == stock.VoidStands:
+		p.fresh = true
 		h.winners.add(p.tok, p.it.Sale.ID, p.r.OrderID)
 		h.answerOrder(p.ctx, obs.RoutePurchase, aAccepted, p.r.OrderID, stock.StatusPending)
 	default:

@@ -91,7 +91,13 @@ func (h *Handler) ticketOK(ctx *fasthttp.RequestCtx, now time.Time, sale *catalo
 		h.answer(ctx, obs.RoutePurchase, aTicketRequired)
 		return false
 	}
-	if err := h.Tickets.Verify(tok, user, sale.ID, sale.Opens().UnixNano(), now); err != nil {
+	// A ticket of the presale is good in the presale only: after the start
+	// the general phase's tickets come through its room.
+	start := sale.Start
+	if sale.InPresale(now) {
+		start = sale.Presale.StartsAt.UnixNano()
+	}
+	if err := h.Tickets.Verify(tok, user, sale.ID, start, now); err != nil {
 		h.answer(ctx, obs.RoutePurchase, aTicketInvalid)
 		return false
 	}

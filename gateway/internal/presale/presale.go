@@ -3,7 +3,7 @@
 // units the phase may sell.
 //
 // Who: a token carrying the claim the sale names with one of its values
-// (auth.ClaimHas, decoded once per token and sale, then cached), or a user
+// (auth.ClaimHas, decoded once per token and sale version, then cached), or a user
 // id on the list an operator loaded (`flashctl sale presale load`, a Redis
 // set each gateway copies into memory every ListEvery while the presale is
 // near or on). A check after the first costs a map read and no allocation.
@@ -51,12 +51,14 @@ type Gate struct {
 	claims map[claimKey]bool
 }
 
+// claimKey is a token's answer for one version of a sale (a new version
+// may name other values).
 type claimKey struct {
-	sale  int64
-	token uint64
+	sale, version int64
+	token         uint64
 }
 
-// maxClaims bounds the claim cache; past it, answers are not cached.
+// maxClaims bounds the claim cache; when it is full it starts afresh.
 const maxClaims = 200_000
 
 // New returns a gate over the cluster client c.
@@ -84,7 +86,7 @@ func (g *Gate) Eligible(sale *sharding.Sale, user uint64, token []byte) bool {
 	if p.Claim == "" {
 		return false
 	}
-	k := claimKey{sale: sale.ID, token: maphash.Bytes(g.seed, token)}
+	k := claimKey{sale: sale.ID, version: sale.Version, token: maphash.Bytes(g.seed, token)}
 	g.mu.RLock()
 	ok, seen := g.claims[k]
 	g.mu.RUnlock()
@@ -93,9 +95,10 @@ func (g *Gate) Eligible(sale *sharding.Sale, user uint64, token []byte) bool {
 	}
 	ok = auth.ClaimHas(token, p.Claim, p.Values)
 	g.mu.Lock()
-	if len(g.claims) < maxClaims {
-		g.claims[k] = ok
+	if len(g.claims) >= maxClaims {
+		clear(g.claims)
 	}
+	g.claims[k] = ok
 	g.mu.Unlock()
 	return ok
 }
