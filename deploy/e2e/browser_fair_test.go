@@ -134,7 +134,7 @@ func (tb *tab) verifyPlace() {
 	if st := tb.checkState(); st != "verified" {
 		tb.t.Fatalf("%s: the check of the draw ended %s (%q): %v", tb.name, st, tb.text("check-status"), results)
 	}
-	for _, k := range []string{"leaf", "proof", "seed", "draw"} {
+	for _, k := range []string{"leaf", "proof", "seed", "draw", "published"} {
 		if results[k] != "ok" {
 			tb.t.Errorf("%s: check %s: %q, want ok (%v)", tb.name, k, results[k], results)
 		}
@@ -605,6 +605,73 @@ func TestBrowserDrawChecker(t *testing.T) {
 		}
 	}
 	t.Logf("%d cases", len(cases))
+	publishedCases(t, tb, seed, flip)
+}
+
+// publishedCases checks draw.js's check of the public draw against a draw
+// made in Go: the draw as published passes; a one-leaf tree served to the
+// buyer alone (their own root), a moved place, a draw not from the seed, an
+// entrant added, leaves out of order, and a draw of more than one page
+// each answer as they must.
+func publishedCases(t *testing.T, tb *tab, seed draw.Hash, flip func(string) string) {
+	t.Helper()
+	const saleID, n = 4_000_000_124, 9
+	leaves := make([]draw.Hash, n)
+	for i := range leaves {
+		leaves[i] = draw.Leaf(saleID, uint64(7000+i), draw.NewNonce())
+	}
+	draw.Sort(leaves)
+	root := draw.Root(leaves)
+	draws, places := draw.Places(seed, root, leaves)
+	doc := func() map[string]any {
+		es := make([]map[string]any, n)
+		for i := range es {
+			es[i] = map[string]any{"leaf": leaves[i].String(), "draw": draws[i].String(), "place": places[i]}
+		}
+		return map[string]any{"state": "REVEALED", "root": root.String(), "count": n, "seed": seed.String(),
+			"commitment": draw.Commitment(seed).String(), "from": 0, "entries": es}
+	}
+	me := func(i int) map[string]any {
+		return map[string]any{"root": root.String(), "count": n, "seed": seed.String(), "commitment": draw.Commitment(seed).String(),
+			"index": i, "leaf": leaves[i].String(), "draw": draws[i].String(), "place": places[i]}
+	}
+	type pcase struct {
+		Name string         `json:"name"`
+		Me   map[string]any `json:"me"`
+		Doc  map[string]any `json:"doc"`
+		Want string         `json:"-"`
+	}
+	entries := func(d map[string]any) []map[string]any { return d["entries"].([]map[string]any) }
+	cases := []pcase{{Name: "as published", Me: me(3), Doc: doc(), Want: "ok"}}
+	alone := me(3) // a tree of the buyer's leaf alone, as a cheating shop could serve .../draw/me
+	alone["count"], alone["index"], alone["place"] = 1, 0, 1
+	cases = append(cases, pcase{"the buyer's own one-leaf tree", alone, doc(), "mismatch"})
+	moved := doc()
+	entries(moved)[0]["place"], entries(moved)[1]["place"] = places[1], places[0]
+	cases = append(cases, pcase{"two places swapped", me(3), moved, "mismatch"})
+	aimed := doc()
+	entries(aimed)[5]["draw"] = flip(draws[5].String())
+	cases = append(cases, pcase{"another's draw not from the seed", me(3), aimed, "mismatch"})
+	added := doc()
+	added["entries"] = append(entries(added), map[string]any{"leaf": "ff" + leaves[0].String()[2:], "draw": draws[0].String(), "place": n + 1})
+	added["count"] = n + 1
+	cases = append(cases, pcase{"an entrant added", me(3), added, "mismatch"})
+	unsorted := doc()
+	entries(unsorted)[2], entries(unsorted)[3] = entries(unsorted)[3], entries(unsorted)[2]
+	cases = append(cases, pcase{"leaves out of order", me(3), unsorted, "mismatch"})
+	paged := doc()
+	paged["entries"], paged["next"] = entries(paged)[:4], 4
+	cases = append(cases, pcase{"more than one page", me(3), paged, "large"})
+	open := doc()
+	open["state"] = "FROZEN"
+	cases = append(cases, pcase{"not revealed", me(3), open, "pending"})
+	in, _ := json.Marshal(cases)
+	got := eval[[]string](tb, `Promise.all(`+string(in)+`.map((c) => FlashSale.draw.published(c.me, c.doc)))`)
+	for i, c := range cases {
+		if i >= len(got) || got[i] != c.Want {
+			t.Errorf("public draw, %s: the page says %v, want %s", c.Name, got, c.Want)
+		}
+	}
 }
 
 // serveChecker serves draw.js from the source tree, and a page that loads

@@ -15,6 +15,12 @@
 //          description published before the draw.
 //   draw:  HMAC-SHA256 under the seed of ("flashsale-draw-v1\0" || root ||
 //          leaf) is the draw the shop ranked.
+//   published: the public draw (GET .../draw) is the same draw (root, count,
+//          seed, commitment), its leaves are sorted and hash to the root,
+//          every draw is the seed's, and every place, the buyer's among them,
+//          is its draw's rank: what flashctl sale draw verify checks, in the
+//          browser, for a draw of one page (10,000 entrants); a bigger one
+//          is "large" (not read here).
 //
 // verify answers each check with one word: ok; mismatch (computed and
 // published differ); nonce (the shop's nonce is not the one this browser
@@ -140,5 +146,37 @@ FlashSale.draw = (() => {
     return out;
   }
 
-  return { supported, verify };
+  // mth is RFC 6962's Merkle tree hash of leaves (draw.Root).
+  async function mth(ls) {
+    if (ls.length === 0) return sha256();
+    if (ls.length === 1) return leafHash(ls[0]);
+    const k = split(ls.length);
+    return nodeHash(await mth(ls.slice(0, k)), await mth(ls.slice(k)));
+  }
+
+  // published checks me, the answer of .../draw/me, against doc, the public
+  // draw as GET .../draw served it (one page: when it has more, "large").
+  async function published(me, doc) {
+    if (!doc || doc.state !== 'REVEALED') return 'pending';
+    if (doc.root !== me.root || doc.count !== me.count || doc.seed !== me.seed || doc.commitment !== me.commitment) return 'mismatch';
+    const es = Array.isArray(doc.entries) ? doc.entries : [];
+    if (doc.next != null || doc.from !== 0 || es.length !== doc.count) return es.length < doc.count ? 'large' : 'mismatch';
+    const seed = bytes(doc.seed, 32);
+    const root = bytes(doc.root, 32);
+    const ls = es.map((e) => bytes(e && e.leaf, 32));
+    if (!seed || !root || ls.includes(null)) return 'malformed';
+    for (let i = 1; i < es.length; i++) if (!(es[i - 1].leaf < es[i].leaf)) return 'mismatch';
+    if (!same(await mth(ls), root)) return 'mismatch';
+    const k = await crypto.subtle.importKey('raw', seed, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
+    for (let i = 0; i < es.length; i++) {
+      const d = new Uint8Array(await crypto.subtle.sign('HMAC', k, concat([drawTag, root, ls[i]])));
+      if (!same(d, bytes(es[i].draw, 32))) return 'mismatch';
+    }
+    const order = es.map((_, i) => i).sort((a, b) => (es[a].draw < es[b].draw ? -1 : es[a].draw > es[b].draw ? 1 : es[a].leaf < es[b].leaf ? -1 : 1));
+    for (let r = 0; r < order.length; r++) if (es[order[r]].place !== r + 1) return 'mismatch';
+    const mine = es[me.index];
+    return mine && mine.leaf === me.leaf && mine.draw === me.draw && mine.place === me.place ? 'ok' : 'mismatch';
+  }
+
+  return { supported, verify, published };
 })();

@@ -914,11 +914,20 @@
       let res;
       try {
         res = await FlashSale.draw.verify(r.body, { saleId, userId: tokenUser(getToken()), commitment: saleCommitment(), nonce: savedNonce() });
+        if (r.body.root != null) {
+          // The public draw, as anyone sees it: the same root and seed, and
+          // the buyer's place as the rank of their draw among all of them.
+          const pub = await call('GET', '/sales/' + saleId + '/draw');
+          if (b !== buyer) return;
+          res.published = pub.status === 200 ? await FlashSale.draw.published(r.body, pub.body) : 'mismatch';
+        }
       } catch (e) {
         b.check = { state: 'error', code: 'crypto' };
         return;
       }
-      const words = Object.values(res);
+      // "large": the public draw has more than one page; the page does not
+      // read them all (flashctl sale draw verify does), and that is no failure.
+      const words = Object.values(res).map((w) => (w === 'large' ? 'ok' : w));
       const st = words.every((w) => w === 'ok') ? 'verified' : words.some((w) => w !== 'ok' && w !== 'pending') ? 'failed' : 'pending';
       b.check = { state: st, res, me: r.body };
     } finally {
@@ -932,6 +941,7 @@
     proof: { ok: 'check.proofOk', mismatch: 'check.proofMismatch', pending: 'check.proofPending' },
     seed: { ok: 'check.seedOk', mismatch: 'check.seedMismatch', commitment: 'check.seedCommitment', absent: 'check.seedAbsent', pending: 'check.seedPending' },
     draw: { ok: 'check.drawOk', mismatch: 'check.drawMismatch', pending: 'check.drawPending' },
+    published: { ok: 'check.publishedOk', mismatch: 'check.publishedMismatch', pending: 'check.publishedPending', large: 'check.publishedLarge' },
   };
   // renderCheck shows what verifyPlace found: a line for where it stands
   // (the section's data-state), one item per check, the numbers checked.
