@@ -61,6 +61,7 @@ type Frozen struct {
 	pages []atomic.Pointer[[]byte]
 	// read is the frozen reading of the entrants, kept until the reveal.
 	read []entrant
+	tree *draw.Tree // of Leaves, for the proofs
 }
 
 // entrants returns the reading a frozen, unrevealed draw was made from, or
@@ -116,7 +117,7 @@ func (f *Frozen) Entry(user uint64) (Entry, bool) {
 	if !ok || !f.Revealed {
 		return Entry{}, false
 	}
-	return Entry{Nonce: f.nonces[i], Leaf: f.Leaves[i], Index: int(i), Proof: draw.Proof(f.Leaves, int(i)),
+	return Entry{Nonce: f.nonces[i], Leaf: f.Leaves[i], Index: int(i), Proof: f.tree.Proof(int(i)),
 		Draw: f.Draws[i], Place: f.Places[i]}, true
 }
 
@@ -202,7 +203,8 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 	for i := range es {
 		leaves[i] = es[i].leaf
 	}
-	root := draw.Root(leaves)
+	tree := draw.NewTree(leaves)
+	root := tree.Root()
 	spare := draw.NewSeed()
 	v, err := freezeScript.Exec(ctx, r.c, []string{sharding.RoomStateKey(s.ID), sharding.RoomSeedKey(s.ID)},
 		[]string{root.String(), strconv.Itoa(len(es)), spare.String(), strconv.FormatInt(RevealDelay.Milliseconds(), 10),
@@ -234,7 +236,7 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 	if c := s.Commitment; c != nil && draw.Commitment(seed) != *c {
 		return nil, fmt.Errorf("draw of sale %d: the revealed seed's SHA-256 is not the published commitment %s: refusing to place anyone", s.ID, c)
 	}
-	f.Revealed, f.Committed, f.Seed, f.Leaves = true, rep.committed && s.Commitment != nil, seed, leaves
+	f.Revealed, f.Committed, f.Seed, f.Leaves, f.tree = true, rep.committed && s.Commitment != nil, seed, leaves, tree
 	f.Commitment = draw.Commitment(seed)
 	f.users, f.nonces, f.index = make([]uint64, len(es)), make([]draw.Nonce, len(es)), make(map[uint64]int32, len(es))
 	f.Draws, f.Places = draw.Places(seed, root, leaves)
