@@ -201,10 +201,16 @@ func rateLimited(t *testing.T, b context.Context, lang string) {
 	tb.audit("limited")
 	tb.shot("limited")
 	var counts []int // the seconds the status line showed, in order
-	for deadline := time.Now().Add(15 * time.Second); tb.state() == "limited" && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		n, ok := seconds(t, lang, "status.tryingAgain", tb.text("status"))
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		// State and status in one read: the page may move on between two
+		// (a fresh-clone run read "limited", then the purchase's status).
+		seen := eval[[]string](tb, `[document.getElementById('main').dataset.state, document.getElementById('status').textContent]`)
+		if seen[0] != "limited" {
+			break
+		}
+		n, ok := seconds(t, lang, "status.tryingAgain", seen[1])
 		if !ok {
-			t.Fatalf("status %q, want %q", tb.text("status"), say(t, lang, "status.tryingAgain"))
+			t.Fatalf("status %q, want %q", seen[1], say(t, lang, "status.tryingAgain"))
 		}
 		if len(counts) == 0 || counts[len(counts)-1] != n {
 			counts = append(counts, n)
