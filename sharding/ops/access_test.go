@@ -173,6 +173,19 @@ func (e *env) unfinishedRaffle(t *testing.T) {
 	if err := e.t.Store.Preload(ctx, &stopped, false); err != nil {
 		t.Fatal(err)
 	}
+	// A draw the gateways froze meanwhile refuses the finish: its seed may
+	// be revealed already, and nobody saw the commitment.
+	state := sharding.RoomStateKey(id)
+	t.Cleanup(func() { _ = e.c.Do(context.Background(), e.c.B().Del().Key(state).Build()).Error() })
+	if err := e.c.Do(ctx, e.c.B().Hset().Key(state).FieldValue().FieldValue("root", strings.Repeat("0", 64)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.t.CreateParsedSale(ctx, s, 0); err == nil || !strings.Contains(err.Error(), "frozen by the gateways") {
+		t.Fatalf("finishing a create whose draw was frozen: %v", err)
+	}
+	if err := e.c.Do(ctx, e.c.B().Del().Key(state).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
 	rep, err := e.t.CreateParsedSale(ctx, s, 0)
 	if err != nil || rep.Commitment != stopped.Draw.Commitment {
 		t.Fatalf("finishing the stopped create: %+v %v, want commitment %s", rep, err, stopped.Draw.Commitment)

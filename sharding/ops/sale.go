@@ -98,6 +98,17 @@ func unfinishedCreate(ctx context.Context, rs *stock.Store, stored, s *sharding.
 	if !bytes.Equal(ja, jb) || (shards > 0 && shards != len(stored.Shards)) {
 		return "its description there differs from this file's"
 	}
+	if stored.Drawn() {
+		// The gateways run a sale's room from its description in Redis,
+		// created or not: a draw frozen meanwhile may have been revealed
+		// under a seed nobody saw committed, so the create is not finished.
+		switch frozen, err := rs.DrawFrozen(ctx, stored.ID); {
+		case err != nil:
+			return fmt.Sprintf("its draw's state cannot be read (%v)", err)
+		case frozen:
+			return "its draw was frozen by the gateways while the create was unfinished"
+		}
+	}
 	for _, it := range stored.Items {
 		rem, err := rs.Remaining(ctx, stored, it.ID)
 		if err != nil {

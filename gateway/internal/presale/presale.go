@@ -14,7 +14,9 @@
 // it back: PRESALE_SOLD_OUT), and gives it back with INCR unless it was
 // answered 202. A gateway that dies between the two leaves a unit of the cap
 // unsold in the presale, never one sold over it: the cap holds. Units a
-// presale buyer later cancels stay counted against the cap.
+// presale buyer later cancels stay counted against the cap. Once a Take
+// finds the cap sold, the gateway answers PRESALE_SOLD_OUT for GoneFor
+// without asking Redis (a unit given back meanwhile waits that long).
 package presale
 
 import (
@@ -49,7 +51,16 @@ type Gate struct {
 	mu    sync.RWMutex
 	// claims caches auth.ClaimHas per (sale, token hash); bounded.
 	claims map[claimKey]bool
+	// gone holds, per sale, until when (unix ns) its cap is taken as sold:
+	// a refused Take sets it for GoneFor, so that a crowd clicking after
+	// the cap sold costs Redis nothing.
+	gone sync.Map // int64 -> int64
+	now  func() time.Time
 }
+
+// GoneFor is how long a cap found sold is taken as sold without asking
+// Redis: a unit given back meanwhile waits at most that long.
+const GoneFor = time.Second
 
 // claimKey is a token's answer for one version of a sale (a new version
 // may name other values).
@@ -66,7 +77,7 @@ func New(c rueidis.Client, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
 	}
-	g := &Gate{c: c, log: log, seed: maphash.MakeSeed(), claims: map[claimKey]bool{}}
+	g := &Gate{c: c, log: log, seed: maphash.MakeSeed(), claims: map[claimKey]bool{}, now: time.Now}
 	g.lists.Store(&map[int64]map[uint64]struct{}{})
 	return g
 }
@@ -109,6 +120,9 @@ func (g *Gate) Take(ctx context.Context, sale *sharding.Sale) (bool, error) {
 	if sale.Presale == nil || sale.Presale.Cap <= 0 {
 		return true, nil
 	}
+	if until, ok := g.gone.Load(sale.ID); ok && g.now().UnixNano() < until.(int64) {
+		return false, nil
+	}
 	k := sharding.PresaleCapKey(sale.ID)
 	n, err := g.c.Do(ctx, g.c.B().Decr().Key(k).Build()).AsInt64()
 	if err != nil {
@@ -117,6 +131,7 @@ func (g *Gate) Take(ctx context.Context, sale *sharding.Sale) (bool, error) {
 	if n >= 0 {
 		return true, nil
 	}
+	g.gone.Store(sale.ID, g.now().Add(GoneFor).UnixNano())
 	return false, g.Give(ctx, sale)
 }
 

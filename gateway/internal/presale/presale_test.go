@@ -90,3 +90,46 @@ func TestListRefresh(t *testing.T) {
 		t.Fatalf("a malformed list: %v, and the last copy is lost", err)
 	}
 }
+
+// TestTakeUntilGone: units are taken down to zero, never below (a refused
+// Take gives its unit back); once the cap is found sold, Take refuses for
+// GoneFor without asking Redis, then asks again.
+func TestTakeUntilGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs the local stack")
+	}
+	c := testenv.NewRedis(t)
+	ctx := context.Background()
+	g := New(c, nil)
+	clock := time.Now()
+	g.now = func() time.Time { return clock }
+	id := 1 + rand.Int64N(sharding.MaxSaleID-1)
+	key := sharding.PresaleCapKey(id)
+	t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(key).Build()).Error() })
+	s := &sharding.Sale{ID: id, Presale: &sharding.Presale{Cap: 2}}
+	if err := c.Do(ctx, c.B().Set().Key(key).Value("2").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []bool{true, true, false} {
+		if ok, err := g.Take(ctx, s); err != nil || ok != want {
+			t.Fatalf("take %d: %v %v, want %v", i, ok, err, want)
+		}
+	}
+	if n, err := c.Do(ctx, c.B().Get().Key(key).Build()).AsInt64(); err != nil || n != 0 {
+		t.Fatalf("cap left %d (%v), want 0", n, err)
+	}
+	// A unit comes back: within GoneFor it is not seen, after it is.
+	if err := g.Give(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := g.Take(ctx, s); ok || err != nil {
+		t.Fatalf("a take within GoneFor of the sell-out: %v %v", ok, err)
+	}
+	clock = clock.Add(GoneFor)
+	if ok, err := g.Take(ctx, s); !ok || err != nil {
+		t.Fatalf("a take after GoneFor, a unit back: %v %v", ok, err)
+	}
+	if ok, _ := g.Take(ctx, &sharding.Sale{ID: id, Presale: &sharding.Presale{}}); !ok {
+		t.Fatal("a presale without a cap refused a take")
+	}
+}
