@@ -44,46 +44,49 @@ func newDraw(s *sharding.Sale) string {
 }
 
 // putAccessKeys writes s's draw seed (seed, from newDraw) and presale cap to
-// Redis, before its description. A seed already there (left by a create
-// that stopped before the description was written, so nobody saw its
-// commitment) is kept and s.Draw committed to it; without seed, the stored
-// seed must match s.Draw.
-func putAccessKeys(ctx context.Context, rs *stock.Store, s *sharding.Sale, seed string) error {
+// Redis, before its description, and returns the seed Redis holds ("" for a
+// sale without a draw). A seed already there (left by a create that stopped
+// before the description was written, so nobody saw its commitment) is kept
+// and s.Draw committed to it; without seed, the stored seed must match
+// s.Draw.
+func putAccessKeys(ctx context.Context, rs *stock.Store, s *sharding.Sale, seed string) (string, error) {
 	at := accessExpiry(s)
+	var held string
 	if seed != "" {
-		held, err := rs.PutDrawSeed(ctx, s.ID, seed, at)
-		if err != nil {
-			return err
+		var err error
+		if held, err = rs.PutDrawSeed(ctx, s.ID, seed, at); err != nil {
+			return "", err
 		}
 		h, err := draw.ParseHash(held)
 		if err != nil || h.String() != held {
-			return fmt.Errorf("sale %d: %s holds %q, not a seed (64 lower-case hex digits): delete the key, then create the sale again", s.ID, sharding.RoomSeedKey(s.ID), held)
+			return "", fmt.Errorf("sale %d: %s holds %q, not a seed (64 lower-case hex digits): delete the key, then create the sale again", s.ID, sharding.RoomSeedKey(s.ID), held)
 		}
 		s.Draw = &sharding.DrawCommitment{Commitment: draw.Commitment(h).String()}
 	} else if s.Draw != nil {
-		if err := checkStoredSeed(ctx, rs, s); err != nil {
-			return err
+		var err error
+		if held, err = checkStoredSeed(ctx, rs, s); err != nil {
+			return "", err
 		}
 	}
 	if p := s.Presale; p != nil && p.Cap > 0 {
-		return rs.PutPresaleCap(ctx, s.ID, p.Cap, at)
+		return held, rs.PutPresaleCap(ctx, s.ID, p.Cap, at)
 	}
-	return nil
+	return held, nil
 }
 
-// checkStoredSeed checks that the seed in Redis is the one s.Draw commits to:
-// without it, the draw could never be revealed as committed.
-func checkStoredSeed(ctx context.Context, rs *stock.Store, s *sharding.Sale) error {
+// checkStoredSeed checks that the seed in Redis is the one s.Draw commits to,
+// and returns it: without it, the draw could never be revealed as committed.
+func checkStoredSeed(ctx context.Context, rs *stock.Store, s *sharding.Sale) (string, error) {
 	held, found, err := rs.DrawSeed(ctx, s.ID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	h, perr := draw.ParseHash(held)
 	if !found || perr != nil || draw.Commitment(h).String() != s.Draw.Commitment {
-		return fmt.Errorf("sale %d: the seed its description commits to (%s) is not in Redis (%s): its draw could never be revealed as committed; pick another id",
+		return "", fmt.Errorf("sale %d: the seed its description commits to (%s) is not in Redis (%s): its draw could never be revealed as committed; pick another id",
 			s.ID, s.Draw.Commitment, sharding.RoomSeedKey(s.ID))
 	}
-	return nil
+	return held, nil
 }
 
 // PresaleShown is the presale of `sale show`.

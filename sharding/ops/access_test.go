@@ -144,6 +144,7 @@ func TestFairAccessOnTheStack(t *testing.T) {
 	if code, _, errOut := runMain("sale", "brand", "--file", file); code != ExitOK {
 		t.Fatalf("sale brand of a drawn sale: exit %d, %q", code, errOut)
 	}
+	e.lostAndPreloaded(t, id, created.Commitment)
 	e.unfinishedRaffle(t)
 }
 
@@ -167,7 +168,7 @@ func (e *env) unfinishedRaffle(t *testing.T) {
 		t.Fatal(err)
 	}
 	seed := newDraw(&stopped)
-	if err := putAccessKeys(ctx, e.t.Store, &stopped, seed); err != nil {
+	if _, err := putAccessKeys(ctx, e.t.Store, &stopped, seed); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.t.Store.Preload(ctx, &stopped, false); err != nil {
@@ -241,8 +242,7 @@ func (e *env) dropAccess(id int64) {
 }
 
 // TestForcedPreloadKeepsTheFrontDoor: a forced preload rebuilds the sale
-// from PostgreSQL, which holds neither its access nor its draw; the live
-// description's stay.
+// from PostgreSQL; the live description's access and draw stay.
 func TestForcedPreloadKeepsTheFrontDoor(t *testing.T) {
 	cur, err := ParseSale([]byte(raffleYAML), "")
 	if err != nil {
@@ -259,5 +259,53 @@ func TestForcedPreloadKeepsTheFrontDoor(t *testing.T) {
 	}
 	if fromPG.Mode() != sharding.AccessQueue || fromPG.WaitingRoom != cur.WaitingRoom || fromPG.Draw != cur.Draw || fromPG.Presale != cur.Presale || !fromPG.TicketRequired {
 		t.Fatalf("preloaded %+v, want the live sale's access and draw", fromPG)
+	}
+}
+
+// lostAndPreloaded: Redis loses the drawn sale id entirely (description,
+// stock, seed, cap); a preload from PostgreSQL alone restores its access
+// mode, presale and draw commitment, the very seed committed to, and the
+// cap of a presale that has not started.
+func (e *env) lostAndPreloaded(t *testing.T, id int64, commitment string) {
+	t.Helper()
+	ctx := context.Background()
+	e.dropRedis(ctx, id)
+	for _, k := range []string{sharding.RoomSeedKey(id), sharding.PresaleCapKey(id)} {
+		if err := e.c.Do(ctx, e.c.B().Del().Key(k).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sid := strconv.FormatInt(id, 10)
+	if code, out, errOut := runMain("preload", "--sale", sid); code != ExitOK || strings.Contains(out, "warning") {
+		t.Fatalf("preload of the lost sale: exit %d\n%s%s", code, out, errOut)
+	}
+	s, err := e.t.Store.LoadSale(ctx, id)
+	if err != nil || s.Mode() != sharding.AccessQueue || s.WaitingRoom == nil || !s.TicketRequired || s.Presale == nil ||
+		s.Draw == nil || s.Draw.Commitment != commitment {
+		t.Fatalf("the preloaded description: %+v %v", s, err)
+	}
+	e.checkSeed(t, id, commitment)
+	if left, found, err := e.t.Store.PresaleCapLeft(ctx, id); err != nil || !found || left != 3 {
+		t.Fatalf("presale cap after the preload: %d %v %v, want 3", left, found, err)
+	}
+	// A seed in PostgreSQL that is not the committed one is refused; none
+	// at all (a sale created before PostgreSQL kept it) drops the
+	// commitment, and the preload says so.
+	for _, tc := range []struct{ seed any }{{strings.Repeat("ab", 32)}, {nil}} {
+		e.dropRedis(ctx, id)
+		_ = e.c.Do(ctx, e.c.B().Del().Key(sharding.RoomSeedKey(id)).Build()).Error()
+		if _, err := e.pool.Exec(ctx, `UPDATE sales SET draw_seed = $2 WHERE id = $1`, id, tc.seed); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runMain("preload", "--sale", sid)
+		if tc.seed != nil && (code != ExitFail || !strings.Contains(errOut, "is not the one its commitment")) {
+			t.Fatalf("preload with another seed in PostgreSQL: exit %d\n%s%s", code, out, errOut)
+		}
+		if tc.seed == nil {
+			s, err := e.t.Store.LoadSale(ctx, id)
+			if code != ExitOK || !strings.Contains(out, "warning: PostgreSQL holds no seed") || err != nil || s.Draw != nil || s.Mode() != sharding.AccessQueue {
+				t.Fatalf("preload with no seed in PostgreSQL: exit %d, %+v %v\n%s%s", code, s, err, out, errOut)
+			}
+		}
 	}
 }

@@ -82,6 +82,12 @@ func (e *env) dropSale(id int64) {
 	_, _ = e.pool.Exec(ctx, `DELETE FROM orders WHERE sale_id = $1`, id)
 	_, _ = e.pool.Exec(ctx, `DELETE FROM items WHERE sale_id = $1`, id)
 	_, _ = e.pool.Exec(ctx, `DELETE FROM sales WHERE id = $1`, id)
+	e.dropRedis(ctx, id)
+}
+
+// dropRedis deletes every key of sale id from Redis, as if Redis had lost
+// the sale: its description, index entry, reshard record and shard keys.
+func (e *env) dropRedis(ctx context.Context, id int64) {
 	s := strconv.FormatInt(id, 10)
 	keys := map[string]bool{}
 	// One pattern for both kinds of tag ({s<id>:...} and {s<id>v...}), on

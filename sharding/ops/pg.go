@@ -16,8 +16,9 @@ import (
 // the tool never writes PostgreSQL.
 
 // pgSale reads sale id and its items from PostgreSQL, with their branding
-// (migration 00003, which the writer applies at start and sale create
-// before it writes; a preload runs read-only). shards is sales.shards (0
+// (migration 00003) and the sale's front door (00004), which the writer
+// applies at start and sale create before it writes; a preload runs
+// read-only. shards is sales.shards (0
 // when NULL); found is false for an unknown sale.
 func (t *Tool) pgSale(ctx context.Context, id int64) (sale *sharding.Sale, shards int, found bool, err error) {
 	var (
@@ -25,10 +26,11 @@ func (t *Tool) pgSale(ctx context.Context, id int64) (sale *sharding.Sale, shard
 		window float64
 		n      *int32
 		brand  []byte
+		door   []byte
 	)
 	err = t.DB.QueryRow(ctx, `
-		SELECT name, starts_at, ends_at, EXTRACT(EPOCH FROM payment_window)::float8, shards, brand
-		FROM sales WHERE id = $1`, id).Scan(&s.Name, &s.StartsAt, &s.EndsAt, &window, &n, &brand)
+		SELECT name, starts_at, ends_at, EXTRACT(EPOCH FROM payment_window)::float8, shards, brand, front_door
+		FROM sales WHERE id = $1`, id).Scan(&s.Name, &s.StartsAt, &s.EndsAt, &window, &n, &brand, &door)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, 0, false, nil
 	}
@@ -38,6 +40,11 @@ func (t *Tool) pgSale(ctx context.Context, id int64) (sale *sharding.Sale, shard
 	if s.Brand, err = schema.ParseBrand(brand); err != nil {
 		return nil, 0, false, fmt.Errorf("reading sale %d from postgresql: %w", id, err)
 	}
+	fd, err := schema.ParseFrontDoor(door)
+	if err != nil {
+		return nil, 0, false, fmt.Errorf("reading sale %d from postgresql: %w", id, err)
+	}
+	fd.Apply(&s)
 	s.ID = id
 	s.StartsAt, s.EndsAt = s.StartsAt.UTC(), s.EndsAt.UTC()
 	s.PaymentWindow = sharding.Duration(time.Duration(window * float64(time.Second)))
@@ -60,6 +67,19 @@ func (t *Tool) pgSale(ctx context.Context, id int64) (sale *sharding.Sale, shard
 		return nil, 0, false, fmt.Errorf("reading items of sale %d: %w", id, err)
 	}
 	return &s, shards, true, nil
+}
+
+// pgSeed reads the secret seed of sale id's draw kept with the sale ("" for
+// none: an open sale, or one created before migration 00004).
+func (t *Tool) pgSeed(ctx context.Context, id int64) (string, error) {
+	var seed *string
+	if err := t.DB.QueryRow(ctx, `SELECT draw_seed FROM sales WHERE id = $1`, id).Scan(&seed); err != nil {
+		return "", fmt.Errorf("reading the draw seed of sale %d from postgresql: %w", id, err)
+	}
+	if seed == nil {
+		return "", nil
+	}
+	return *seed, nil
 }
 
 // itemTotals is one item's numbers in PostgreSQL.

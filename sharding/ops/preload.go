@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/draw"
 	"flashsale/sharding/stock"
 )
 
@@ -30,6 +31,9 @@ type PreloadReport struct {
 	Placement []Placement      `json:"placement"`
 	Units     map[int64]int64  `json:"units"` // item -> quantity written over all shards
 	Reconcile *ReconcileReport `json:"reconcile,omitempty"`
+	// Warning says what of the sale's fair access a preload from
+	// PostgreSQL alone could not restore.
+	Warning string `json:"warning,omitempty"`
 }
 
 // Preload copies sale id's items from PostgreSQL into Redis: its description
@@ -72,6 +76,11 @@ func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*
 	if err := placePreload(sale, cur, shards, top); err != nil {
 		return nil, err
 	}
+	if cur == nil {
+		if rep.Warning, err = t.restoreAccess(ctx, sale); err != nil {
+			return nil, err
+		}
+	}
 	if err := t.Store.Preload(ctx, sale, force); err != nil {
 		if errors.Is(err, stock.ErrLive) {
 			return nil, fmt.Errorf("sale %d already has stock keys in Redis: %w", id, ErrLive)
@@ -87,6 +96,47 @@ func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*
 		}
 	}
 	return rep, nil
+}
+
+// restoreAccess puts back in Redis, for a sale Redis lost, what its draw
+// and presale keep there beside the description, from PostgreSQL: the
+// draw's seed (the one its commitment names, or nothing is written), and a
+// presale's cap while the presale has not started (once it has, the units
+// it sold are not known here: the cap is left missing, which the gateways
+// read as sold, the safe side). A drawn sale whose seed PostgreSQL does not
+// hold (created before migration 00004) loses its commitment: its draw
+// will use a seed drawn at the freeze, and the warning says so.
+func (t *Tool) restoreAccess(ctx context.Context, sale *sharding.Sale) (string, error) {
+	at := accessExpiry(sale)
+	var warning string
+	if sale.Draw != nil {
+		seed, err := t.pgSeed(ctx, sale.ID)
+		if err != nil {
+			return "", err
+		}
+		h, perr := draw.ParseHash(seed)
+		switch {
+		case seed == "":
+			sale.Draw = nil
+			warning = "PostgreSQL holds no seed of this sale's draw (created before it kept one): the commitment is dropped, and the draw will use a seed drawn at the freeze, which nobody saw committed"
+		case perr != nil || draw.Commitment(h).String() != sale.Draw.Commitment:
+			return "", fmt.Errorf("sale %d: the seed PostgreSQL keeps is not the one its commitment %s names", sale.ID, sale.Draw.Commitment)
+		default:
+			held, err := t.Store.PutDrawSeed(ctx, sale.ID, seed, at)
+			if err != nil {
+				return "", err
+			}
+			if held != seed {
+				return "", fmt.Errorf("sale %d: Redis holds another seed for its draw (%s); delete the key, then preload again", sale.ID, sharding.RoomSeedKey(sale.ID))
+			}
+		}
+	}
+	if p := sale.Presale; p != nil && p.Cap > 0 && time.Now().Before(p.StartsAt) {
+		if err := t.Store.PutPresaleCap(ctx, sale.ID, p.Cap, at); err != nil {
+			return "", err
+		}
+	}
+	return warning, nil
 }
 
 // preloadSource reads sale id from PostgreSQL with its shard count there (0
@@ -157,11 +207,12 @@ func placePreload(sale, cur *sharding.Sale, shards int, top *sharding.Topology) 
 	return nil
 }
 
-// keepFrontDoor copies to sale, read from PostgreSQL, the fields of cur,
-// the live description, that PostgreSQL does not hold: the ticket, the
-// waiting room, the proof of work and the fair access (mode, raffle window,
-// presale and the draw's commitment, whose seed is in Redis). Without them a
-// forced preload of a raffle would reopen it to all, its draw uncommitted.
+// keepFrontDoor copies to sale, read from PostgreSQL, the front door and
+// fair access of cur, the live description (ticket, waiting room, proof of
+// work, mode, raffle window, presale and the draw's commitment, whose seed
+// is in Redis): a forced preload rewrites the stock, not what the gateways
+// already serve. (A sale Redis lost gets them from PostgreSQL instead:
+// restoreAccess.)
 func keepFrontDoor(sale, cur *sharding.Sale) {
 	sale.TicketRequired, sale.WaitingRoom, sale.PowDifficulty = cur.TicketRequired, cur.WaitingRoom, cur.PowDifficulty
 	sale.Access, sale.Raffle, sale.Presale, sale.Draw = cur.Access, cur.Raffle, cur.Presale, cur.Draw
@@ -194,6 +245,9 @@ func (r *PreloadReport) Text(w io.Writer) error {
 	}
 	if err := tb.flush(); err != nil {
 		return err
+	}
+	if r.Warning != "" {
+		fmt.Fprintln(w, "warning: "+r.Warning)
 	}
 	if r.Reconcile != nil {
 		fmt.Fprintln(w, "\nreconcile after the forced preload:")

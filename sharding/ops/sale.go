@@ -74,14 +74,15 @@ func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *shard
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	return schema.CreateSale(ctx, db, s, func(ctx context.Context) error {
-		if err := putAccessKeys(ctx, rs, s, seed); err != nil {
-			return err
+	return schema.CreateSaleSeeded(ctx, db, s, func(ctx context.Context) (string, error) {
+		held, err := putAccessKeys(ctx, rs, s, seed)
+		if err != nil {
+			return "", err
 		}
 		if err := rs.Preload(ctx, s, resumed); err != nil {
-			return fmt.Errorf("preloading stock in redis: %w", err)
+			return "", fmt.Errorf("preloading stock in redis: %w", err)
 		}
-		return nil
+		return held, nil
 	})
 }
 

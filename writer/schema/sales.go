@@ -24,6 +24,14 @@ var ErrSaleExists = errors.New("sale already exists")
 // committing, calls publish (which preloads Redis); when publish fails nothing
 // is committed. An existing sale id or item id is refused with a clear error.
 func CreateSale(ctx context.Context, pool *pgxpool.Pool, sale *sharding.Sale, publish func(context.Context) error) error {
+	return CreateSaleSeeded(ctx, pool, sale, func(ctx context.Context) (string, error) { return "", publish(ctx) })
+}
+
+// CreateSaleSeeded is CreateSale for a sale with a draw: publish returns the
+// draw's secret seed as it left it in Redis ("" for none), which is kept
+// with the sale's front door (FrontDoor, as sale stands after publish), so
+// that a preload from PostgreSQL alone restores both.
+func CreateSaleSeeded(ctx context.Context, pool *pgxpool.Pool, sale *sharding.Sale, publish func(context.Context) (string, error)) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("creating sale: %w", err)
@@ -56,8 +64,16 @@ func CreateSale(ctx context.Context, pool *pgxpool.Pool, sale *sharding.Sale, pu
 			return fmt.Errorf("inserting item %d: %w", it.ID, err)
 		}
 	}
-	if err := publish(ctx); err != nil {
+	seed, err := publish(ctx)
+	if err != nil {
 		return err
+	}
+	door, err := frontDoorJSON(sale)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE sales SET front_door = $2, draw_seed = NULLIF($3, '') WHERE id = $1`, sale.ID, door, seed); err != nil {
+		return fmt.Errorf("recording the front door of sale %d: %w", sale.ID, err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("committing sale %d: %w", sale.ID, err)
