@@ -73,8 +73,8 @@ type roomSource struct{ c *catalog.Catalog }
 func (s roomSource) Rooms() []room.Sale {
 	var out []room.Sale
 	for _, sl := range s.c.Snapshot().Sales() {
-		if r, ok := room.FromSale(sl.Sale); ok {
-			out = append(out, r)
+		if sl.InRoom {
+			out = append(out, sl.Room)
 		}
 	}
 	return out

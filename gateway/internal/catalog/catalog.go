@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"flashsale/gateway/internal/page"
+	"flashsale/gateway/internal/room"
 	"flashsale/gateway/internal/soldout"
 	"flashsale/sharding"
 	"flashsale/sharding/api"
@@ -51,9 +52,14 @@ type Sale struct {
 	NotStarted []byte
 	// Page is the sale page's policy: images from the origins the sale's
 	// branding names (page.Policy).
-	Page  *page.Policy
-	Items []*Item
-	desc  atomic.Pointer[[]byte]
+	Page *page.Policy
+	// Room is the sale's waiting room or raffle (room.FromSale), made once
+	// here rather than on every ticket request; InRoom is false for an
+	// open sale.
+	Room   room.Sale
+	InRoom bool
+	Items  []*Item
+	desc   atomic.Pointer[[]byte]
 }
 
 // Halt values of Sale.
@@ -413,6 +419,7 @@ func newSale(sl *sharding.Sale, now time.Time) *Sale {
 	b = sl.StartsAt.UTC().AppendFormat(b, rfc3339Milli)
 	s.NotStarted = append(b, `"}`...)
 	s.Page = page.PolicyFor(sl.ImageOrigins())
+	s.Room, s.InRoom = room.FromSale(sl)
 	shards := len(sl.Shards)
 	for i := range sl.Items {
 		s.Items = append(s.Items, &Item{Sale: s, Item: &sl.Items[i], Flags: soldout.NewItem(shards)})

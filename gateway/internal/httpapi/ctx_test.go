@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -111,6 +112,14 @@ func cheapPaths() []pathCase {
 			// A queued user polls the waiting room with its pass (no Redis
 			// client exists: the poll is answered from the pass alone).
 			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}, ticketRequired: true})
+			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Queue-Pass", e.pass(1, 3))
+		}},
+		{"queued-poll-committed-draw", 202, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			// The same with a draw committed at the sale's creation: the
+			// room's view of the sale (its parsed commitment) is made once
+			// with the catalog, not on each poll.
+			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}, ticketRequired: true,
+				draw: &sharding.DrawCommitment{Commitment: strings.Repeat("ab", 32)}})
 			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Queue-Pass", e.pass(1, 3))
 		}},
 		{"queued-poll-forged-pass", 403, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {

@@ -32,8 +32,7 @@ const (
 
 // drawOf returns sale's room and its state, or answers 404 NO_DRAW.
 func (h *Handler) drawOf(ctx *fasthttp.RequestCtx, route obs.Route, sale *catalog.Sale) (*room.Sale, *room.State, bool) {
-	rs, ok := room.FromSale(sale.Sale)
-	if !ok || h.Room == nil {
+	if !sale.InRoom || h.Room == nil {
 		h.answer(ctx, route, aNoDraw)
 		return nil, nil, false
 	}
@@ -41,7 +40,7 @@ func (h *Handler) drawOf(ctx *fasthttp.RequestCtx, route obs.Route, sale *catalo
 	if st == nil {
 		st = &room.State{}
 	}
-	return &rs, st, true
+	return &sale.Room, st, true
 }
 
 func (h *Handler) drawPublished(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {

@@ -36,11 +36,10 @@ import (
 // admit decides whether user may have a ticket of sale now; on refusal it
 // has answered.
 func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.Sale, user uint64) bool {
-	rs, inRoom := room.FromSale(sale.Sale)
-	inRoom = inRoom && h.Room != nil
+	rs, inRoom := &sale.Room, sale.InRoom && h.Room != nil
 	if inRoom {
 		if pass := queuePass(ctx); pass != nil {
-			return h.roomAnswer(ctx, sale, &rs, h.Room.Check(now, &rs, user, pass, sale.Remaining()))
+			return h.roomAnswer(ctx, sale, rs, h.Room.Check(now, rs, user, pass, sale.Remaining()))
 		}
 	}
 	if !h.proofOK(ctx, now, sale, user) {
@@ -51,7 +50,7 @@ func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.S
 	}
 	rctx, _ := h.deadlines.get(now)
 	var buf [room.PassLen]byte
-	pass, v, err := h.Room.Join(rctx, now, &rs, user, sale.Remaining(), buf[:0])
+	pass, v, err := h.Room.Join(rctx, now, rs, user, sale.Remaining(), buf[:0])
 	if err != nil {
 		h.Log.Warn("joining the waiting room", "sale", sale.ID, "err", err)
 		h.answer(ctx, obs.RouteTicket, aUnavailable)
@@ -60,17 +59,13 @@ func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.S
 	if v.Outcome != room.NotOpen {
 		setQueuePass(ctx, sale.ID, pass, rs.End.Sub(now))
 	}
-	return h.roomAnswer(ctx, sale, &rs, v)
+	return h.roomAnswer(ctx, sale, rs, v)
 }
 
 // preQueueOpen reports whether sale has a waiting room open before its
 // start: a queue's pre-queue, or a raffle from its entries on.
 func (h *Handler) preQueueOpen(sale *catalog.Sale, now time.Time) bool {
-	if h.Room == nil {
-		return false
-	}
-	rs, ok := room.FromSale(sale.Sale)
-	return ok && !now.Before(rs.Opens())
+	return h.Room != nil && sale.InRoom && !now.Before(sale.Room.Opens())
 }
 
 // roomAnswer answers v; true means admitted (the caller hands out the ticket).

@@ -391,6 +391,7 @@ type envOpt struct {
 	ticketRequired     bool
 	tickets            *ticket.Keys // default: keys of testTicketKey
 	waitingRoom        *sharding.Room
+	draw               *sharding.DrawCommitment // a queue's published commitment
 	powDifficulty      int
 	dev                bool // the development sign-in, with testSecret
 	borrow             bool // the handler borrows (scriptStore as its Borrower)
@@ -422,7 +423,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 	sale := &sharding.Sale{ID: 77, Name: "Test \"sale\"", StartsAt: o.start.Truncate(time.Second), EndsAt: o.end.Truncate(time.Second),
 		Items:  []sharding.Item{{ID: 7, Name: "Widget", Price: 1999, Currency: "JPY", Quantity: o.stockPerShard * int64(o.shards)}},
 		Shards: sharding.UniformTags(77, o.shards), Version: 1, TicketRequired: o.ticketRequired,
-		WaitingRoom: o.waitingRoom, PowDifficulty: o.powDifficulty, Brand: o.brand}
+		WaitingRoom: o.waitingRoom, Draw: o.draw, PowDifficulty: o.powDifficulty, Brand: o.brand}
 	sale.Items[0].Image = o.itemImage
 	if o.tickets == nil {
 		o.tickets, _ = ticket.New(testTicketKey, nil, 0)
