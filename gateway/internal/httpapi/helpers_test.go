@@ -26,6 +26,7 @@ import (
 	"flashsale/gateway/internal/obs"
 	"flashsale/gateway/internal/page"
 	"flashsale/gateway/internal/pow"
+	"flashsale/gateway/internal/presale"
 	"flashsale/gateway/internal/room"
 	"flashsale/gateway/internal/ticket"
 	"flashsale/lua"
@@ -392,6 +393,7 @@ type envOpt struct {
 	tickets            *ticket.Keys // default: keys of testTicketKey
 	waitingRoom        *sharding.Room
 	draw               *sharding.DrawCommitment // a queue's published commitment
+	presale            *sharding.Presale
 	powDifficulty      int
 	dev                bool // the development sign-in, with testSecret
 	borrow             bool // the handler borrows (scriptStore as its Borrower)
@@ -423,7 +425,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 	sale := &sharding.Sale{ID: 77, Name: "Test \"sale\"", StartsAt: o.start.Truncate(time.Second), EndsAt: o.end.Truncate(time.Second),
 		Items:  []sharding.Item{{ID: 7, Name: "Widget", Price: 1999, Currency: "JPY", Quantity: o.stockPerShard * int64(o.shards)}},
 		Shards: sharding.UniformTags(77, o.shards), Version: 1, TicketRequired: o.ticketRequired,
-		WaitingRoom: o.waitingRoom, Draw: o.draw, PowDifficulty: o.powDifficulty, Brand: o.brand}
+		WaitingRoom: o.waitingRoom, Draw: o.draw, Presale: o.presale, PowDifficulty: o.powDifficulty, Brand: o.brand}
 	sale.Items[0].Image = o.itemImage
 	if o.tickets == nil {
 		o.tickets, _ = ticket.New(testTicketKey, nil, 0)
@@ -456,7 +458,8 @@ func newEnv(t testing.TB, o envOpt) *env {
 		Metrics:   obs.New(), Log: quiet, Tickets: o.tickets, Borrower: borrower,
 		// The room has no Redis client: a poll with a pass must not need one.
 		Room: must(room.New(nil, room.Config{Ring: testFrontDoorRing, Log: quiet})), Proofs: pow.NewIssuer(testFrontDoorRing, 0),
-		Page: o.page,
+		Presale: presale.New(nil, quiet), // claims only: no list, no cap
+		Page:    o.page,
 	})
 	t.Cleanup(h.Close)
 	return &env{t: t, h: h, st: st, cat: cat, sale: sale, tickets: o.tickets}
@@ -472,6 +475,16 @@ func must[T any](v T, err error) T {
 // pass returns a queue pass of user's n-th late place in sale 77.
 func (e *env) pass(user, n uint64) string {
 	return string(room.AppendPass(nil, testFrontDoorRing, room.Pass{Kind: room.Late, SaleID: 77, UserID: user, Number: n, Expires: e.sale.EndsAt.Unix()}))
+}
+
+// tierToken is token with a "tier" claim (a presale's).
+func (e *env) tierToken(user uint64, tier string) string {
+	e.t.Helper()
+	tok, err := auth.MintHS256(testSecret, user, time.Now().Add(time.Hour), map[string]any{"tier": tier})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tok
 }
 
 func (e *env) token(user uint64) string {

@@ -50,7 +50,11 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	}
 	switch {
 	case inPresale && h.presaleEligible(sale, user, tok):
-		// The presale's buyers skip the room: the phase is theirs.
+		// The presale's buyers skip the room (the phase is theirs), not
+		// the proof of work.
+		if !h.proofOK(ctx, now, sale, user) {
+			return
+		}
 	case inPresale && !h.preQueueOpen(sale, now):
 		h.answerPresale(ctx, route, aPresaleOnly, sale)
 		return

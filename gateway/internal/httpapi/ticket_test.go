@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"flashsale/gateway/internal/ticket"
+	"flashsale/sharding"
 )
 
 const ticketPath = "/api/flash-sales/sales/77/ticket"
@@ -128,4 +129,26 @@ func TestTicketRotation(t *testing.T) {
 func TestNoTicketNeededByDefault(t *testing.T) {
 	e := newEnv(t, envOpt{stockPerShard: 1})
 	want(t, do(t, e.serve("10.0.0.1"), "POST", purchasePath, e.token(42)), 202, "")
+}
+
+// TestPresaleTicket: in a presale phase, a token without the claim is told
+// PRESALE_ONLY with the general start; a token with it gets its ticket at
+// once, but not around the proof of work the sale asks for (a presale
+// ticket once skipped it).
+func TestPresaleTicket(t *testing.T) {
+	now := time.Now()
+	o := envOpt{stockPerShard: 1, start: now.Add(time.Hour), end: now.Add(2 * time.Hour), ticketRequired: true,
+		presale: &sharding.Presale{StartsAt: now.Add(-time.Minute), Claim: "tier", Values: []string{"gold"}}}
+	e := newEnv(t, o)
+	c := e.serve("10.0.0.1")
+	startsAt := e.sale.StartsAt.UTC().Format(rfc3339Milli)
+	want(t, do(t, c, "POST", ticketPath, e.token(1)), 403, `{"error":"PRESALE_ONLY","startsAt":"`+startsAt+`"}`)
+	want(t, do(t, c, "POST", ticketPath, e.tierToken(2, "gold")), 200, "")
+
+	o.powDifficulty = 12
+	p := newEnv(t, o)
+	r := do(t, p.serve("10.0.0.1"), "POST", ticketPath, p.tierToken(2, "gold"))
+	if r.status != 428 || !strings.HasPrefix(r.body, `{"error":"PROOF_REQUIRED"`) {
+		t.Fatalf("a presale buyer's ticket without the proof the sale asks for: %d %s", r.status, r.body)
+	}
 }
