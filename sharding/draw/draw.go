@@ -66,6 +66,25 @@ func ParseHash(s string) (Hash, error) {
 // Nonce is an entrant's secret, given to them alone at entry.
 type Nonce [16]byte
 
+// String returns n in lower-case hex, as an entrant receives it.
+func (n Nonce) String() string { return hex.EncodeToString(n[:]) }
+
+// ParseNonce parses a nonce's text: exactly 32 lower-case hex digits, the
+// one form String writes and room_join.lua keeps.
+func ParseNonce(s string) (Nonce, error) {
+	var n Nonce
+	if len(s) != 2*len(n) {
+		return n, fmt.Errorf("draw: nonce %q is not %d hex digits", s, 2*len(n))
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return n, fmt.Errorf("draw: nonce %q is not lower-case hex", s)
+		}
+	}
+	_, _ = hex.Decode(n[:], []byte(s)) // checked above
+	return n, nil
+}
+
 // NewSeed draws a secret seed.
 func NewSeed() Hash {
 	var h Hash

@@ -190,3 +190,17 @@ func index(leaves []Hash, l Hash) int {
 	}
 	return -1
 }
+
+// TestParseNonce: a nonce's text reads back as the nonce; anything but 32
+// lower-case hex digits is refused.
+func TestParseNonce(t *testing.T) {
+	n := NewNonce()
+	if got, err := ParseNonce(n.String()); err != nil || got != n {
+		t.Fatalf("%s read back as %s (%v)", n, got, err)
+	}
+	for _, bad := range []string{"", n.String()[:30], n.String() + "00", "0F" + n.String()[2:], "zz" + n.String()[2:]} {
+		if _, err := ParseNonce(bad); err == nil {
+			t.Errorf("nonce %q accepted", bad)
+		}
+	}
+}

@@ -377,23 +377,10 @@ func admitWinners(t *testing.T, s *stack, gws []*app.App, us []*fairUser, units 
 // buyOrder buys with the ticket of an ADMITTED body and returns the order id.
 func buyOrder(t *testing.T, s *stack, gw *app.App, tok, body string) string {
 	t.Helper()
-	var q queued
-	if err := json.Unmarshal([]byte(body), &q); err != nil || q.Ticket == "" {
-		t.Fatalf("admitted body %s", body)
-	}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.Header.SetMethod("POST")
-	req.SetRequestURI("http://" + gw.Addr() + s.purchasePath())
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("X-Purchase-Ticket", q.Ticket)
-	if err := s.client.DoTimeout(req, resp, 15*time.Second); err != nil {
-		t.Fatal(err)
-	}
+	code, resp := s.buyAs(gw, tok, "X-Purchase-Ticket", ticketOf(t, body))
 	var o struct{ OrderID string }
-	if err := json.Unmarshal(resp.Body(), &o); resp.StatusCode() != 202 || err != nil || o.OrderID == "" {
-		t.Fatalf("a winner's purchase: %d %s", resp.StatusCode(), resp.Body())
+	if err := json.Unmarshal([]byte(resp), &o); code != 202 || err != nil || o.OrderID == "" {
+		t.Fatalf("a winner's purchase: %d %s", code, resp)
 	}
 	return o.OrderID
 }
@@ -414,17 +401,17 @@ func payMost(t *testing.T, s *stack, gws []*app.App, orders map[*fairUser]string
 	}
 }
 
-// buyAs posts a purchase of s's item as tok (no ticket) to gw and returns
-// status and body.
-func (s *stack) buyAs(gw *app.App, tok string, key ...string) (int, string) {
+// buyAs posts a purchase of s's item as tok to gw, with the headers hdr
+// (name, value, ...), and returns status and body.
+func (s *stack) buyAs(gw *app.App, tok string, hdr ...string) (int, string) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod("POST")
 	req.SetRequestURI("http://" + gw.Addr() + s.purchasePath())
 	req.Header.Set("Authorization", "Bearer "+tok)
-	if len(key) > 0 {
-		req.Header.Set("Idempotency-Key", key[0])
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	if err := s.client.DoTimeout(req, resp, 15*time.Second); err != nil {
 		s.t.Fatal(err)
@@ -491,7 +478,7 @@ func TestPresaleOverTwoGateways(t *testing.T) {
 	// order: 202 each time, one unit of the cap.
 	gold := tierToken(t, 9300, "gold")
 	for i := range 3 {
-		if code, body := s.buyAs(gws[i%2], gold, "presale-retry"); code != 202 {
+		if code, body := s.buyAs(gws[i%2], gold, "Idempotency-Key", "presale-retry"); code != 202 {
 			t.Fatalf("gold buyer's try %d: %d %s", i, code, body)
 		}
 	}

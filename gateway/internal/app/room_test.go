@@ -183,28 +183,25 @@ func badPasses(t *testing.T, s *stack, gws []*app.App, toks, passes []string) {
 // buy purchases with the ticket of an ADMITTED body; false when sold out.
 func buy(t *testing.T, s *stack, gw *app.App, tok, body string) bool {
 	t.Helper()
-	var q queued
-	if err := json.Unmarshal([]byte(body), &q); err != nil || q.Status != "ADMITTED" || q.Ticket == "" {
-		t.Fatalf("admitted body %s", body)
-	}
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.Header.SetMethod("POST")
-	req.SetRequestURI("http://" + gw.Addr() + s.purchasePath())
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("X-Purchase-Ticket", q.Ticket)
-	if err := s.client.DoTimeout(req, resp, 15*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	switch resp.StatusCode() {
+	switch code, resp := s.buyAs(gw, tok, "X-Purchase-Ticket", ticketOf(t, body)); code {
 	case 202:
 		return true
 	case 410:
 		return false
+	default:
+		t.Fatalf("purchase with a ticket: %d %s", code, resp)
+		return false
 	}
-	t.Fatalf("purchase with a ticket: %d %s", resp.StatusCode(), resp.Body())
-	return false
+}
+
+// ticketOf returns the ticket of an ADMITTED answer's body.
+func ticketOf(t *testing.T, body string) string {
+	t.Helper()
+	var q queued
+	if err := json.Unmarshal([]byte(body), &q); err != nil || q.Status != "ADMITTED" || q.Ticket == "" {
+		t.Fatalf("admitted body %s", body)
+	}
+	return q.Ticket
 }
 
 // soldOutEverywhere: once each gateway's catalog read the stock at zero,

@@ -3,7 +3,6 @@ package room
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -162,30 +161,18 @@ func (r *Room) readEntrants(ctx context.Context, s *Sale) ([]entrant, error) {
 }
 
 // parseEntrant checks one field of a draw shard: a user id and a nonce of
-// 32 hex digits, as room_join.lua writes them.
+// 32 lower-case hex digits, as room_join.lua writes them.
 func parseEntrant(user, nonce string) (entrant, error) {
 	var e entrant
 	u, err := strconv.ParseUint(user, 10, 64)
 	if err != nil || u == 0 {
 		return e, fmt.Errorf("entrant %q: not a user id", user)
 	}
-	if len(nonce) != 2*len(e.nonce) || nonce != lowerHex(nonce) {
-		return e, fmt.Errorf("entrant %d: nonce %q is not %d lower-case hex digits", u, nonce, 2*len(e.nonce))
-	}
-	if _, err := hex.Decode(e.nonce[:], []byte(nonce)); err != nil {
-		return e, fmt.Errorf("entrant %d: nonce %q: %w", u, nonce, err)
+	if e.nonce, err = draw.ParseNonce(nonce); err != nil {
+		return e, fmt.Errorf("entrant %d: %w", u, err)
 	}
 	e.user = u
 	return e, nil
-}
-
-func lowerHex(s string) string {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return ""
-		}
-	}
-	return s
 }
 
 // freeze runs steps 2 and 3 for s: it returns the frozen draw (Revealed
@@ -296,12 +283,6 @@ func parseFreeze(v []rueidis.RedisMessage) (freezeReply, error) {
 	return rep, nil
 }
 
-// newNonce draws an entrant's nonce, in the hex room_join.lua keeps.
-func newNonce() string {
-	n := draw.NewNonce()
-	return hex.EncodeToString(n[:])
-}
-
 // Nonce reads user's nonce in sale s's draw: false when the user did not
 // enter. It serves GET .../draw/me before the draw is revealed.
 func (r *Room) Nonce(ctx context.Context, s *Sale, user uint64) (draw.Nonce, bool, error) {
@@ -313,9 +294,9 @@ func (r *Room) Nonce(ctx context.Context, s *Sale, user uint64) (draw.Nonce, boo
 	if err != nil {
 		return draw.Nonce{}, false, fmt.Errorf("reading the entry of user %d in sale %d: %w", user, s.ID, err)
 	}
-	e, err := parseEntrant(strconv.FormatUint(user, 10), v)
+	n, err := draw.ParseNonce(v)
 	if err != nil {
-		return draw.Nonce{}, false, fmt.Errorf("draw of sale %d: %w", s.ID, err)
+		return n, false, fmt.Errorf("entry of user %d in sale %d: %w", user, s.ID, err)
 	}
-	return e.nonce, true, nil
+	return n, true, nil
 }

@@ -15,7 +15,7 @@ func TestOddsFallWithThePlace(t *testing.T) {
 				if c > last || c < MinChance || c > 1 {
 					t.Fatalf("cursor %d, %d left: place %d has chance %v after %v", st.Cursor, rem, pl, c, last)
 				}
-				if pl <= s.Units-rem+rem && pl <= s.Units-rem+1 && c != 1 {
+				if sold := s.Units - rem; pl <= sold+1 && c != 1 {
 					t.Fatalf("cursor %d, %d left: place %d (nobody unserved ahead) has chance %v", st.Cursor, rem, pl, c)
 				}
 				last = c

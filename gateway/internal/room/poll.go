@@ -9,6 +9,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"flashsale/sharding"
+	"flashsale/sharding/draw"
 )
 
 // Outcome is what a ticket request in a waiting room comes to.
@@ -154,7 +155,7 @@ func (r *Room) Join(ctx context.Context, now time.Time, s *Sale, user uint64, re
 func (r *Room) joinDraw(ctx context.Context, s *Sale, user uint64) (string, bool, error) {
 	k := sharding.RoomLotteryKey(s.ID, sharding.RoomLotteryShard(user, s.ID))
 	v, err := joinScript.Exec(ctx, r.c, []string{k}, []string{strconv.FormatUint(user, 10),
-		newNonce(), ms(s.Closes()), ms(s.End.Add(time.Hour))}).ToArray()
+		draw.NewNonce().String(), ms(s.Closes()), ms(s.End.Add(time.Hour))}).ToArray()
 	if err != nil {
 		return "", false, fmt.Errorf("joining the draw of sale %d: %w", s.ID, err)
 	}
@@ -177,8 +178,8 @@ func parseJoin(v []rueidis.RedisMessage) (string, bool, error) {
 	if err != nil {
 		return "", false, fmt.Errorf("room_join: malformed nonce: %w", err)
 	}
-	if _, err := parseEntrant("1", s); err != nil {
-		return "", false, fmt.Errorf("room_join: malformed nonce %q", s)
+	if _, err := draw.ParseNonce(s); err != nil {
+		return "", false, fmt.Errorf("room_join: malformed nonce: %w", err)
 	}
 	return s, true, nil
 }
