@@ -244,7 +244,11 @@ func (a *App) newHandler(opt Options) (*httpapi.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.Room, a.proofs, err = frontDoor(cfg, a.redis, a.log); err != nil {
+	var acks room.Acker
+	if a.batcher != nil {
+		acks = a.batcher
+	}
+	if a.Room, a.proofs, err = frontDoor(cfg, a.redis, acks, a.log); err != nil {
 		return nil, err
 	}
 	a.Presale = presale.New(a.redis, a.log)

@@ -22,8 +22,10 @@ import (
 // the HS256 secret), one label each, so every gateway that shares the
 // ticket key shares them and a ticket rotation rotates them (the previous
 // secret still checks passes and challenges). With neither secret the keys
-// are random: passes and proofs then hold on this gateway only.
-func frontDoor(cfg config.Config, c rueidis.Client, log *slog.Logger) (*room.Room, *pow.Issuer, error) {
+// are random: passes and proofs then hold on this gateway only. acks (the
+// batcher, nil without one) carries the room's entries, as it does
+// purchases, so that a 202 QUEUED outlives a failover.
+func frontDoor(cfg config.Config, c rueidis.Client, acks room.Acker, log *slog.Logger) (*room.Room, *pow.Issuer, error) {
 	passes, err := derivedRing(cfg, "flashsale queue pass v1")
 	if err != nil {
 		return nil, nil, err
@@ -32,7 +34,7 @@ func frontDoor(cfg config.Config, c rueidis.Client, log *slog.Logger) (*room.Roo
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := room.New(c, room.Config{Ring: passes, Log: log})
+	r, err := room.New(c, room.Config{Ring: passes, Acks: acks, Log: log})
 	if err != nil {
 		return nil, nil, err
 	}

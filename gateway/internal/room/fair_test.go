@@ -6,14 +6,17 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/rueidis"
 
+	"flashsale/gateway/internal/mac"
 	"flashsale/gateway/internal/room"
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
+	"flashsale/sharding/stock"
 )
 
 // entrant is one user of a fair-access test, as the user knows themself.
@@ -386,4 +389,68 @@ func monotonicOdds(t *testing.T, g *room.Room, s *room.Sale, es []*entrant, unit
 			chance[1], chance[400], chance[500], chance[600], chance[len(es)])
 		return
 	}
+}
+
+// ackCounter is a room.Acker that counts the writes it carried and those a
+// replica did not acknowledge.
+type ackCounter struct {
+	b         *stock.Batcher
+	n, unsafe atomic.Int64
+}
+
+func (a *ackCounter) DoAck(ctx context.Context, cmd rueidis.Completed) (rueidis.RedisResult, int64) {
+	res, acked := a.b.DoAck(ctx, cmd)
+	a.n.Add(1)
+	if acked < 1 {
+		a.unsafe.Add(1)
+	}
+	return res, acked
+}
+
+// TestEntriesWaitForAReplica: every write a 202 QUEUED promises (an entry
+// into the draw, a late arrival's place) goes through the room's Acker and
+// is acknowledged by a replica before the answer, as a purchase is: an
+// entry told 202 survives a failover.
+func TestEntriesWaitForAReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs the local stack")
+	}
+	now := time.Now()
+	s := room.Sale{ID: randomSale(), Start: now.Add(-time.Second), End: now.Add(time.Hour), Window: 2 * time.Second, Factor: 1, Units: 5}
+	sh := newShop(t, 5, s)
+	rg, err := mac.NewRing([]byte("waiting-room-test-secret"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := stock.NewBatcher(sh.c, 2, time.Second)
+	b.SetAcks(1, 100*time.Millisecond)
+	t.Cleanup(b.Close)
+	acks := &ackCounter{b: b}
+	r, err := room.New(sh.c, room.Config{Ring: rg, Acks: acks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, v, err := r.Join(context.Background(), time.Now(), &s, uint64(60_000+i), 5, nil); err != nil || v.Outcome != room.Queued {
+			t.Fatalf("join %d: %+v %v", i, v, err)
+		}
+	}
+	time.Sleep(time.Until(s.Closes()))
+	for i := range 3 {
+		if _, v, err := r.Join(context.Background(), time.Now(), &s, uint64(61_000+i), 5, nil); err != nil || v.Outcome != room.Queued {
+			t.Fatalf("late join %d: %+v %v", i, v, err)
+		}
+	}
+	// 10 entries, then 3 late arrivals: each asks the draw (closed), then
+	// takes its place at the end.
+	if n, unsafe := acks.n.Load(), acks.unsafe.Load(); n != 10+2*3 || unsafe != 0 {
+		t.Fatalf("%d writes through the Acker (want 16), %d not acknowledged by a replica", n, unsafe)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		for k := 0; k < sharding.RoomLotteryShards; k++ {
+			_ = sh.c.Do(ctx, sh.c.B().Del().Key(sharding.RoomLotteryKey(s.ID, k)).Build()).Error()
+		}
+		_ = sh.c.Do(ctx, sh.c.B().Del().Key(sharding.RoomTailKey(s.ID)).Build()).Error()
+	})
 }

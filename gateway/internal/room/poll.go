@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
 )
@@ -130,7 +131,7 @@ func (r *Room) Join(ctx context.Context, now time.Time, s *Sale, user uint64, re
 	} else if s.Raffle {
 		return dst, Verdict{Outcome: EntriesClosed}, nil
 	} else {
-		n, err := r.c.Do(ctx, r.c.B().Incr().Key(sharding.RoomTailKey(s.ID)).Build()).AsInt64()
+		n, err := r.write(ctx, r.c.B().Incr().Key(sharding.RoomTailKey(s.ID)).Build()).AsInt64()
 		if err != nil {
 			return dst, Verdict{}, fmt.Errorf("joining the end of the room of sale %d: %w", s.ID, err)
 		}
@@ -154,12 +155,29 @@ func (r *Room) Join(ctx context.Context, now time.Time, s *Sale, user uint64, re
 // Redis's clock without them.
 func (r *Room) joinDraw(ctx context.Context, s *Sale, user uint64) (string, bool, error) {
 	k := sharding.RoomLotteryKey(s.ID, sharding.RoomLotteryShard(user, s.ID))
-	v, err := joinScript.Exec(ctx, r.c, []string{k}, []string{strconv.FormatUint(user, 10),
-		draw.NewNonce().String(), ms(s.Closes()), ms(s.End.Add(time.Hour))}).ToArray()
+	args := []string{strconv.FormatUint(user, 10), draw.NewNonce().String(), ms(s.Closes()), ms(s.End.Add(time.Hour))}
+	var res rueidis.RedisResult
+	if r.cfg.Acks != nil {
+		// EVAL, not EVALSHA: one call per user per sale, sent where the
+		// batch and its WAIT go.
+		res = r.write(ctx, r.c.B().Eval().Script(lua.RoomJoin).Numkeys(1).Key(k).Arg(args...).Build())
+	} else {
+		res = joinScript.Exec(ctx, r.c, []string{k}, args)
+	}
+	v, err := res.ToArray()
 	if err != nil {
 		return "", false, fmt.Errorf("joining the draw of sale %d: %w", s.ID, err)
 	}
 	return parseJoin(v)
+}
+
+// write sends cmd, a write a 202 QUEUED promises, through Acks when set.
+func (r *Room) write(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if r.cfg.Acks == nil {
+		return r.c.Do(ctx, cmd)
+	}
+	res, _ := r.cfg.Acks.DoAck(ctx, cmd)
+	return res
 }
 
 func parseJoin(v []rueidis.RedisMessage) (string, bool, error) {

@@ -154,9 +154,19 @@ func (st *State) revealed() *Frozen {
 	return nil
 }
 
+// Acker sends a write and answers once the replicas acknowledged it
+// (stock.Batcher.DoAck): an entry told 202 must survive a failover.
+type Acker interface {
+	DoAck(ctx context.Context, cmd rueidis.Completed) (rueidis.RedisResult, int64)
+}
+
 // Config tunes a Room.
 type Config struct {
-	Ring     *mac.Ring     // signs and checks passes; required
+	Ring *mac.Ring // signs and checks passes; required
+	// Acks, when set, carries the entries and the late arrivals' places
+	// (the writes a 202 QUEUED promises) and waits for the replicas; nil
+	// sends them plainly (a single Redis, tests).
+	Acks     Acker
 	Interval time.Duration // tick, default DefaultInterval
 	Timeout  time.Duration // bound of a tick's Redis calls, default 1s
 	Log      *slog.Logger

@@ -16,6 +16,7 @@ import (
 	"flashsale/gateway/internal/mac"
 	"flashsale/gateway/internal/room"
 	"flashsale/sharding"
+	"flashsale/sharding/stock"
 )
 
 // shop is the test's stand-in for the catalog: the remaining units of one
@@ -85,7 +86,13 @@ func gateways(t *testing.T, n int, src room.Source) []*room.Room {
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	out := make([]*room.Room, n)
 	for i := range out {
-		r, err := room.New(testenv.NewRedis(t), room.Config{Ring: rg})
+		// As a gateway runs it: entries through a batcher that waits for
+		// a replica.
+		c := testenv.NewRedis(t)
+		b := stock.NewBatcher(c, 2, time.Second)
+		b.SetAcks(1, 100*time.Millisecond)
+		t.Cleanup(b.Close)
+		r, err := room.New(c, room.Config{Ring: rg, Acks: b})
 		if err != nil {
 			t.Fatal(err)
 		}
