@@ -28,7 +28,8 @@
 //
 // Keys (package sharding) and who touches them: the entrants are spread over
 // sharding.RoomLotteryShards hashes on their own slots, one room_join.lua
-// call per user per sale (the peak is the start: the crowd is split over 16
+// call per user per sale (through Config.Acks: a replica has the entry
+// before its 202, as it has a purchase) (the peak is the start: the crowd is split over 16
 // slots on every master). The tail counter, the state hash and the seed
 // share one slot: the tail takes one INCR per late user per sale; the state
 // is read and advanced by every gateway's tick (room_tick.lua, atomic, so
