@@ -435,43 +435,75 @@ func (r *Relay) release(keys []string, acked string) {
 	}
 }
 
-// produce sends the entries to Kafka and returns the id of the last one of
-// the prefix Kafka acknowledged ("" when none): it stops at the first
-// failure, so that nothing is deleted past an entry still to be produced. A
-// failure its watcher already counted (st) is not counted again.
+// produce sends the entries to Kafka and returns the id of the last entry
+// of the longest prefix whose records Kafka all acknowledged ("" when none),
+// so that nothing is deleted past an entry still to be produced. franz-go
+// returns a ProduceSync's results in the order the records completed, not
+// the order they were given: a round with records for several partitions
+// (several items, a dead letter) can see a later record succeed and an
+// earlier one fail, so each result is mapped back to its entry by its
+// record. A failure its watcher already counted (st) is not counted again.
 func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry, st *stall) string {
 	recs := make([]*kgo.Record, len(es))
 	for i := range es {
-		ev, err := es[i].Decode()
-		if err != nil {
-			r.obs.Failed("malformed")
-			r.cfg.Log.Error("journal entry does not decode; sending it to the dead-letter topic", "shard", sh.Tag, "err", err)
-			recs[i] = deadLetter(r.cfg.DeadLetterTopic, sh, &es[i], err)
-			continue
-		}
-		recs[i] = &kgo.Record{Topic: r.cfg.Topic, Key: orderevent.AppendKey(nil, &ev), Value: orderevent.AppendJSON(nil, &ev),
-			Headers: []kgo.RecordHeader{{Key: orderevent.JournalHeader,
-				Value: orderevent.AppendPosition(nil, orderevent.Position{Shard: sh.Tag, Entry: es[i].ID})}}}
+		recs[i] = r.record(sh, &es[i])
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.Lease/2)
 	defer cancel()
 	res := r.kafka.ProduceSync(pctx, recs...)
-	n := 0
-	for _, pr := range res {
-		if pr.Err != nil {
-			if ctx.Err() == nil && st.count(1) {
-				r.obs.Failed("kafka")
-				r.cfg.Log.Warn("producing journal entries", "shard", sh.Tag, "err", pr.Err)
-			}
-			break
-		}
-		n++
+	n, err := ackedPrefix(recs, res)
+	if err != nil && ctx.Err() == nil && st.count(1) {
+		r.obs.Failed("kafka")
+		r.cfg.Log.Warn("producing journal entries", "shard", sh.Tag, "err", err)
 	}
 	if n == 0 {
 		return ""
 	}
 	r.obs.Relayed(n)
 	return es[n-1].ID
+}
+
+// record returns the Kafka record of entry e of shard sh: the order event,
+// or, for an entry that does not decode, a dead letter.
+func (r *Relay) record(sh Shard, e *Entry) *kgo.Record {
+	ev, err := e.Decode()
+	if err != nil {
+		r.obs.Failed("malformed")
+		r.cfg.Log.Error("journal entry does not decode; sending it to the dead-letter topic", "shard", sh.Tag, "err", err)
+		return deadLetter(r.cfg.DeadLetterTopic, sh, e, err)
+	}
+	return &kgo.Record{Topic: r.cfg.Topic, Key: orderevent.AppendKey(nil, &ev), Value: orderevent.AppendJSON(nil, &ev),
+		Headers: []kgo.RecordHeader{{Key: orderevent.JournalHeader,
+			Value: orderevent.AppendPosition(nil, orderevent.Position{Shard: sh.Tag, Entry: e.ID})}}}
+}
+
+// ackedPrefix returns how many of recs, from the first, Kafka acknowledged
+// with every record before them, reading res (in any order) by record; err
+// is the first failure met, if any. A result that names no record of recs,
+// or a record without a result, ends the prefix there: a reply franz-go
+// never gave is not an acknowledgement.
+func ackedPrefix(recs []*kgo.Record, res kgo.ProduceResults) (n int, err error) {
+	pos := make(map[*kgo.Record]int, len(recs))
+	for i, rec := range recs {
+		pos[rec] = i
+	}
+	ok := make([]bool, len(recs))
+	for _, pr := range res {
+		i, known := pos[pr.Record]
+		if pr.Err != nil {
+			if err == nil {
+				err = pr.Err
+			}
+			continue
+		}
+		if known {
+			ok[i] = true
+		}
+	}
+	for n < len(recs) && ok[n] {
+		n++
+	}
+	return n, err
 }
 
 func deadLetter(topic string, sh Shard, e *Entry, why error) *kgo.Record {

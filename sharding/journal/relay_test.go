@@ -118,7 +118,7 @@ func (e *env) runOn(t testing.TB, c rueidis.Client, hold time.Duration, acks int
 	}
 	obs := &counts{failed: map[string]int{}, backlogs: map[string]int64{}}
 	r := journal.New(journal.Config{Topic: e.topic, Hold: hold, Lease: time.Second, Scan: 200 * time.Millisecond, Acks: acks,
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}, c, kc, e.shards, obs)
+		Log: slog.New(slog.NewTextHandler(logOut, nil))}, c, kc, e.shards, obs)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.Run(ctx) }()
@@ -130,16 +130,21 @@ func (e *env) runOn(t testing.TB, c rueidis.Client, hold time.Duration, acks int
 
 func (e *env) reserve(t testing.TB, user uint64) stock.Reservation {
 	t.Helper()
-	sale := e.sale
-	now := time.Now()
-	r := stock.Reservation{Tag: sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))], SaleID: sale.ID,
-		ItemID: sale.Items[0].ID, UserID: user, OrderID: sharding.NewOrderID(sale.ID, rand.Uint64(), rand.Uint32()),
-		Attempt: rand.Uint64(), Created: now, Expires: now.Add(10 * time.Minute), TTL: time.Hour}
+	r := e.reservation(user)
 	res, err := e.st.Reserve(context.Background(), r)
 	if err != nil || res.Outcome != stock.Reserved {
 		t.Fatalf("reserve: %+v %v", res, err)
 	}
 	return r
+}
+
+// reservation returns a new reservation of the sale's first item for user.
+func (e *env) reservation(user uint64) stock.Reservation {
+	sale := e.sale
+	now := time.Now()
+	return stock.Reservation{Tag: sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))], SaleID: sale.ID,
+		ItemID: sale.Items[0].ID, UserID: user, OrderID: sharding.NewOrderID(sale.ID, rand.Uint64(), rand.Uint32()),
+		Attempt: rand.Uint64(), Created: now, Expires: now.Add(10 * time.Minute), TTL: time.Hour}
 }
 
 func (e *env) backlog(t testing.TB) int64 {
@@ -485,3 +490,5 @@ func TestRelaysShareTheShards(t *testing.T) {
 		}
 	}
 }
+
+var logOut io.Writer = io.Discard
