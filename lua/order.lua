@@ -42,6 +42,17 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- order_write writes the order record of an order held lazily by a buyer
+-- record of user whose fields (buyer_fields) are f, as order_open does.
+local function order_write(kOrder, user, f)
+  redis.call('HSET', kOrder, 'user', user, 'item', f[2], 'status', 'PENDING', 'created', f[3], 'expires', f[4],
+    'j', f[5], 'a', f[6], 'ac', f[7])
+  if f[9] == '1' then
+    redis.call('HSET', kOrder, 'p', '1')
+  end
+  redis.call('PEXPIREAT', kOrder, f[8])
+end
+
 -- order_open writes the order record of oid from user's buyer record when
 -- the record does not exist and the buyer record holds oid lazily (and its
 -- record would not have expired yet). It changes nothing otherwise.
@@ -58,11 +69,69 @@ local function order_open(kOrder, kBuyers, user, oid)
   if #f ~= 9 or f[1] ~= oid or not dl or dl <= now_ms() then
     return
   end
-  redis.call('HSET', kOrder, 'user', user, 'item', f[2], 'status', 'PENDING', 'created', f[3], 'expires', f[4],
-    'j', f[5], 'a', f[6], 'ac', f[7])
-  if f[9] == '1' then
-    redis.call('HSET', kOrder, 'p', '1')
-  end
-  redis.call('PEXPIREAT', kOrder, f[8])
+  order_write(kOrder, user, f)
 end
 
+-- The holders of an order: its record's 'a' lists, comma-separated, every
+-- attempt of the order id that may have been told 202 (the one that
+-- reserved, and each replay answered RESERVED after it), or is '*' once
+-- more than 16 did (then held for good: no void undoes it). A void lets go
+-- of its own attempt only, and undoes the order when the last holder lets
+-- go (void.lua). A VOID record's 'a' names the attempt it refuses.
+
+-- holders_has reports whether attempt is in the holders list a.
+local function holders_has(a, attempt)
+  return a ~= nil and a ~= false and string.find(',' .. a .. ',', ',' .. attempt .. ',', 1, true) ~= nil
+end
+
+-- holders_add returns the holders list a with attempt in it.
+local function holders_add(a, attempt)
+  if not a or a == '' then
+    return attempt
+  end
+  if a == '*' or holders_has(a, attempt) then
+    return a
+  end
+  local _, commas = string.gsub(a, ',', '')
+  if commas >= 15 then
+    return '*'
+  end
+  return a .. ',' .. attempt
+end
+
+-- holders_drop returns the holders list a without attempt ('' when none is
+-- left).
+local function holders_drop(a, attempt)
+  local rest = {}
+  for x in string.gmatch(a, '[^,]+') do
+    if x ~= attempt then
+      rest[#rest + 1] = x
+    end
+  end
+  return table.concat(rest, ',')
+end
+
+-- order_fences returns, as field, value pairs, the fences a record about to
+-- be replaced carries to its successor: its own ('v' .. attempt) and one for
+-- each attempt it names. A VOID record replaced by a new attempt's purchase
+-- (a retry after a 503) must still refuse the attempts it refused: their
+-- clients were told 503, and a late run of one of them must neither buy
+-- anew nor become a holder of the new order.
+local function order_fences(kOrder)
+  local out = {}
+  local h = redis.call('HGETALL', kOrder)
+  for i = 1, #h, 2 do
+    if string.sub(h[i], 1, 1) == 'v' then
+      out[#out + 1] = h[i]
+      out[#out + 1] = '1'
+    elseif h[i] == 'a' then
+      for x in string.gmatch(h[i + 1], '[^,]+') do
+        if x ~= '*' then
+          out[#out + 1] = 'v' .. x
+          out[#out + 1] = '1'
+        end
+      end
+    end
+  end
+  return out
+end

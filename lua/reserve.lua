@@ -28,8 +28,8 @@
 --   SOLD_OUT           no unit on this shard: {0, '', 0}
 --   RESERVED           the unit is held for the order id; units left, or -1 on
 --                      an idempotent replay of the same order id (nothing
---                      written but the PENDING order's attempt, which the
---                      replay takes over)
+--                      written but the attempt, added to the PENDING order's
+--                      holders)
 --   ALREADY_PURCHASED  the user holds another active order: its id
 --   ID_USED            the order id was used and finished (or this very
 --                      attempt was voided)
@@ -75,35 +75,34 @@ local held = redis.call('HGET', KEYS[2], user)
 if held then
   local f = buyer_fields(held)
   if f[1] == oid then
-    -- A retry of this order (the same Idempotency-Key) takes it over: the
-    -- void of an earlier attempt, still queued after its 503, must not undo
-    -- the order this retry is answered 202 for (void.lua leaves alone an
-    -- order another attempt holds). An attempt void.lua fenced ('v' ..
-    -- attempt: its client was told 503) takes nothing over, nor does one
-    -- older than the holder (by its created time; 'ac' is the holder's when
-    -- a retry took the order over): a late run of an attempt whose client
-    -- was told 503 while a retry bought the order, whose void would then
-    -- undo the order the retry was answered 202 for. An order still held
-    -- lazily (no record: nothing fenced it) is taken over in its buyer record.
-    local r = redis.call('HMGET', KEYS[3], 'status', 'v' .. attempt, 'ac', 'created')
-    if r[1] then
-      local holder = tonumber(r[3] or r[4])
-      if r[1] == 'PENDING' and not r[2] and (not holder or tonumber(ARGV[4]) >= holder) then
-        redis.call('HSET', KEYS[3], 'a', attempt, 'ac', ARGV[4])
+    -- A retry of this order (the same Idempotency-Key) is answered RESERVED
+    -- and becomes one of the order's holders (order.lua): a void of another
+    -- attempt, the one whose reply was lost, then leaves the order to it
+    -- (void.lua undoes an order only when its last holder lets go). The
+    -- attempts of one key may overlap (a hedged client, a second tap, a
+    -- load balancer's retry), in any order. An attempt void.lua fenced ('v'
+    -- .. attempt: its client was told 503) joins nothing. An order still
+    -- held lazily (no record: nothing fenced it) gets its record first.
+    local r = redis.call('HMGET', KEYS[3], 'status', 'v' .. attempt, 'a')
+    if not r[1] and #f == 9 and tonumber(f[8]) and tonumber(f[8]) > tonumber(ARGV[4]) then
+      order_write(KEYS[3], user, f)
+      r = {'PENDING', false, f[6]}
+    end
+    if r[1] == 'PENDING' and not r[2] then
+      local a = holders_add(r[3], attempt)
+      if a ~= r[3] then
+        redis.call('HSET', KEYS[3], 'a', a)
       end
-    elseif #f == 9 and tonumber(f[7]) and tonumber(f[8]) and tonumber(ARGV[4]) >= tonumber(f[7])
-        and tonumber(f[8]) > tonumber(ARGV[4]) then
-      redis.call('HSET', KEYS[2], user, buyer_value(oid, f[2], f[3], f[4], f[5], attempt, ARGV[4], f[8], f[9]))
     end
     return {RESERVED, oid, -1}
   end
   return {ALREADY_PURCHASED, f[1], -1}
 end
-local st = redis.call('HGET', KEYS[3], 'status')
+local st, sa = unpack(redis.call('HMGET', KEYS[3], 'status', 'a'))
 -- A VOID record lets another attempt of the order id buy anew (a retry
 -- with the same Idempotency-Key after a 503), but not the attempt it names
 -- nor one void.lua fenced on it ('v' .. attempt): their late runs are refused.
-if st and not (st == 'VOID' and redis.call('HGET', KEYS[3], 'a') ~= attempt
+if st and not (st == 'VOID' and not holders_has(sa, attempt)
     and not redis.call('HGET', KEYS[3], 'v' .. attempt)) then
   return {ID_USED, oid, -1}
 end
@@ -123,10 +122,12 @@ local deadline = string.format('%.0f', tonumber(ARGV[4]) + ttl * 1000)
 redis.call('HSET', KEYS[2], user, buyer_value(oid, ARGV[3], ARGV[4], ARGV[5], eid, attempt, ARGV[4], deadline, ''))
 if st then
   -- A retry after a void: the VOID record goes (as the order's first
-  -- change, the reservation over it is written as its record).
+  -- change, the reservation over it is written as its record), its fences
+  -- kept (order_fences).
+  local fences = order_fences(KEYS[3])
   redis.call('DEL', KEYS[3])
   redis.call('HSET', KEYS[3], 'user', user, 'item', ARGV[3], 'status', 'PENDING', 'created', ARGV[4], 'expires', ARGV[5],
-    'a', attempt, 'ac', ARGV[4], 'j', eid)
+    'a', attempt, 'ac', ARGV[4], 'j', eid, unpack(fences))
   redis.call('PEXPIREAT', KEYS[3], deadline)
 end
 return {RESERVED, oid, n - 1}

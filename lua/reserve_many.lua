@@ -58,14 +58,13 @@ end
 if redis.call('EXISTS', unpack(orders)) > 0 then
   for _, o in ipairs(orders) do
     if ord[o] == nil then
-      local v = redis.call('HMGET', o, 'status', 'a', 'ac', 'created')
-      ord[o] = v[1] and {v[1], v[2], tonumber(v[3] or v[4])} or false
+      local v = redis.call('HMGET', o, 'status', 'a')
+      ord[o] = v[1] and {v[1], v[2]} or false
     end
   end
 end
 
 local out = {}
-local made = {}   -- order keys reserved by this call -> where its buyer record is in buyers[its key]
 local taken = {}  -- stock key -> units taken by this call
 local buyers = {} -- buyers key -> {user, buyer record, ...} to write
 local added = {}  -- journal key -> entries added by this call
@@ -101,25 +100,21 @@ local function one(i)
   if h then
     local f = buyer_fields(h)
     if f[1] == oid then
-      -- reserve.lua's replay: the PENDING order's attempt becomes this one's,
-      -- unless void.lua fenced this one ('v' .. attempt) or it is older
-      -- than the holder; in the record, or in the buyer record of an order
-      -- held lazily.
-      local created = tonumber(ARGV[a + 4])
+      -- reserve.lua's replay: the attempt joins the PENDING order's holders
+      -- unless void.lua fenced it ('v' .. attempt); an order held lazily
+      -- gets its record first (its buyer record may be this call's, not
+      -- written yet: the record is written from its fields).
       local rec = ord[kOrder]
-      if rec then
-        if rec[1] == 'PENDING' and not redis.call('HGET', kOrder, 'v' .. attempt) and (not rec[3] or created >= rec[3]) then
-          redis.call('HSET', kOrder, 'a', attempt, 'ac', ARGV[a + 4])
-          rec[2], rec[3] = attempt, created
-        end
-      elseif #f == 9 and tonumber(f[7]) and tonumber(f[8]) and created >= tonumber(f[7]) and tonumber(f[8]) > created then
-        local v = buyer_value(oid, f[2], f[3], f[4], f[5], attempt, ARGV[a + 4], f[8], f[9])
-        held[kBuyers][user] = v
-        local m = made[kOrder]
-        if m and buyers[kBuyers][m - 1] == user then
-          buyers[kBuyers][m] = v
-        else
-          redis.call('HSET', kBuyers, user, v)
+      if not rec and #f == 9 and tonumber(f[8]) and tonumber(f[8]) > tonumber(ARGV[a + 4]) then
+        order_write(kOrder, user, f)
+        rec = {'PENDING', f[6]}
+        ord[kOrder] = rec
+      end
+      if rec and rec[1] == 'PENDING' and not redis.call('HGET', kOrder, 'v' .. attempt) then
+        local na = holders_add(rec[2], attempt)
+        if na ~= rec[2] then
+          redis.call('HSET', kOrder, 'a', na)
+          rec[2] = na
         end
       end
       return {RESERVED, oid, -1}
@@ -132,7 +127,7 @@ local function one(i)
   end
   -- reserve.lua's rule: a VOID record refuses the attempt it names and the
   -- attempts fenced on it ('v' .. attempt).
-  if st and not (st == 'VOID' and sa ~= attempt and not redis.call('HGET', kOrder, 'v' .. attempt)) then
+  if st and not (st == 'VOID' and not holders_has(sa, attempt) and not redis.call('HGET', kOrder, 'v' .. attempt)) then
     return {ID_USED, oid, -1}
   end
   local hv = halt[kHalt]
@@ -154,15 +149,15 @@ local function one(i)
   if not bl then bl = {}; buyers[kBuyers] = bl end
   bl[#bl + 1] = user
   bl[#bl + 1] = v
-  made[kOrder] = #bl
   if st then
     -- reserve.lua's retry after a void: the VOID record becomes the
-    -- reservation's record.
+    -- reservation's record, its fences kept.
+    local fences = order_fences(kOrder)
     redis.call('DEL', kOrder)
     redis.call('HSET', kOrder, 'user', user, 'item', item, 'status', 'PENDING', 'created', ARGV[a + 4], 'expires', ARGV[a + 5],
-      'a', attempt, 'ac', ARGV[a + 4], 'j', eid)
+      'a', attempt, 'ac', ARGV[a + 4], 'j', eid, unpack(fences))
     redis.call('PEXPIREAT', kOrder, deadline)
-    ord[kOrder] = {'PENDING', attempt, tonumber(ARGV[a + 4])}
+    ord[kOrder] = {'PENDING', attempt}
   end
   return {RESERVED, oid, units - 1}
 end

@@ -16,8 +16,9 @@
 --   3 FENCED   the attempt had not run: a VOID record now refuses it if it runs later
 --      (reserve.lua answers ID_USED to the attempt a VOID record names, or
 --      marks with 'v' .. attempt when the record is another attempt's);
---   0 NOTHING  the order id is held by another attempt (a retry with the same
---      Idempotency-Key) or already finished: nothing to undo;
+--   0 NOTHING  the order is held by other attempts (retries with the same
+--      Idempotency-Key, which may have been told 202: order.lua's holders)
+--      or already finished: nothing to undo, and this attempt lets go;
 --  -1 FROZEN   the shard is frozen by a reshard: retry on the new layout.
 local NOTHING, VOIDED, STANDS, FENCED, FROZEN = 0, 1, 2, 3, -1
 if #KEYS ~= 6 or #ARGV ~= 4 then
@@ -44,20 +45,33 @@ if rec[1] == false and rec[3] == false then
   redis.call('EXPIRE', KEYS[3], ttl)
   return FENCED
 end
-if rec[1] ~= attempt then
-  -- Another attempt of this order id holds the record, or was voided or
-  -- fenced on it. A late run of this one must change nothing: not reserve
-  -- anew after a VOID (reserve.lua lets a new attempt buy then), nor take
-  -- the order over by a replay (which would leave its holder's void
-  -- nothing to undo). Fence this attempt on the record too.
-  redis.call('HSET', KEYS[3], 'v' .. attempt, '1')
+-- Whatever follows, a late run of this attempt must change nothing: not
+-- reserve anew after a VOID (reserve.lua lets a new attempt buy then), nor
+-- join the order's holders by a replay (which would hold the order for an
+-- attempt whose client was told 503). Fence it on the record.
+redis.call('HSET', KEYS[3], 'v' .. attempt, '1')
+local a = rec[1] or ''
+if a == '*' or not holders_has(a, attempt) then
+  -- Another attempt of this order id holds the order (a retry with the same
+  -- Idempotency-Key, which may have been told 202), or held it for good
+  -- ('*'), or was voided or fenced on the record.
   if rec[3] == 'VOID' then
     return FENCED
   end
   return NOTHING
 end
+if rec[3] ~= 'PENDING' then
+  return NOTHING
+end
+local rest = holders_drop(a, attempt)
+if rest ~= '' then
+  -- Other attempts that may have been told 202 hold the order: it stands
+  -- for them, and this attempt lets go.
+  redis.call('HSET', KEYS[3], 'a', rest)
+  return NOTHING
+end
 local hv = redis.call('HGET', KEYS[2], user)
-if rec[1] ~= attempt or rec[3] ~= 'PENDING' or not hv or buyer_oid(hv) ~= oid then
+if not hv or buyer_oid(hv) ~= oid then
   return NOTHING
 end
 local raw = redis.call('GET', KEYS[1])

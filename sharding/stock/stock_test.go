@@ -874,9 +874,9 @@ func TestVoidFencesAnAttemptAnotherHolds(t *testing.T) {
 // cut off from the master and was told 503, its void queued; the retry with
 // the same key bought the order fresh (202, then paid); after the cut healed
 // the first attempt's reserve, held up in TCP retransmission, ran as a
-// replay and took the order over, and its void, landing next, undid it. An
-// attempt older than the order's holder now takes nothing over, through
-// either script, and its void leaves the order alone.
+// replay and took the order over, and its void, landing next, undid it. The
+// late attempt now only joins the order's holders (lua/order.lua), through
+// either script, and its void lets go of it alone: the retry's order stays.
 func TestAnOlderAttemptTakesNothingOver(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()
