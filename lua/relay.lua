@@ -56,19 +56,30 @@
 -- or '' when no entry is old enough or the lease was just taken over from
 -- a lost one, lost (1 or 0)}; {0} when another relay holds the lease; {2}
 -- when the lease was released.
-if #KEYS ~= 6 or #ARGV < 4 or #ARGV > 5 then
-  return redis.error_reply('ERR relay: want 6 keys and 4 or 5 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+if #KEYS ~= 7 or #ARGV < 4 or (#ARGV > 5 and (#ARGV - 5) % 2 ~= 0) then
+  return redis.error_reply('ERR relay: want 7 keys and 4 args, then the last acked id and item, entry id pairs, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
 local token, ttl, hold, fenceFor = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 if token == '' or not ttl or ttl < 0 or not hold or hold < 0 or not fenceFor or fenceFor <= 0 then
   return redis.error_reply('ERR relay: bad arguments (token, lease ms, hold ms, fence ms, last acked id)')
 end
 local ackMs, ackSeq
-if #ARGV == 5 then
+if #ARGV >= 5 then
   ackMs, ackSeq = string.match(ARGV[5], '^(%d+)%-(%d+)$')
   if not ackMs then
     return redis.error_reply('ERR relay: bad entry id ' .. ARGV[5])
   end
+  for i = 6, #ARGV, 2 do
+    if not string.match(ARGV[i], '^%d+$') or not string.match(ARGV[i + 1], '^%d+%-%d+$') then
+      return redis.error_reply('ERR relay: bad item, entry id pair at ' .. i)
+    end
+  end
+end
+local function id_lt(a, b)
+  local am, as = string.match(a, '^(%d+)-(%d+)$')
+  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
+  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
+  return am < bm or (am == bm and as < bs)
 end
 local cur = redis.call('GET', KEYS[2])
 if cur and cur ~= token then
@@ -77,6 +88,12 @@ end
 if ackMs then
   -- MINID is exclusive: the id just after the last acknowledged one.
   redis.call('XTRIM', KEYS[1], 'MINID', ackMs .. '-' .. string.format('%.0f', tonumber(ackSeq) + 1))
+  for i = 6, #ARGV, 2 do
+    local cur = redis.call('HGET', KEYS[7], ARGV[i])
+    if not cur or not string.match(cur, '^%d+%-%d+$') or id_lt(cur, ARGV[i + 1]) then
+      redis.call('HSET', KEYS[7], ARGV[i], ARGV[i + 1])
+    end
+  end
 end
 if ttl == 0 then
   if cur then redis.call('DEL', KEYS[2], KEYS[4]) end
@@ -115,12 +132,6 @@ local oldest = first[1][1]
 out[3] = oldest
 if lost == 1 then
   return out
-end
-local function id_lt(a, b)
-  local am, as = string.match(a, '^(%d+)-(%d+)$')
-  local bm, bs = string.match(b, '^(%d+)-(%d+)$')
-  am, as, bm, bs = tonumber(am), tonumber(as), tonumber(bm), tonumber(bs)
-  return am < bm or (am == bm and as < bs)
 end
 if redis.call('EXISTS', KEYS[6]) == 1 then
   local taken = redis.call('GET', KEYS[3])

@@ -27,3 +27,9 @@ func EntryAtOrBefore(a, b string) bool {
 	bm, bs, ok2 := ParseEntryID(b)
 	return ok1 && ok2 && (am < bm || (am == bm && as <= bs))
 }
+
+// EntryBefore reports whether stream entry id a is strictly before b; false
+// when either is malformed.
+func EntryBefore(a, b string) bool {
+	return EntryAtOrBefore(a, b) && !EntryAtOrBefore(b, a)
+}

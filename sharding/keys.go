@@ -116,6 +116,15 @@ func AppendTakenKey(dst []byte, tag string) []byte {
 	return append(dst, ":taken"...)
 }
 
+// AppendChainKey appends the key of the shard's item chains: a hash of item
+// id -> the last journal entry of the item that Kafka acknowledged, which
+// relay.lua records with the trim. The relay names every record's
+// predecessor of its item from it (orderevent.Position.Prev).
+func AppendChainKey(dst []byte, tag string) []byte {
+	dst = appendTag(dst, tag)
+	return append(dst, ":chain"...)
+}
+
 // AppendPersistedKey appends the key of the shard's persisted watermarks: a
 // hash of item id -> the highest journal entry id of the item whose event
 // PostgreSQL holds, with every earlier entry of the item (the writer raises

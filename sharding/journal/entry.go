@@ -66,6 +66,7 @@ type Round struct {
 	Upto    string // the entries to take are those up to this id ("" for none)
 	Lost    bool   // the lease was just taken over from one lost, not released: nothing closed
 	Entries []Entry
+	Chain   Chain // the shard's item chains before Entries (read with them)
 }
 
 // parseRound reads relay.lua's reply into a Round without its entries.

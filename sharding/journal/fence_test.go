@@ -24,7 +24,7 @@ func fenceRound(t *testing.T, c rueidis.Client, tag string, fenceFor time.Durati
 	t.Helper()
 	keys := []string{string(sharding.AppendEventsKey(nil, tag)), string(sharding.AppendRelayLeaseKey(nil, tag)),
 		string(sharding.AppendTakenKey(nil, tag)), string(sharding.AppendRelayMarkKey(nil, tag)), string(sharding.AppendFenceMarksKey(nil, tag)),
-		string(sharding.AppendFenceKey(nil, tag))}
+		string(sharding.AppendFenceKey(nil, tag)), string(sharding.AppendChainKey(nil, tag))}
 	arr, err := rueidis.NewLuaScript(lua.Relay).Exec(context.Background(), c, keys,
 		[]string{"fence-test", "5000", "0", strconv.FormatInt(fenceFor.Milliseconds(), 10)}).ToArray()
 	if err != nil {

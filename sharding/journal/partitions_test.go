@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"flashsale/sharding"
+	"flashsale/sharding/orderevent"
 	"flashsale/sharding/stock"
 )
 
@@ -130,6 +131,102 @@ func (e *env) journalOrders(t *testing.T) map[sharding.OrderID]bool {
 				out[id] = true
 			}
 		}
+	}
+	return out
+}
+
+// Every record names the entry of its shard and item produced before it
+// (its item's chain), from the first (NoPrev) across rounds and across a
+// relay that takes the shard over; an entry that does not decode is
+// dead-lettered and still counts in its item's chain, so the record after
+// it names it and the writer, which never gets it, marks that order by
+// itself instead of raising a watermark over the gap (issue 55, defect 4).
+func TestRelayChainsEachItemsRecords(t *testing.T) {
+	e := setup(t, 1)
+	itemA, itemB, _, _ := itemsOnPartitions(t, e.sale.ID)
+	e.sale.Items = []sharding.Item{{ID: itemA, Name: "a", Price: 1, Currency: "JPY", Quantity: 100},
+		{ID: itemB, Name: "b", Price: 1, Currency: "JPY", Quantity: 100}}
+	e.stockUp(t)
+	tag := e.sale.Shards[0]
+	c := e.st.Client()
+	var journal []string // entry ids in journal order
+	var itemOf = map[string]int64{}
+	add := func(user uint64, item int64) {
+		r := e.reserveItem(t, user, item)
+		rec, _, err := e.st.Order(context.Background(), tag, user, r.OrderID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		journal = append(journal, rec.Journal)
+		itemOf[rec.Journal] = item
+	}
+	for u := uint64(1); u <= 6; u++ {
+		add(u, []int64{itemA, itemB}[u%2])
+	}
+	// A malformed entry of item A (its type unknown): dead-lettered.
+	bad, err := c.Do(context.Background(), c.B().Xadd().Key(string(sharding.AppendEventsKey(nil, tag))).Id("*").FieldValue().
+		FieldValue("t", "refund").FieldValue("i", strconv.FormatInt(itemA, 10)).Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal = append(journal, bad)
+	itemOf[bad] = itemA
+	_, _, stop := e.run(t, 10*time.Millisecond)
+	got := consumePositions(t, e.brokers, e.topic, 6, 20*time.Second)
+	stop()
+	for u := uint64(7); u <= 10; u++ {
+		add(u, []int64{itemA, itemB}[u%2])
+	}
+	e.run(t, 10*time.Millisecond) // another relay takes the shard over
+	for k, v := range consumePositions(t, e.brokers, e.topic, 10, 20*time.Second) {
+		got[k] = v
+	}
+	last := map[int64]string{}
+	for _, id := range journal {
+		item := itemOf[id]
+		want := last[item]
+		if want == "" {
+			want = orderevent.NoPrev
+		}
+		last[item] = id
+		if id == bad {
+			continue
+		}
+		p, ok := got[id]
+		if !ok {
+			t.Fatalf("entry %s never reached Kafka", id)
+		}
+		if p.Shard != tag || p.Prev != want {
+			t.Errorf("entry %s of item %d: position %+v, want prev %s", id, item, p, want)
+		}
+	}
+}
+
+// consumePositions reads the topic's records until want were seen and
+// returns their journal positions by entry id.
+func consumePositions(t *testing.T, brokers []string, topic string, want int, within time.Duration) map[string]orderevent.Position {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	out := map[string]orderevent.Position{}
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	for len(out) < want && ctx.Err() == nil {
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+			for _, h := range r.Headers {
+				if h.Key == orderevent.JournalHeader {
+					p, ok := orderevent.ParsePosition(h.Value)
+					if !ok {
+						t.Errorf("record header %q", h.Value)
+					}
+					out[p.Entry] = p
+				}
+			}
+		})
 	}
 	return out
 }

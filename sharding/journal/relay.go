@@ -362,13 +362,11 @@ func (r *Relay) assign(ctx context.Context, list []Shard, perSale, live map[int6
 
 // round runs relay.lua once, then reads the entries it closed to voids with
 // a plain XRANGE (see relay.lua: nothing but this relay's own trim removes
-// them, and every later entry has a later id).
-func (r *Relay) round(ctx context.Context, keys []string, acked string, lease, hold time.Duration) (Round, error) {
-	args := []string{r.token, strconv.FormatInt(lease.Milliseconds(), 10), strconv.FormatInt(hold.Milliseconds(), 10),
-		strconv.FormatInt(r.cfg.Fence.Milliseconds(), 10)}
-	if acked != "" {
-		args = append(args, acked)
-	}
+// them, and every later entry has a later id), and the shard's item chains,
+// which only that trim changes.
+func (r *Relay) round(ctx context.Context, keys []string, acked ack, lease, hold time.Duration) (Round, error) {
+	args := acked.args([]string{r.token, strconv.FormatInt(lease.Milliseconds(), 10), strconv.FormatInt(hold.Milliseconds(), 10),
+		strconv.FormatInt(r.cfg.Fence.Milliseconds(), 10)})
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.Lease/2)
 	defer cancel()
 	arr, err := r.confirmed(rctx, keys, args)
@@ -379,10 +377,17 @@ func (r *Relay) round(ctx context.Context, keys []string, acked string, lease, h
 	if err != nil || rd.Upto == "" {
 		return rd, err
 	}
-	arr, err = r.redis.Do(rctx, r.redis.B().Xrange().Key(keys[0]).Start("-").End(rd.Upto).Count(int64(r.cfg.Batch)).Build()).ToArray()
+	res := r.redis.DoMulti(rctx, r.redis.B().Xrange().Key(keys[0]).Start("-").End(rd.Upto).Count(int64(r.cfg.Batch)).Build(),
+		r.redis.B().Hgetall().Key(keys[6]).Build())
+	arr, err = res[0].ToArray()
 	if err != nil {
 		return Round{}, err
 	}
+	chain, err := res[1].AsStrMap()
+	if err != nil {
+		return Round{}, err
+	}
+	rd.Chain = parseChain(chain)
 	rd.Entries, err = parseEntries(arr)
 	return rd, err
 }
@@ -423,30 +428,36 @@ func (r *Relay) confirmed(ctx context.Context, keys, args []string) ([]rueidis.R
 }
 
 // release deletes the acked entries and gives the lease up, on the way out.
-func (r *Relay) release(keys []string, acked string) {
+func (r *Relay) release(keys []string, acked ack) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	args := []string{r.token, "0", "0", "1"}
-	if acked != "" {
-		args = append(args, acked)
-	}
+	args := acked.args([]string{r.token, "0", "0", "1"})
 	if err := relayScript.Exec(ctx, r.redis, keys, args).Error(); err != nil {
 		r.cfg.Log.Warn("releasing a journal lease", "err", err)
 	}
 }
 
-// produce sends the entries to Kafka and returns the id of the last entry
-// of the longest prefix whose records Kafka all acknowledged ("" when none),
-// so that nothing is deleted past an entry still to be produced. franz-go
-// returns a ProduceSync's results in the order the records completed, not
-// the order they were given: a round with records for several partitions
-// (several items, a dead letter) can see a later record succeed and an
-// earlier one fail, so each result is mapped back to its entry by its
-// record. A failure its watcher already counted (st) is not counted again.
-func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry, st *stall) string {
+// produce sends the round's entries to Kafka and returns what Kafka
+// acknowledged: the longest prefix whose records Kafka all took (nothing
+// when none), so that nothing is deleted past an entry still to be
+// produced. franz-go returns a ProduceSync's results in the order the
+// records completed, not the order they were given: a round with records
+// for several partitions (several items, a dead letter) can see a later
+// record succeed and an earlier one fail, so each result is mapped back to
+// its entry by its record. A failure its watcher already counted (st) is
+// not counted again.
+func (r *Relay) produce(ctx context.Context, sh Shard, rd Round, st *stall) ack {
+	es := rd.Entries
 	recs := make([]*kgo.Record, len(es))
+	items := make([]int64, len(es))
+	l := links{stored: rd.Chain}
 	for i := range es {
-		recs[i] = r.record(sh, &es[i])
+		items[i] = entryItem(&es[i])
+		prev := ""
+		if items[i] != 0 {
+			prev = l.prev(items[i], es[i].ID)
+		}
+		recs[i] = r.record(sh, &es[i], prev)
 	}
 	pctx, cancel := context.WithTimeout(ctx, r.cfg.Lease/2)
 	defer cancel()
@@ -457,15 +468,22 @@ func (r *Relay) produce(ctx context.Context, sh Shard, es []Entry, st *stall) st
 		r.cfg.Log.Warn("producing journal entries", "shard", sh.Tag, "err", err)
 	}
 	if n == 0 {
-		return ""
+		return ack{}
 	}
 	r.obs.Relayed(n)
-	return es[n-1].ID
+	a := ack{upto: es[n-1].ID, items: map[int64]string{}}
+	for i := range n {
+		if items[i] != 0 {
+			a.items[items[i]] = es[i].ID
+		}
+	}
+	return a
 }
 
-// record returns the Kafka record of entry e of shard sh: the order event,
-// or, for an entry that does not decode, a dead letter.
-func (r *Relay) record(sh Shard, e *Entry) *kgo.Record {
+// record returns the Kafka record of entry e of shard sh, whose item's
+// previous entry is prev ("" for none named): the order event, or, for an
+// entry that does not decode, a dead letter.
+func (r *Relay) record(sh Shard, e *Entry, prev string) *kgo.Record {
 	ev, err := e.Decode()
 	if err != nil {
 		r.obs.Failed("malformed")
@@ -474,7 +492,7 @@ func (r *Relay) record(sh Shard, e *Entry) *kgo.Record {
 	}
 	return &kgo.Record{Topic: r.cfg.Topic, Key: orderevent.AppendKey(nil, &ev), Value: orderevent.AppendJSON(nil, &ev),
 		Headers: []kgo.RecordHeader{{Key: orderevent.JournalHeader,
-			Value: orderevent.AppendPosition(nil, orderevent.Position{Shard: sh.Tag, Entry: e.ID})}}}
+			Value: orderevent.AppendPosition(nil, orderevent.Position{Shard: sh.Tag, Entry: e.ID, Prev: prev})}}}
 }
 
 // ackedPrefix returns how many of recs, from the first, Kafka acknowledged

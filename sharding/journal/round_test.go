@@ -31,7 +31,8 @@ func TestRelayRoundClosesWhatItTakes(t *testing.T) {
 	tag := e.sale.Shards[0]
 	events, lease, taken := string(sharding.AppendEventsKey(nil, tag)), string(sharding.AppendRelayLeaseKey(nil, tag)), string(sharding.AppendTakenKey(nil, tag))
 	mark := string(sharding.AppendRelayMarkKey(nil, tag))
-	keys := []string{events, lease, taken, mark, string(sharding.AppendFenceMarksKey(nil, tag)), string(sharding.AppendFenceKey(nil, tag))}
+	keys := []string{events, lease, taken, mark, string(sharding.AppendFenceMarksKey(nil, tag)), string(sharding.AppendFenceKey(nil, tag)),
+		string(sharding.AppendChainKey(nil, tag))}
 	script := rueidis.NewLuaScript(lua.Relay)
 	round := func(token string, hold time.Duration) journal.Round {
 		t.Helper()

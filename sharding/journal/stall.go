@@ -44,16 +44,16 @@ func (st *stall) count(n int64) bool {
 // up while the relay runs on (a fair-share rebalance, a reshard) waits for
 // its produce: giving it up would leave its records buffered in the shared
 // producer, and the next owner would buffer them again.
-func (w *shardWorker) produceWatched(ctx context.Context, rd Round) string {
+func (w *shardWorker) produceWatched(ctx context.Context, rd Round) ack {
 	st := &stall{}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	watched := make(chan struct{})
 	start := time.Now()
 	go func() { defer close(watched); w.watch(wctx, rd.Oldest, start, st) }()
-	res := make(chan string, 1)
-	go func() { res <- w.r.produce(ctx, w.sh, rd.Entries, st) }()
-	var acked string
+	res := make(chan ack, 1)
+	go func() { res <- w.r.produce(ctx, w.sh, rd, st) }()
+	var acked ack
 	select {
 	case acked = <-res:
 	case <-w.r.stopping:
@@ -68,7 +68,7 @@ func (w *shardWorker) produceWatched(ctx context.Context, rd Round) string {
 	<-watched
 	if st.counted.Load() > 0 && ctx.Err() == nil {
 		w.r.cfg.Log.Info("Kafka answered the journal relay again", "shard", w.sh.Tag,
-			"stalled", time.Since(start).Round(time.Millisecond), "acknowledged", acked != "")
+			"stalled", time.Since(start).Round(time.Millisecond), "acknowledged", acked.upto != "")
 	}
 	return acked
 }

@@ -14,7 +14,7 @@ type shardWorker struct {
 	r     *Relay
 	sh    Shard
 	keys  []string // relay.lua's keys
-	acked string   // the last entry id Kafka acknowledged, "" when none
+	acked ack      // what Kafka acknowledged, for the next round to delete
 	owner bool     // this relay holds the shard's lease
 	q     quiet
 	fail  *repeatlog.Failure // outlives the worker: a non-owner's ends with its first failed round
@@ -31,6 +31,7 @@ func (r *Relay) shard(ctx context.Context, sh Shard) {
 		string(sharding.AppendRelayMarkKey(nil, sh.Tag)),
 		string(sharding.AppendFenceMarksKey(nil, sh.Tag)),
 		string(sharding.AppendFenceKey(nil, sh.Tag)),
+		string(sharding.AppendChainKey(nil, sh.Tag)),
 	}, fail: r.failure(sh)}
 	for w.step(ctx) {
 	}
@@ -83,7 +84,7 @@ func (w *shardWorker) step(ctx context.Context) bool {
 		// relay.lua): the round closed nothing, and the quiet starts.
 		w.q.start(time.Now())
 	}
-	w.acked = ""
+	w.acked = ack{}
 	if !rd.Owner {
 		if w.owner {
 			r.obs.Released(w.sh)
@@ -162,8 +163,8 @@ func (w *shardWorker) observe(rd Round, cold bool) {
 // Relay.pause); during a quiet with a backlog and nothing to acknowledge,
 // nothing can be taken before the quiet ends.
 func (w *shardWorker) pause(rd Round, cold bool) time.Duration {
-	p := w.r.pause(rd, w.acked != "", cold)
-	if d := time.Until(w.q.until); d > 0 && rd.Backlog > 0 && w.acked == "" {
+	p := w.r.pause(rd, w.acked.upto != "", cold)
+	if d := time.Until(w.q.until); d > 0 && rd.Backlog > 0 && w.acked.upto == "" {
 		p = min(max(d, w.r.cfg.Idle), idleMax)
 	}
 	return p

@@ -103,33 +103,54 @@ func timeField(f map[string]string, name, field string) (time.Time, error) {
 }
 
 // JournalHeader is the key of the Kafka record header in which the relay
-// names where it read the event: "<shard tag> <journal entry id>". The
-// writer raises that shard's persisted watermark from it once PostgreSQL
-// holds the event (see lua/persisted_upto.lua). A record without it (an
-// older relay's) is marked persisted order by order.
+// names where it read the event: "<shard tag> <journal entry id> <prev>",
+// prev being the entry of the same shard and item that the relay produced
+// just before it ("0-0" for the first): the item's chain. The writer raises
+// that shard's persisted watermark of the item from it once PostgreSQL
+// holds the event, and only over an unbroken chain (see
+// lua/persisted_upto.lua). A record without it (an older relay's) or without
+// its prev (one relay release older) is marked persisted order by order.
 const JournalHeader = "j"
+
+// NoPrev is the chain's start: the prev of an item's first entry on a shard.
+const NoPrev = "0-0"
 
 // Position is where in a shard's journal the relay read an event.
 type Position struct {
 	Shard string // the shard's hash tag
 	Entry string // the journal entry id, <ms>-<seq>
+	// Prev is the entry of the same shard and item produced just before
+	// this one (NoPrev for the first); "" when the relay named none.
+	Prev string
 }
 
 // AppendPosition appends the JournalHeader value naming p.
 func AppendPosition(dst []byte, p Position) []byte {
 	dst = append(dst, p.Shard...)
 	dst = append(dst, ' ')
-	return append(dst, p.Entry...)
+	dst = append(dst, p.Entry...)
+	if p.Prev != "" {
+		dst = append(dst, ' ')
+		dst = append(dst, p.Prev...)
+	}
+	return dst
 }
 
 // ParsePosition decodes a JournalHeader value (data from another process:
 // the tag must be non-empty and free of spaces and braces, the entry id a
-// stream entry id).
+// stream entry id, the prev, when there, a stream entry id before it).
 func ParsePosition(v []byte) (Position, bool) {
 	s := string(v)
-	tag, id, ok := strings.Cut(s, " ")
-	if !ok || tag == "" || strings.ContainsAny(tag, " {}") || !sharding.ValidEntryID(id) {
+	tag, rest, ok := strings.Cut(s, " ")
+	if !ok || tag == "" || strings.ContainsAny(tag, " {}") {
 		return Position{}, false
 	}
-	return Position{Shard: tag, Entry: id}, true
+	id, prev, chained := strings.Cut(rest, " ")
+	if !sharding.ValidEntryID(id) {
+		return Position{}, false
+	}
+	if chained && (!sharding.ValidEntryID(prev) || !sharding.EntryBefore(prev, id)) {
+		return Position{}, false
+	}
+	return Position{Shard: tag, Entry: id, Prev: prev}, true
 }

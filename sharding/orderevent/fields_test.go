@@ -109,12 +109,16 @@ func TestFieldsAndJSONAgree(t *testing.T) {
 // (from another process) is refused, so the writer marks its order by
 // itself instead of raising a watermark it cannot trust.
 func TestPosition(t *testing.T) {
-	p := Position{Shard: "s7:1:0", Entry: "1765000000000-3"}
-	got, ok := ParsePosition(AppendPosition(nil, p))
-	if !ok || got != p {
-		t.Fatalf("round trip: %+v %v", got, ok)
+	for _, p := range []Position{{Shard: "s7:1:0", Entry: "1765000000000-3"}, // an older relay's
+		{Shard: "s7:1:0", Entry: "1765000000000-3", Prev: NoPrev},
+		{Shard: "s7:1:0", Entry: "1765000000000-3", Prev: "1765000000000-2"}} {
+		got, ok := ParsePosition(AppendPosition(nil, p))
+		if !ok || got != p {
+			t.Fatalf("round trip of %+v: %+v %v", p, got, ok)
+		}
 	}
-	for _, v := range []string{"", "s7:1:0", "s7:1:0 ", " 1-1", "s7 1:0 1-1", "{s7} 1-1", "s7:1:0 1-x", "s7:1:0 1765000000000"} {
+	for _, v := range []string{"", "s7:1:0", "s7:1:0 ", " 1-1", "s7 1:0 1-1", "{s7} 1-1", "s7:1:0 1-x", "s7:1:0 1765000000000",
+		"s7:1:0 5-1 ", "s7:1:0 5-1 x", "s7:1:0 5-1 5-1", "s7:1:0 5-1 6-0", "s7:1:0 5-1 4-0 3-0"} {
 		if p, ok := ParsePosition([]byte(v)); ok {
 			t.Errorf("ParsePosition(%q) = %+v, want refused", v, p)
 		}

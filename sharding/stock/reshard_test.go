@@ -239,7 +239,7 @@ func relayRound(t *testing.T, c rueidis.Client, tag string) string {
 	t.Helper()
 	keys := []string{string(sharding.AppendEventsKey(nil, tag)), string(sharding.AppendRelayLeaseKey(nil, tag)),
 		string(sharding.AppendTakenKey(nil, tag)), string(sharding.AppendRelayMarkKey(nil, tag)),
-		string(sharding.AppendFenceMarksKey(nil, tag)), string(sharding.AppendFenceKey(nil, tag))}
+		string(sharding.AppendFenceMarksKey(nil, tag)), string(sharding.AppendFenceKey(nil, tag)), string(sharding.AppendChainKey(nil, tag))}
 	arr, err := rueidis.NewLuaScript(lua.Relay).Exec(context.Background(), c, keys, []string{"reshard-test", "5000", "0", "600000"}).ToArray()
 	if err != nil || len(arr) < 4 {
 		t.Fatalf("relay round on %s: %v %v", tag, arr, err)

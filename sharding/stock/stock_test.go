@@ -253,6 +253,8 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	mark := string(sharding.AppendRelayMarkKey(nil, tag))
 	marks := string(sharding.AppendFenceMarksKey(nil, tag))
 	freeze := string(sharding.AppendFenceKey(nil, tag))
+	chain := string(sharding.AppendChainKey(nil, tag))
+	rl := []string{events, lease, taken, mark, marks, freeze, chain}
 	fenceScript := rueidis.NewLuaScript(lua.Fence)
 	halt := string(sharding.AppendHaltKey(nil, tag))
 	rk := []string{stockKey, buyers, order, fence, events, marker, halt}
@@ -297,13 +299,15 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"void_act: empty user", voidAct, []string{order, fence, events, taken, buyers}, []string{"5", "", id.String()}, "bad arguments"},
 		{"expire_claim: no args", claim, []string{order, fence, buyers}, nil, "want 3 keys and 2 args"},
 		{"expire_claim: empty order id", claim, []string{order, fence, buyers}, []string{"77", ""}, "bad arguments"},
-		{"relay: too few keys", relay, []string{events, lease, taken, mark, marks}, []string{"tok", "1000", "0", "30000"}, "want 6 keys and 4 or 5 args"},
-		{"relay: too few args", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "0"}, "want 6 keys and 4 or 5 args"},
-		{"relay: too many args", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "0", "30000", "1-1", "2-2"}, "want 6 keys and 4 or 5 args"},
-		{"relay: negative hold", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "-1", "30000"}, "bad arguments"},
-		{"relay: no fence time", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "0", "0"}, "bad arguments"},
-		{"relay: empty token", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"", "1000", "0", "30000"}, "bad arguments"},
-		{"relay: bad acked id", relay, []string{events, lease, taken, mark, marks, freeze}, []string{"tok", "1000", "0", "30000", "not-an-id"}, "bad entry id"},
+		{"relay: too few keys", relay, rl[:6], []string{"tok", "1000", "0", "30000"}, "want 7 keys and 4 args"},
+		{"relay: too few args", relay, rl, []string{"tok", "1000", "0"}, "want 7 keys and 4 args"},
+		{"relay: an item without its entry", relay, rl, []string{"tok", "1000", "0", "30000", "1-1", "2"}, "want 7 keys and 4 args"},
+		{"relay: negative hold", relay, rl, []string{"tok", "1000", "-1", "30000"}, "bad arguments"},
+		{"relay: no fence time", relay, rl, []string{"tok", "1000", "0", "0"}, "bad arguments"},
+		{"relay: empty token", relay, rl, []string{"", "1000", "0", "30000"}, "bad arguments"},
+		{"relay: bad acked id", relay, rl, []string{"tok", "1000", "0", "30000", "not-an-id"}, "bad entry id"},
+		{"relay: bad chain item", relay, rl, []string{"tok", "1000", "0", "30000", "1-1", "x", "1-1"}, "bad item, entry id pair"},
+		{"relay: bad chain entry", relay, rl, []string{"tok", "1000", "0", "30000", "1-1", "7", "1"}, "bad item, entry id pair"},
 		{"fence: no key", fenceScript, nil, []string{"g", "beat", "1", "200"}, "want 1 key and 4 args"},
 		{"fence: bad op", fenceScript, []string{marks}, []string{"g", "stay", "1", "200"}, "bad arguments"},
 		{"fence: empty id", fenceScript, []string{marks}, []string{"", "beat", "1", "200"}, "bad arguments"},
