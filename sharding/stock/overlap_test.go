@@ -32,7 +32,7 @@ func TestOverlappingAttemptsKeepAnAnsweredOrder(t *testing.T) {
 				id := sharding.NewOrderID(sale, 9, 9)
 				older, newer := reservation(tag, 1, 42, id), reservation(tag, 1, 42, id)
 				older.Created = newer.Created.Add(-100 * time.Millisecond) // sent first, by another gateway
-				fresh, replay, voided := newer, older, newer                 // (a)
+				fresh, replay, voided := newer, older, newer               // (a)
 				if strings.HasPrefix(kase, "b") {
 					fresh, replay, voided = older, newer, newer
 				}
