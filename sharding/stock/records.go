@@ -106,28 +106,52 @@ func (s *Store) MarkPersistedMany(ctx context.Context, tag string, users []uint6
 	return marked, nil
 }
 
-// MarkPersistedUpTo raises the persisted watermarks of tag's shard (see
-// lua/persisted_upto.lua): upTo maps an item id to the highest journal entry
-// id of the item whose event PostgreSQL holds with every earlier one of the
-// item. A frozen shard answers ErrFrozen.
-func (s *Store) MarkPersistedUpTo(ctx context.Context, tag string, upTo map[int64]string) error {
-	if len(upTo) == 0 {
-		return nil
+// PersistedSince is the field of a shard's persisted watermarks that a
+// reshard sets on the shards it makes: the first entry of their journal.
+// An order naming an earlier entry (one of a replaced shard's journal,
+// trimmed there before the reshard) is persisted only by its own mark.
+const PersistedSince = "since"
+
+// Run is a run of one item's records from one shard's journal, each naming
+// the one before it (orderevent.Position.Prev): PostgreSQL holds every entry
+// of the item after Prev up to Last.
+type Run struct {
+	Item int64
+	Prev string // the entry before the run's first; orderevent.NoPrev at the chain's start
+	Last string
+}
+
+// MarkPersistedRuns raises the persisted watermarks of tag's shard over the
+// runs that link to them, in order (see lua/persisted_upto.lua), and returns
+// the indices of the runs that did not: their orders are to be marked one
+// by one (MarkPersistedMany). A frozen shard answers ErrFrozen.
+func (s *Store) MarkPersistedRuns(ctx context.Context, tag string, runs []Run) (unlinked []int, err error) {
+	if len(runs) == 0 {
+		return nil, nil
 	}
-	args := make([]string, 0, 2*len(upTo))
-	for item, id := range upTo {
-		args = append(args, strconv.FormatInt(item, 10), id)
+	args := make([]string, 0, 3*len(runs))
+	for _, r := range runs {
+		args = append(args, strconv.FormatInt(r.Item, 10), r.Prev, r.Last)
 	}
 	keys := []string{string(sharding.AppendFenceKey(nil, tag)), string(sharding.AppendPersistedKey(nil, tag))}
 	res, _ := s.evalAck(ctx, upToScript, keys, args, false)
-	n, err := res.AsInt64()
+	if n, err := res.AsInt64(); err == nil {
+		if n < 0 {
+			return nil, fmt.Errorf("raising persisted watermarks: %w", ErrFrozen)
+		}
+		return nil, fmt.Errorf("raising persisted watermarks: reply %d", n)
+	}
+	arr, err := res.AsIntSlice()
 	if err != nil {
-		return fmt.Errorf("raising persisted watermarks: %w", err)
+		return nil, fmt.Errorf("raising persisted watermarks: %w", err)
 	}
-	if n < 0 {
-		return fmt.Errorf("raising persisted watermarks: %w", ErrFrozen)
+	for _, n := range arr {
+		if n < 1 || n > int64(len(runs)) {
+			return nil, fmt.Errorf("raising persisted watermarks: run %d of %d", n, len(runs))
+		}
+		unlinked = append(unlinked, int(n-1))
 	}
-	return nil
+	return unlinked, nil
 }
 
 // SetStatus records status for order id on tag's shard, opening the record of
@@ -187,9 +211,11 @@ func (s *Store) Order(ctx context.Context, tag string, userID uint64, id shardin
 		rec = b.Record(userID)
 	}
 	// The writer's watermark of the item (persisted_upto.lua) covers the
-	// reservation's entry.
+	// reservation's entry, an entry of this shard's journal: not one of a
+	// journal a reshard replaced ('since', the new journal's first entry).
 	if wm := marks[strconv.FormatInt(rec.ItemID, 10)]; !rec.Persisted && rec.Journal != "" && wm != "" {
-		rec.Persisted = sharding.EntryAtOrBefore(rec.Journal, wm)
+		since := marks[PersistedSince]
+		rec.Persisted = sharding.EntryAtOrBefore(rec.Journal, wm) && (since == "" || sharding.EntryAtOrBefore(since, rec.Journal))
 	}
 	return rec, true, nil
 }

@@ -322,12 +322,14 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"persisted: no user", persisted, []string{fence, buyers, order}, nil, "want the fence, the buyers, at least one order key and a user per order"},
 		{"persisted: no order key", persisted, []string{fence, buyers}, nil, "want the fence, the buyers, at least one order key"},
 		{"persisted: empty user", persisted, []string{fence, buyers, order}, []string{""}, "bad arguments"},
-		{"persisted_upto: odd args", upTo, []string{fence, pg}, []string{"1"}, "want 2 keys and item, entry id pairs"},
-		{"persisted_upto: no args", upTo, []string{fence, pg}, nil, "want 2 keys and item, entry id pairs"},
-		{"persisted_upto: one key", upTo, []string{fence}, []string{"1", "1-1"}, "want 2 keys"},
-		{"persisted_upto: item not a number", upTo, []string{fence, pg}, []string{"x", "1-1"}, "bad arguments"},
-		{"persisted_upto: entry not an id", upTo, []string{fence, pg}, []string{"1", "1-1", "2", "soon"}, "bad arguments"},
-		{"persisted_upto: seq out of range", upTo, []string{fence, pg}, []string{"1", "1-12345678901234567"}, "bad arguments"},
+		{"persisted_upto: a pair", upTo, []string{fence, pg}, []string{"1", "1-1"}, "want 2 keys and item, prev, last triples"},
+		{"persisted_upto: no args", upTo, []string{fence, pg}, nil, "want 2 keys and item, prev, last triples"},
+		{"persisted_upto: one key", upTo, []string{fence}, []string{"1", "0-0", "1-1"}, "want 2 keys"},
+		{"persisted_upto: item not a number", upTo, []string{fence, pg}, []string{"x", "0-0", "1-1"}, "bad arguments"},
+		{"persisted_upto: last not an id", upTo, []string{fence, pg}, []string{"1", "0-0", "1-1", "2", "0-0", "soon"}, "bad arguments"},
+		{"persisted_upto: prev not before last", upTo, []string{fence, pg}, []string{"1", "2-0", "1-1"}, "bad arguments"},
+		{"persisted_upto: prev equal to last", upTo, []string{fence, pg}, []string{"1", "1-1", "1-1"}, "bad arguments"},
+		{"persisted_upto: seq out of range", upTo, []string{fence, pg}, []string{"1", "0-0", "1-12345678901234567"}, "bad arguments"},
 		{"drop_buyer: wrong key count", dropBuyer, []string{buyers}, []string{"77", id.String()}, "want 2 keys and 2 args"},
 		{"drop_buyer: no order id", dropBuyer, []string{buyers, fence}, []string{"77"}, "want 2 keys and 2 args"},
 		{"drop_buyer: empty user", dropBuyer, []string{buyers, fence}, []string{"", id.String()}, "bad arguments"},
@@ -552,13 +554,19 @@ func TestMarkPersisted(t *testing.T) {
 
 // TestPersistedWatermark: the writer's watermark of an item marks persisted
 // every order of the item whose reservation entry is at or below it, and
-// none above; a lower watermark lowers nothing; a frozen shard refuses.
+// none above. It rises only over runs of the item's chain that link to it:
+// a run past a gap (an entry PostgreSQL never got: issue 55, defect 4)
+// raises nothing and is reported for marking order by order, and joins
+// the watermark once the gap is filled. A lower run lowers nothing; a
+// frozen shard refuses; 'since' (a reshard's) keeps the watermark off the
+// entries of a replaced journal.
 func TestPersistedWatermark(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()
 	sale, tag := stockedShard(t, c, 5)
-	var ids [3]sharding.OrderID
-	var entries [3]string
+	const n = 4
+	var ids [n]sharding.OrderID
+	var entries [n]string
 	for i := range ids {
 		ids[i] = sharding.NewOrderID(sale, uint64(20+i), 1)
 		if res, err := s.Reserve(ctx, reservation(tag, 1, uint64(50+i), ids[i])); err != nil || res.Outcome != stock.Reserved {
@@ -582,17 +590,28 @@ func TestPersistedWatermark(t *testing.T) {
 		}
 		return b.String()
 	}
-	if err := s.MarkPersistedUpTo(ctx, tag, map[int64]string{1: entries[1], 2: "99999999999999-0"}); err != nil {
-		t.Fatal(err)
+	runs := func(want []int, rs ...stock.Run) {
+		t.Helper()
+		got, err := s.MarkPersistedRuns(ctx, tag, rs)
+		if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("runs %+v: unlinked %v %v, want %v", rs, got, err, want)
+		}
 	}
-	if got := persisted(); got != "true true false " {
-		t.Fatalf("after the watermark at the second entry: %s", got)
+	// Entries 0 and 1 in one run from the chain's start; item 2's run
+	// starts past a gap.
+	runs([]int{1}, stock.Run{Item: 1, Prev: "0-0", Last: entries[1]}, stock.Run{Item: 2, Prev: "5-0", Last: "99999999999999-0"})
+	if got := persisted(); got != "true true false false " {
+		t.Fatalf("after the run to the second entry: %s", got)
 	}
-	if err := s.MarkPersistedUpTo(ctx, tag, map[int64]string{1: entries[0]}); err != nil {
-		t.Fatal(err)
+	runs(nil, stock.Run{Item: 1, Prev: "0-0", Last: entries[0]}) // a record produced again
+	if got := persisted(); got != "true true false false " {
+		t.Fatalf("a lower run changed what is persisted: %s", got)
 	}
-	if got := persisted(); got != "true true false " {
-		t.Fatalf("a lower watermark changed what is persisted: %s", got)
+	// Entry 3 arrives before entry 2 (its mark failed, retried later): it
+	// does not link, and is marked by itself.
+	runs([]int{0}, stock.Run{Item: 1, Prev: entries[2], Last: entries[3]})
+	if got := persisted(); got != "true true false false " {
+		t.Fatalf("a run past a gap raised the watermark: %s", got)
 	}
 	must := func(err error) {
 		t.Helper()
@@ -601,18 +620,23 @@ func TestPersistedWatermark(t *testing.T) {
 		}
 	}
 	must(c.Do(ctx, c.B().Set().Key(string(sharding.AppendFenceKey(nil, tag))).Value("1").Build()).Error())
-	if err := s.MarkPersistedUpTo(ctx, tag, map[int64]string{1: entries[2]}); !errors.Is(err, stock.ErrFrozen) {
+	if _, err := s.MarkPersistedRuns(ctx, tag, []stock.Run{{Item: 1, Prev: entries[1], Last: entries[2]}}); !errors.Is(err, stock.ErrFrozen) {
 		t.Fatalf("frozen shard: %v, want ErrFrozen", err)
 	}
 	must(c.Do(ctx, c.B().Del().Key(string(sharding.AppendFenceKey(nil, tag))).Build()).Error())
-	if got := persisted(); got != "true true false " {
+	if got := persisted(); got != "true true false false " {
 		t.Fatalf("a frozen shard's watermark moved: %s", got)
 	}
-	if err := s.MarkPersistedUpTo(ctx, tag, map[int64]string{1: entries[2]}); err != nil {
-		t.Fatal(err)
+	// The retried entry 2 fills the gap: the watermark joins the pending run.
+	runs(nil, stock.Run{Item: 1, Prev: entries[1], Last: entries[2]})
+	if got := persisted(); got != "true true true true " {
+		t.Fatalf("after the gap was filled: %s", got)
 	}
-	if got := persisted(); got != "true true true " {
-		t.Fatalf("after the watermark at the last entry: %s", got)
+	// A reshard's journal starts past entry 1: the watermark no longer
+	// speaks for entries 0 and 1.
+	must(c.Do(ctx, c.B().Hset().Key(string(sharding.AppendPersistedKey(nil, tag))).FieldValue().FieldValue(stock.PersistedSince, entries[2]).Build()).Error())
+	if got := persisted(); got != "false false true true " {
+		t.Fatalf("with since at the third entry: %s", got)
 	}
 }
 

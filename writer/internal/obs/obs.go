@@ -55,6 +55,11 @@ type Metrics struct {
 	Retries *prometheus.CounterVec
 	// RedisErrors counts outbox rows Redis failed to apply (they are replayed).
 	RedisErrors prometheus.Counter
+	// UnlinkedRuns counts runs of an item's chain that did not link to the
+	// item's persisted watermark (an entry before them never reached
+	// PostgreSQL, or its mark waits for a retry): their orders are marked
+	// one by one.
+	UnlinkedRuns prometheus.Counter
 	// ReserveToCommit is the time from the gateway's reservation to the
 	// commit of the order row, in seconds.
 	ReserveToCommit prometheus.Histogram
@@ -98,6 +103,7 @@ func NewMetrics() *Metrics {
 		ReleaseNoops:       f("release_noops_total", "Release calls that found the unit already returned (replays)."),
 		Parked:             f("parked_actions_total", "Payments and cancellations that arrived before their reservation."),
 		RedisErrors:        f("redis_errors_total", "Outbox rows Redis failed to apply; they are replayed later."),
+		UnlinkedRuns:       f("unlinked_runs_total", "Runs of an item's journal chain that did not link to its persisted watermark (an entry before them never reached PostgreSQL); their orders were marked one by one."),
 		Ghosts:             f("ghost_reservations_total", "Reservations found in Redis with no journal entry and no order after the sweep's grace, released as FAILED (the journal makes this 0 by construction; anything else is a bug or a lost failover write)."),
 		GhostSweepsSkipped: f("ghost_sweeps_skipped_total", "Ghost sweeps that judged nothing because the orders consumer group had lag."),
 		ExpirySkipped: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -9,15 +9,18 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/stock"
 )
 
 // Stored names one committed event whose order is to be marked persisted,
 // so that the gateway's GET answers "persisted": true and the sale page
 // stops showing "processing". An event the relay named the journal position
-// of (At) raises its shard's watermark for its item
-// (stock.Store.MarkPersistedUpTo: one write per shard and batch); a
-// reservation without one (an older relay's) is marked in its order's
-// record or buyer record (stock.Store.MarkPersisted).
+// and predecessor of (At, its item's chain) raises its shard's watermark
+// for its item over the runs of the chain that link to it
+// (stock.Store.MarkPersistedRuns: one write per shard and batch); a
+// reservation in a run that does not link (an entry before it never
+// reached PostgreSQL), or without a chained position (an older relay's), is
+// marked in its order's record or buyer record (stock.Store.MarkPersisted).
 type Stored struct {
 	OrderID  sharding.OrderID
 	SaleID   int64
@@ -78,12 +81,19 @@ func (a *Applier) EnqueuePersisted(s []Stored) {
 // markBatch is the most orders one persisted.lua call marks.
 const markBatch = 64
 
-// markGroup is orders of one shard, marked in one call: by the item
-// watermarks upTo when it is set, else order by order.
+// markGroup is orders of one shard, marked in one call: by the runs of its
+// items' chains when runs is set, else order by order.
 type markGroup struct {
 	tag  string
 	of   []Stored
-	upTo map[int64]string
+	runs []run
+}
+
+// run is a stretch of one item's records each naming the one before it,
+// and the reservations among them.
+type run struct {
+	stock.Run
+	of []Stored
 }
 
 // markAll marks s, one call per shard and up to markBatch orders,
@@ -104,11 +114,10 @@ func (a *Applier) markAll(ctx context.Context, s []Stored) {
 				if i >= len(groups) {
 					return
 				}
-				if err := a.mark(ctx, groups[i]); err != nil {
-					g := groups[i]
+				if left, err := a.mark(ctx, groups[i]); err != nil {
 					a.m.RedisErrors.Inc()
 					mu.Lock()
-					failed = append(failed, g.of...)
+					failed = append(failed, left...)
 					mu.Unlock()
 				}
 			}
@@ -123,29 +132,58 @@ func (a *Applier) markAll(ctx context.Context, s []Stored) {
 	a.markFails.Recovered(a.log, time.Now(), "marking orders persisted in redis recovered")
 }
 
-// mark marks one group.
-func (a *Applier) mark(ctx context.Context, g *markGroup) error {
-	if g.upTo != nil {
-		return a.redis.MarkPersistedUpTo(ctx, g.tag, g.upTo)
+// mark marks one group and, when it fails, returns what is left to mark.
+// The reservations of the runs that did not link are marked one by one.
+func (a *Applier) mark(ctx context.Context, g *markGroup) (left []Stored, err error) {
+	if g.runs == nil {
+		return g.of, a.markEach(ctx, g.tag, g.of)
 	}
-	ids := make([]sharding.OrderID, len(g.of))
-	users := make([]uint64, len(g.of))
-	for j := range g.of {
-		ids[j], users[j] = g.of[j].OrderID, g.of[j].UserID
+	runs := make([]stock.Run, len(g.runs))
+	for i := range g.runs {
+		runs[i] = g.runs[i].Run
 	}
-	_, err := a.redis.MarkPersistedMany(ctx, g.tag, users, ids)
+	unlinked, err := a.redis.MarkPersistedRuns(ctx, g.tag, runs)
+	if err != nil {
+		return g.of, err
+	}
+	var each []Stored
+	for _, i := range unlinked {
+		each = append(each, g.runs[i].of...)
+	}
+	if len(unlinked) > 0 {
+		a.m.UnlinkedRuns.Add(float64(len(unlinked)))
+	}
+	for len(each) > 0 {
+		n := min(len(each), markBatch)
+		if err := a.markEach(ctx, g.tag, each[:n]); err != nil {
+			return each, err
+		}
+		each = each[n:]
+	}
+	return nil, nil
+}
+
+// markEach marks the orders of of on tag's shard in one call.
+func (a *Applier) markEach(ctx context.Context, tag string, of []Stored) error {
+	ids := make([]sharding.OrderID, len(of))
+	users := make([]uint64, len(of))
+	for j := range of {
+		ids[j], users[j] = of[j].OrderID, of[j].UserID
+	}
+	_, err := a.redis.MarkPersistedMany(ctx, tag, users, ids)
 	return err
 }
 
-// groupMarks sorts s by shard: the events read at a position of a shard of
-// their sale's current layout into one watermark group per shard, the other
-// reservations in groups of at most markBatch. An order whose shard cannot
-// be told now (its sale's layout unreadable) is returned in failed; one of a
-// sale gone from Redis has nothing to mark, nor has a pay or cancel read at
-// a shard a reshard has since dropped.
+// groupMarks sorts s by shard: the events read at a chained position of a
+// shard of their sale's current layout into one group of runs per shard
+// (see runsOf), the other reservations in groups of at most markBatch. An
+// order whose shard cannot be told now (its sale's layout unreadable) is
+// returned in failed; one of a sale gone from Redis has nothing to mark,
+// nor has a pay or cancel read at a shard a reshard has since dropped, or
+// one without a chained position.
 func (a *Applier) groupMarks(ctx context.Context, s []Stored) (groups []*markGroup, failed []Stored) {
 	open := map[string]*markGroup{}
-	marks := map[string]*markGroup{}
+	chained := map[string]*markGroup{}
 	for i := range s {
 		sale, err := a.sale(ctx, s[i].SaleID)
 		if err != nil {
@@ -156,17 +194,14 @@ func (a *Applier) groupMarks(ctx context.Context, s []Stored) (groups []*markGro
 		if sale == nil || len(sale.Shards) == 0 {
 			continue
 		}
-		if at := s[i].At; at.Shard != "" && slices.Contains(sale.Shards, at.Shard) {
-			g := marks[at.Shard]
+		if at := s[i].At; at.Shard != "" && at.Prev != "" && slices.Contains(sale.Shards, at.Shard) {
+			g := chained[at.Shard]
 			if g == nil {
-				g = &markGroup{tag: at.Shard, upTo: map[int64]string{}}
-				marks[at.Shard] = g
+				g = &markGroup{tag: at.Shard, runs: []run{}}
+				chained[at.Shard] = g
 				groups = append(groups, g)
 			}
 			g.of = append(g.of, s[i])
-			if cur := g.upTo[s[i].ItemID]; cur == "" || !sharding.EntryAtOrBefore(at.Entry, cur) {
-				g.upTo[s[i].ItemID] = at.Entry
-			}
 			continue
 		}
 		if !s[i].Reserved {
@@ -181,7 +216,33 @@ func (a *Applier) groupMarks(ctx context.Context, s []Stored) (groups []*markGro
 		}
 		g.of = append(g.of, s[i])
 	}
+	for _, g := range chained {
+		g.runs = runsOf(g.of)
+	}
 	return groups, failed
+}
+
+// runsOf cuts events of one shard, in the order they were consumed, into
+// runs of each item's chain: an event whose prev is its item's last event
+// so far extends that item's run, any other starts a new one (the first of
+// the item here, one after a gap, a record produced again after a relay's
+// takeover). The runs keep, per item, the order of the events.
+func runsOf(events []Stored) []run {
+	var runs []run
+	open := map[int64]int{} // item -> its run in runs
+	for _, e := range events {
+		i, ok := open[e.ItemID]
+		if !ok || runs[i].Last != e.At.Prev {
+			runs = append(runs, run{Run: stock.Run{Item: e.ItemID, Prev: e.At.Prev}})
+			i = len(runs) - 1
+			open[e.ItemID] = i
+		}
+		runs[i].Last = e.At.Entry
+		if e.Reserved {
+			runs[i].of = append(runs[i].of, e)
+		}
+	}
+	return runs
 }
 
 // keepUnmarked keeps s for the next replay tick, dropping what exceeds
