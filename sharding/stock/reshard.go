@@ -307,13 +307,22 @@ func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJ
 		// journal and its marks anew (UNLINK: a partial copy of any size
 		// is freed off Redis's main thread).
 		cmds = append(cmds, s.c.B().Unlink().Key(string(sharding.AppendEventsKey(nil, tag)), string(sharding.AppendTakenKey(nil, tag)),
-			string(sharding.AppendFenceMarksKey(nil, tag))).Build())
+			string(sharding.AppendFenceMarksKey(nil, tag)), string(sharding.AppendChainKey(nil, tag)),
+			string(sharding.AppendPersistedKey(nil, tag))).Build())
 	}
 	jc, err := s.copyJournals(ctx, sale.ID, j.From, j.To, want)
 	if err != nil {
 		return err
 	}
 	cmds = append(cmds, jc.cmds...)
+	for _, tag := range j.To {
+		// The new shard's watermarks speak only for entries of its own
+		// journal: an order naming an older one (trimmed from an old
+		// journal, so in Kafka, not yet known to be in PostgreSQL) is
+		// persisted by its own mark.
+		cmds = append(cmds, s.c.B().Hset().Key(string(sharding.AppendPersistedKey(nil, tag))).FieldValue().
+			FieldValue(PersistedSince, jc.since).Build())
+	}
 	marks, err := s.copyFenceMarks(ctx, j.From, j.To)
 	if err != nil {
 		return err
@@ -405,9 +414,13 @@ func (s *Store) copyBuyers(ctx context.Context, saleID int64, tag string, to []s
 // records, with their time to live, to their owners' new home shards.
 //
 // A record whose reservation entry ('j') or pay or cancel entry ('qj') went
-// to the new journal untaken names it by its new id (renamed), so that a
-// void there undoes it; any other keeps its old id, which the new journal
-// lacks or holds at or below its watermark: a void answers that it stands.
+// to the new journal names it by its new id (renamed): a void there undoes
+// it when it went untaken, and answers that it stands when it was taken
+// (the new journal's watermark is at the last taken copy); and GET calls it
+// persisted only once its copy, which may be its only way to PostgreSQL (a
+// relay took it while Kafka was down), is held. A record whose entry the
+// old journal no longer held (trimmed: Kafka has it) keeps its old id,
+// which the new shard's watermarks do not speak for (PersistedSince).
 // A record whose reservation entry the old shard's persisted watermark of its
 // item (marks) covers is marked persisted.
 func (s *Store) copyOrders(ctx context.Context, saleID int64, tag string, to []string, top *sharding.Topology, want map[string]*copied, renamed, marks map[string]string, cmds rueidis.Commands, rep *ReshardReport) (rueidis.Commands, error) {
@@ -488,9 +501,11 @@ func (s *Store) copyCheck(ctx context.Context, want map[string]*copied) error {
 // to the new shards.
 type journalCopy struct {
 	cmds rueidis.Commands
-	// renamed maps, per old tag, the id of each entry no relay had taken to
-	// its id in the new journal.
+	// renamed maps, per old tag, the id of each entry to its id in the new
+	// journal.
 	renamed map[string]map[string]string
+	// since is the first id of every new journal.
+	since string
 }
 
 // copyJournals returns the writes that append the hand-off journal entries
@@ -504,9 +519,9 @@ type journalCopy struct {
 // entries (read again by its relay, which Kafka may get twice; the writer
 // deduplicates), its watermark at the last of them, then the untaken ones,
 // which its relay takes only past the hold and the fence marks (copied by
-// copyFenceMarks) and which their records name (copyOrders). The new ids
-// all carry one millisecond after every old entry's, with sequence numbers
-// in that order, so no old id is ever a new one.
+// copyFenceMarks). The records name every copy by its new id (copyOrders).
+// The new ids all carry one millisecond after every old entry's, with
+// sequence numbers in that order, so no old id is ever a new one.
 func (s *Store) copyJournals(ctx context.Context, saleID int64, from, to []string, want map[string]*copied) (journalCopy, error) {
 	type entry struct {
 		tag   string
@@ -569,15 +584,15 @@ func (s *Store) copyJournals(ctx context.Context, saleID int64, from, to []strin
 			jc.cmds = append(jc.cmds, fv.Build())
 			if e.taken {
 				last = id
-			} else {
-				jc.renamed[e.tag][e.e.ID] = id
 			}
+			jc.renamed[e.tag][e.e.ID] = id
 			want[dst].entries++
 		}
 		if last != "" {
 			jc.cmds = append(jc.cmds, s.c.B().Set().Key(string(sharding.AppendTakenKey(nil, dst))).Value(last).Build())
 		}
 	}
+	jc.since = strconv.FormatInt(base, 10) + "-0"
 	return jc, nil
 }
 
@@ -632,7 +647,8 @@ func (s *Store) dropShards(ctx context.Context, sale *sharding.Sale, tags []stri
 			s.c.B().Del().Key(string(sharding.AppendRelayMarkKey(nil, tag))).Build(),
 			s.c.B().Del().Key(string(sharding.AppendFenceMarksKey(nil, tag))).Build(),
 			s.c.B().Del().Key(string(sharding.AppendHaltKey(nil, tag))).Build(),
-			s.c.B().Del().Key(string(sharding.AppendPersistedKey(nil, tag))).Build())
+			s.c.B().Del().Key(string(sharding.AppendPersistedKey(nil, tag))).Build(),
+			s.c.B().Del().Key(string(sharding.AppendChainKey(nil, tag))).Build())
 		keys, err := s.shardOrders(ctx, tag, top)
 		if err != nil {
 			return err

@@ -335,3 +335,55 @@ func TestReshardKeepsAQueuedVoidUndoable(t *testing.T) {
 		t.Errorf("%d units left on the new layout, want 19 (20, one sold, one voided)", sum)
 	}
 }
+
+// After a reshard while Kafka was down, an order a relay had taken but
+// not yet produced reached PostgreSQL only by its copy on the new shard;
+// its record kept the old entry's id, below every id of the new journal,
+// so the first watermark the writer raised on the new shard (another
+// order's copy persisted) covered it, and the page said bought (issue 55,
+// defect 3). Every copied entry is now named by its new id in its
+// records, and a new shard's watermarks speak only for its own journal
+// (stock.PersistedSince), so an order reads persisted only once its own
+// copy, and every entry before it on its item's chain, is held.
+func TestReshardPersistsACopyOnlyWhenItArrives(t *testing.T) {
+	s, c := newStore(t)
+	ctx := context.Background()
+	sale := storedSale(t, s, c, 2, 40)
+	orders := reserveBuyers(t, s, sale, 12)
+	for _, tag := range sale.Shards {
+		if relayRound(t, c, tag) == "" { // taken: Kafka is down, nothing produced
+			t.Fatalf("the relay took nothing from %s", tag)
+		}
+	}
+	top, err := stock.Topology(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _, err := s.Reshard(ctx, sale.ID, 3, top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The writer persists the first copy of each new journal, as the relay
+	// of each new shard names it (the chain's start).
+	first := map[sharding.OrderID]bool{}
+	for _, tag := range live.Shards {
+		es, err := c.Do(ctx, c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Count(1).Build()).AsXRange()
+		if err != nil || len(es) == 0 {
+			t.Fatalf("the journal of %s: %v %v", tag, es, err)
+		}
+		id, _ := sharding.ParseOrderID([]byte(es[0].FieldValues["o"]))
+		first[id] = true
+		if _, err := s.MarkPersistedRuns(ctx, tag, []stock.Run{{Item: 1, Prev: "0-0", Last: es[0].ID}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for u, id := range orders {
+		rec, found, err := s.Order(ctx, live.Shards[sharding.HomeShard(u, live.ID, 3)], u, id)
+		if err != nil || !found {
+			t.Fatalf("order of %d after the reshard: %v %v", u, found, err)
+		}
+		if rec.Persisted != first[id] {
+			t.Errorf("order of %d (entry %s): persisted %v, want %v (only each new journal's first copy is held)", u, rec.Journal, rec.Persisted, first[id])
+		}
+	}
+}
