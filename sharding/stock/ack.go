@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"flashsale/sharding"
 )
 
 // The Batcher's acknowledged writes: the WAIT after a batch of writes, and
@@ -143,8 +146,10 @@ func anyWritten(g []*call) bool {
 }
 
 // confirmOwner decides whether the writes of g that the master at addr
-// applied and no replica acknowledged may stand: only if a node other than
-// that master names it the owner of their slots now, after the writes.
+// applied and no replica acknowledged may stand: only if other masters,
+// enough to include one that took part in any failover of addr (see
+// ownerAgreed), name it the owner of their slots now, after the writes,
+// and no node names another.
 //
 // A short WAIT usually means the master's replica is down, and the writes
 // stand on the master alone until it is back (the sale goes on meanwhile).
@@ -155,12 +160,13 @@ func anyWritten(g []*call) bool {
 // writes meanwhile. It applies them, its WAIT comes back short (its replica
 // is a master now), and a moment later it turns replica and drops them for
 // the promoted one's data: a 202 answered then would be lost, with its
-// journal entry and buyer record. The promotion happened before the write,
-// so every other node already names the new owner: asking one of them
-// after the write tells the two cases apart. A write sent through the
-// cluster client (no connection of the master's own yet) cannot be placed
-// on a node, so it is not confirmed either, except on a single Redis (no
-// slot map: nothing can promote another node over it).
+// journal entry and buyer record. The promotion needed the votes of a
+// majority of the masters, which learn the new owner with it; a replica,
+// or a node behind on gossip, may still name the demoted master. So the
+// masters are asked, not the first node that answers. A write sent through
+// the cluster client (no connection of the master's own yet) cannot be
+// placed on a node, so it is not confirmed either, except on a single
+// Redis (no slot map: nothing can promote another node over it).
 func (b *Batcher) confirmOwner(ctx context.Context, viaCluster bool, addr string, g []*call) error {
 	if viaCluster || addr == "" {
 		if b.lone.Load() {
@@ -168,30 +174,73 @@ func (b *Batcher) confirmOwner(ctx context.Context, viaCluster bool, addr string
 		}
 		return errors.New("stock: a write no replica acknowledged went through the cluster client: its node is unknown")
 	}
+	var slots []uint16
+	for _, c := range g {
+		if c.ack {
+			slots = append(slots, c.slot)
+		}
+	}
+	return ownerAgreed(addr, b.askSlots(ctx, addr), slots)
+}
+
+// askSlots asks every node but addr for its slot map at once, each within
+// ownerAsk, and returns the answers by node (a node that did not answer, or
+// answered a map that does not parse, is left out).
+func (b *Batcher) askSlots(ctx context.Context, addr string) map[string]*sharding.Topology {
 	nodes := b.c.Nodes()
-	err := fmt.Errorf("stock: no node but %s answered", addr)
-	for _, other := range slices.Sorted(maps.Keys(nodes)) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := make(map[string]*sharding.Topology, len(nodes))
+	for other, node := range nodes {
 		if other == addr {
 			continue
 		}
-		nctx, cancel := context.WithTimeout(ctx, ownerAsk)
-		arr, aerr := nodes[other].Do(nctx, b.c.B().ClusterSlots().Build()).ToArray()
-		cancel()
-		if aerr != nil {
-			continue
-		}
-		top, perr := parseSlots(arr)
-		if perr != nil {
-			return perr
-		}
-		for _, c := range g {
-			if o := top.Owner(c.slot); c.ack && (o < 0 || top.Masters[o].Addr != addr) {
-				return fmt.Errorf("stock: %s answered a write no replica acknowledged, but %s names another owner of slot %d", addr, other, c.slot)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nctx, cancel := context.WithTimeout(ctx, ownerAsk)
+			defer cancel()
+			arr, err := node.Do(nctx, b.c.B().ClusterSlots().Build()).ToArray()
+			if err != nil {
+				return
+			}
+			if top, err := parseSlots(arr); err == nil {
+				mu.Lock()
+				out[other] = top
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// ownerAgreed judges the answers of askSlots for a write on slots that
+// the master at addr applied alone: refused when any node names another
+// owner of a slot, confirmed when at least half the masters, not counting
+// addr, answered and name it (a node counts as a master when its own
+// answer lists it as one). A failover of addr needs the votes of a
+// majority of the masters; addr's own cannot be among them, so any half of
+// the others, rounded down, holds one that voted.
+func ownerAgreed(addr string, answers map[string]*sharding.Topology, slots []uint16) error {
+	masters, agreed := 0, 0
+	for _, other := range slices.Sorted(maps.Keys(answers)) {
+		top := answers[other]
+		for _, slot := range slots {
+			if o := top.Owner(slot); o < 0 || top.Masters[o].Addr != addr {
+				return fmt.Errorf("stock: %s answered a write no replica acknowledged, but %s names another owner of slot %d", addr, other, slot)
 			}
 		}
-		return nil
+		masters = max(masters, len(top.Masters))
+		if slices.ContainsFunc(top.Masters, func(m sharding.Master) bool { return m.Addr == other }) {
+			agreed++
+		}
 	}
-	return err
+	if need := masters / 2; masters == 0 || agreed < need || agreed == 0 {
+		return fmt.Errorf("stock: %s answered a write no replica acknowledged, and %d other masters of %d confirmed its slots (want %d)",
+			addr, agreed, masters, max(need, 1))
+	}
+	return nil
 }
 
 // ownerAsk bounds confirmOwner's question to one node.

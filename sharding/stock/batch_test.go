@@ -554,3 +554,44 @@ func TestBatcherSyncSingleRedis(t *testing.T) {
 		t.Fatalf("a batch on a single Redis: %v", err)
 	}
 }
+
+// A short write stands only when enough other masters to hold a voter of
+// any failover name its master the owner, and no node names another: a
+// replica, or a node behind on gossip, that still names a demoted master
+// confirms nothing by itself (the rule once asked the first other node
+// that answered; issue 55's review).
+func TestShortWriteAsksTheMasters(t *testing.T) {
+	top := func(owner string) *sharding.Topology {
+		ms := []sharding.Master{{Addr: "a:1"}, {Addr: "b:1"}, {Addr: "c:1"}}
+		for i := range ms {
+			if ms[i].Addr == owner {
+				ms[i].Slots = []sharding.SlotRange{{First: 0, Last: 16383}}
+			}
+		}
+		if owner == "r:1" { // the promoted replica of a:1
+			ms[0] = sharding.Master{Addr: "r:1", Slots: []sharding.SlotRange{{First: 0, Last: 16383}}}
+		}
+		tp, err := sharding.NewTopology(ms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tp
+	}
+	slots := []uint16{7}
+	for _, c := range []struct {
+		name    string
+		answers map[string]*sharding.Topology
+		ok      bool
+	}{
+		{"two masters name it", map[string]*sharding.Topology{"b:1": top("a:1"), "c:1": top("a:1")}, true},
+		{"one master of three names it", map[string]*sharding.Topology{"b:1": top("a:1")}, true},
+		{"only a replica behind on gossip names it", map[string]*sharding.Topology{"x:1": top("a:1")}, false},
+		{"a replica names it, a master the promoted one", map[string]*sharding.Topology{"x:1": top("a:1"), "b:1": top("r:1")}, false},
+		{"nobody answered", nil, false},
+	} {
+		err := stock.OwnerAgreed("a:1", c.answers, slots)
+		if (err == nil) != c.ok {
+			t.Errorf("%s: %v, want confirmed %v", c.name, err, c.ok)
+		}
+	}
+}

@@ -85,3 +85,6 @@ func (b *Batcher) Warmed() bool {
 	}
 	return true
 }
+
+// OwnerAgreed is ownerAgreed.
+var OwnerAgreed = ownerAgreed

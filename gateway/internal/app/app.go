@@ -251,7 +251,11 @@ func (a *App) newHandler(opt Options) (*httpapi.Handler, error) {
 	if a.Room, a.proofs, err = frontDoor(cfg, a.redis, acks, a.log); err != nil {
 		return nil, err
 	}
-	a.Presale = presale.New(a.redis, a.log)
+	var capAcks presale.Acker
+	if a.batcher != nil {
+		capAcks = a.batcher
+	}
+	a.Presale = presale.New(a.redis, capAcks, a.log)
 	site, err := page.New(page.Config{Token: cfg.PageToken, Dev: cfg.Dev, MaxAge: cfg.PageMaxAge, Media: cfg.PageMedia})
 	if err != nil {
 		return nil, err

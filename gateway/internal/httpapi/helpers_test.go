@@ -458,7 +458,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 		Metrics:   obs.New(), Log: quiet, Tickets: o.tickets, Borrower: borrower,
 		// The room has no Redis client: a poll with a pass must not need one.
 		Room: must(room.New(nil, room.Config{Ring: testFrontDoorRing, Log: quiet})), Proofs: pow.NewIssuer(testFrontDoorRing, 0),
-		Presale: presale.New(nil, quiet), // claims only: no list, no cap
+		Presale: presale.New(nil, nil, quiet), // claims only: no list, no cap
 		Page:    o.page,
 	})
 	t.Cleanup(h.Close)

@@ -68,8 +68,12 @@ func (p *purchase) presaleAdmit(user uint64) bool {
 // unless it reserved one itself: every other answer reserved nothing (a
 // 503 is true by construction, a 409 holds an order from before, and a 202
 // that replays an Idempotency-Key's order took its unit the first time).
+// A purchase whose void went to the background queue keeps its unit: the
+// void may yet find the order standing (a relay took it), and the unit
+// given back would then sell past the cap; the presale sells one fewer
+// when the void undoes it.
 func (p *purchase) presaleSettle() {
-	if !p.capTaken || p.fresh {
+	if !p.capTaken || p.fresh || p.voidQueued {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

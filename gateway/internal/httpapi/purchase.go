@@ -30,8 +30,10 @@ type purchase struct {
 	r    stock.Reservation
 	rctx context.Context // bounded by the budget
 	// capTaken: a unit of the presale's cap was taken (presaleSettle);
-	// fresh: this purchase reserved a unit (not a replay of one before).
-	capTaken, fresh bool
+	// fresh: this purchase reserved a unit (not a replay of one before);
+	// voidQueued: its outcome unknown, its void went to the background
+	// queue (the cap's unit is kept: presaleSettle).
+	capTaken, fresh, voidQueued bool
 }
 
 func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {

@@ -34,6 +34,7 @@ func (p *purchase) settle() {
 	case err != nil:
 		h.retries.add(p.r)
 		h.Metrics.Voided(obs.VoidQueued)
+		p.voidQueued = true
 		p.answer(aUnavailable)
 	case out == stock.VoidStands:
 		p.fresh = true

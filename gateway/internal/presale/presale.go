@@ -45,6 +45,7 @@ const listLead = time.Minute
 // Gate answers presale questions for every sale of a gateway.
 type Gate struct {
 	c     rueidis.Client
+	acks  Acker // nil: the cap's takes go to the master alone
 	log   *slog.Logger
 	lists atomic.Pointer[map[int64]map[uint64]struct{}]
 	seed  maphash.Seed
@@ -72,12 +73,20 @@ type claimKey struct {
 // maxClaims bounds the claim cache; when it is full it starts afresh.
 const maxClaims = 200_000
 
-// New returns a gate over the cluster client c.
-func New(c rueidis.Client, log *slog.Logger) *Gate {
+// Acker sends a write and answers once the replicas acknowledged it
+// (stock.Batcher.DoAck): a take of the cap that a failover undid would let
+// the presale sell past its cap.
+type Acker interface {
+	DoAck(ctx context.Context, cmd rueidis.Completed) (rueidis.RedisResult, int64)
+}
+
+// New returns a gate over the cluster client c whose takes of a cap go
+// through acks (nil: to the master alone).
+func New(c rueidis.Client, acks Acker, log *slog.Logger) *Gate {
 	if log == nil {
 		log = slog.Default()
 	}
-	g := &Gate{c: c, log: log, seed: maphash.MakeSeed(), claims: map[claimKey]bool{}, now: time.Now}
+	g := &Gate{c: c, acks: acks, log: log, seed: maphash.MakeSeed(), claims: map[claimKey]bool{}, now: time.Now}
 	g.lists.Store(&map[int64]map[uint64]struct{}{})
 	return g
 }
@@ -115,7 +124,11 @@ func (g *Gate) Eligible(sale *sharding.Sale, user uint64, token []byte) bool {
 }
 
 // Take takes one unit of sale's presale cap: false when none is left (the
-// unit is given back at once). A sale without a cap always gets one.
+// unit is given back at once). A sale without a cap always gets one. The
+// take waits for a replica (acks): a failover that undid takes answered
+// would let the presale sell past its cap. An error leaves it unknown
+// whether the unit was taken; it is not given back (the presale may sell
+// one fewer, never one more).
 func (g *Gate) Take(ctx context.Context, sale *sharding.Sale) (bool, error) {
 	if sale.Presale == nil || sale.Presale.Cap <= 0 {
 		return true, nil
@@ -124,7 +137,14 @@ func (g *Gate) Take(ctx context.Context, sale *sharding.Sale) (bool, error) {
 		return false, nil
 	}
 	k := sharding.PresaleCapKey(sale.ID)
-	n, err := g.c.Do(ctx, g.c.B().Decr().Key(k).Build()).AsInt64()
+	cmd := g.c.B().Decr().Key(k).Build()
+	var res rueidis.RedisResult
+	if g.acks != nil {
+		res, _ = g.acks.DoAck(ctx, cmd)
+	} else {
+		res = g.c.Do(ctx, cmd)
+	}
+	n, err := res.AsInt64()
 	if err != nil {
 		return false, fmt.Errorf("taking a unit of the presale cap of sale %d: %w", sale.ID, err)
 	}

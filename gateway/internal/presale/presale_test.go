@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"flashsale/deploy/testenv"
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
+	"flashsale/sharding/stock"
 )
 
 func tok(t *testing.T, user uint64, claims map[string]any) []byte {
@@ -24,7 +27,7 @@ func tok(t *testing.T, user uint64, claims map[string]any) []byte {
 // value, another type, no claim, the list; and an answer once cached costs
 // no allocation.
 func TestEligible(t *testing.T) {
-	g := New(nil, nil)
+	g := New(nil, nil, nil)
 	now := time.Now()
 	s := &sharding.Sale{ID: 5, StartsAt: now.Add(time.Minute), Presale: &sharding.Presale{StartsAt: now, Claim: "tier", Values: []string{"gold", "member"}}}
 	cases := []struct {
@@ -67,7 +70,7 @@ func TestListRefresh(t *testing.T) {
 	}
 	c := testenv.NewRedis(t)
 	ctx := context.Background()
-	g := New(c, nil)
+	g := New(c, nil, nil)
 	now := time.Now()
 	id := 1 + rand.Int64N(sharding.MaxSaleID-1)
 	key := sharding.PresaleListKey(id)
@@ -100,7 +103,7 @@ func TestTakeUntilGone(t *testing.T) {
 	}
 	c := testenv.NewRedis(t)
 	ctx := context.Background()
-	g := New(c, nil)
+	g := New(c, nil, nil)
 	clock := time.Now()
 	g.now = func() time.Time { return clock }
 	id := 1 + rand.Int64N(sharding.MaxSaleID-1)
@@ -132,4 +135,55 @@ func TestTakeUntilGone(t *testing.T) {
 	if ok, _ := g.Take(ctx, &sharding.Sale{ID: id, Presale: &sharding.Presale{}}); !ok {
 		t.Fatal("a presale without a cap refused a take")
 	}
+}
+
+// TestTakeWaitsForAReplica: a take of the cap goes through the batcher
+// with its WAIT, as a purchase does: a take a failover undid after its
+// purchase was answered 202 would let the presale sell past its cap (issue
+// 55's review). A take whose WAIT fails is an error, and its unit is not
+// given back: the presale may sell one fewer, never one more.
+func TestTakeWaitsForAReplica(t *testing.T) {
+	if testing.Short() {
+		t.Skip("integration test: needs the local stack")
+	}
+	c := testenv.NewRedis(t)
+	ctx := context.Background()
+	id := 1 + rand.Int64N(sharding.MaxSaleID-1)
+	key := sharding.PresaleCapKey(id)
+	t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(key).Build()).Error() })
+	s := &sharding.Sale{ID: id, Presale: &sharding.Presale{Cap: 3}}
+	if err := c.Do(ctx, c.B().Set().Key(key).Value("3").Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	b := stock.NewBatcher(c, 2, time.Second)
+	b.SetAcks(1, 100*time.Millisecond)
+	t.Cleanup(b.Close)
+	acks := &countAcks{b: b}
+	if ok, err := New(c, acks, nil).Take(ctx, s); !ok || err != nil || acks.n != 1 || acks.short != 0 {
+		t.Fatalf("a take: %v %v; %d writes through the batcher, %d short; want one, acknowledged", ok, err, acks.n, acks.short)
+	}
+	user := testenv.NewRedisUser(t, "~*", "+@all", "-wait")
+	nb := stock.NewBatcher(user.Client(), 2, time.Second)
+	nb.SetAcks(1, 100*time.Millisecond)
+	t.Cleanup(nb.Close)
+	if ok, err := New(user.Client(), nb, nil).Take(ctx, s); ok || err == nil {
+		t.Fatalf("a take whose WAIT failed: %v %v, want an error", ok, err)
+	}
+	if n, err := c.Do(ctx, c.B().Get().Key(key).Build()).AsInt64(); err != nil || n != 1 {
+		t.Fatalf("cap left %d (%v), want 1: the unconfirmed take is not given back", n, err)
+	}
+}
+
+type countAcks struct {
+	b        *stock.Batcher
+	n, short int
+}
+
+func (a *countAcks) DoAck(ctx context.Context, cmd rueidis.Completed) (rueidis.RedisResult, int64) {
+	res, acked := a.b.DoAck(ctx, cmd)
+	a.n++
+	if acked < 1 {
+		a.short++
+	}
+	return res, acked
 }

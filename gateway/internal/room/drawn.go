@@ -127,15 +127,36 @@ type entrant struct {
 	leaf  draw.Hash
 }
 
-// readEntrants reads every entrant of sale s's draw, sorted by leaf.
+// shardTime answers the time of the master that holds KEYS[1] (unix ms).
+const shardTime = "local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)"
+
+// readEntrants reads every entrant of sale s's draw, sorted by leaf. Each
+// draw shard is read right after its own master's clock, in one pipeline
+// on that master's connection: room_join.lua closes the entries by that
+// clock, so a shard whose clock read before the close could still take an
+// entry after this reading, and the reading is errEarly (whatever this
+// gateway's own clock says, and whatever the clock of the master the freeze
+// script later runs on).
 func (r *Room) readEntrants(ctx context.Context, s *Sale) ([]entrant, error) {
-	cmds := make(rueidis.Commands, sharding.RoomLotteryShards)
-	for k := range cmds {
-		cmds[k] = r.c.B().Hgetall().Key(sharding.RoomLotteryKey(s.ID, k)).Build()
+	cmds := make(rueidis.Commands, 0, 2*sharding.RoomLotteryShards)
+	for k := range sharding.RoomLotteryShards {
+		key := sharding.RoomLotteryKey(s.ID, k)
+		cmds = append(cmds, r.c.B().Eval().Script(shardTime).Numkeys(1).Key(key).Build(), r.c.B().Hgetall().Key(key).Build())
+	}
+	res := r.c.DoMulti(ctx, cmds...)
+	closes := s.Closes().UnixMilli()
+	for k := range sharding.RoomLotteryShards {
+		at, err := res[2*k].AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("reading the clock of draw shard %d of sale %d: %w", k, s.ID, err)
+		}
+		if at < closes {
+			return nil, errEarly
+		}
 	}
 	var out []entrant
-	for k, res := range r.c.DoMulti(ctx, cmds...) {
-		m, err := res.AsStrMap()
+	for k := range sharding.RoomLotteryShards {
+		m, err := res[2*k+1].AsStrMap()
 		if err != nil {
 			return nil, fmt.Errorf("reading draw shard %d of sale %d: %w", k, s.ID, err)
 		}
@@ -182,7 +203,9 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 	es := prev.entrants()
 	if es == nil {
 		var err error
-		if es, err = r.readEntrants(ctx, s); err != nil {
+		if es, err = r.readEntrants(ctx, s); errors.Is(err, errEarly) {
+			return nil, nil // a draw shard's clock is not past the close yet: next tick
+		} else if err != nil {
 			return nil, err
 		}
 	}
