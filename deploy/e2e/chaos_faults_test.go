@@ -22,6 +22,7 @@ import (
 var chaosKinds = []string{
 	"gateway-kill", "writer-kill", "broker-stop", "master-freeze", "master-kill", "replica-kill",
 	"pg-restart", "pause", "reshard", "partition-gateway", "partition-writer",
+	"leader-failover", "reshard-kafka-down", "partitions-grow",
 }
 
 func isChaosKind(k string) bool { return slices.Contains(chaosKinds, k) }
@@ -49,8 +50,10 @@ func (f *fault) String() string {
 		s += fmt.Sprintf(" #%d from shard %d's master", f.target, f.shard)
 	case "master-freeze", "master-kill", "replica-kill":
 		s += fmt.Sprintf(" shard %d", f.target)
-	case "reshard":
+	case "reshard", "reshard-kafka-down":
 		s += fmt.Sprintf(" to %d shards", f.shards)
+	case "leader-failover":
+		s += fmt.Sprintf(" of item %d's partition", f.target)
 	}
 	if f.hold > 0 {
 		s += fmt.Sprintf(" for %.1fs", f.hold.Seconds())
@@ -71,23 +74,30 @@ func (f *fault) String() string {
 	return s
 }
 
-// class is the resource a fault takes: faults of one class do not overlap
-// (a node is not frozen while killed), faults of different ones do. A
-// gateway's kill and its partition are one class: a gateway killed while
+// classes are the resources a fault takes: faults of one class do not
+// overlap (a node is not frozen while killed), faults of different ones do.
+// A gateway's kill and its partition are one class: a gateway killed while
 // cut off, with voids still queued, is the one case the fence leaves open
-// (sharding/journal/DESIGN.md, "The fence"), which no run can pass.
-func (f *fault) class() string {
+// (sharding/journal/DESIGN.md, "The fence"), which no run can pass. A
+// reshard during a Kafka outage restarts both gateways, so it takes theirs.
+func (f *fault) classes() []string {
 	switch f.kind {
 	case "gateway-kill", "partition-gateway":
-		return fmt.Sprintf("gateway-%d", f.target)
+		return []string{fmt.Sprintf("gateway-%d", f.target)}
 	case "writer-kill", "partition-writer":
-		return fmt.Sprintf("writer-%d", f.target)
+		return []string{fmt.Sprintf("writer-%d", f.target)}
 	case "master-freeze", "master-kill", "replica-kill":
-		return "redis"
+		return []string{"redis"}
 	case "pause", "reshard":
-		return "sale"
+		return []string{"sale"}
+	case "reshard-kafka-down":
+		return []string{"kafka", "gateway-0", "gateway-1"}
+	case "broker-stop", "leader-failover", "partitions-grow":
+		// Kafka's: a broker stopped while a leader fails over, or two
+		// stops at once, would heal each other.
+		return []string{"kafka"}
 	}
-	return f.kind
+	return []string{f.kind}
 }
 
 // rest is how long the resource of f is left alone after f healed, before
@@ -143,12 +153,28 @@ func planFaults(rng *rand.Rand, cfg chaosConfig) []*fault {
 			f.shards = 3 + rng.IntN(4)
 		case "partition-gateway", "partition-writer":
 			f.hold = between(2, 8)
+		case "leader-failover":
+			// Past the relay's produce deadline (half its lease, 1.5 s):
+			// franz-go gives the partition's records up while the other
+			// partitions of the round take theirs.
+			f.target, f.hold = rng.IntN(len(chaosItemUnits)), between(2, 6)
+		case "partitions-grow":
+			f.hold = 10 * time.Second // the clients' metadata age: the move happens within it
+		case "reshard-kafka-down":
+			// Kafka stops, the relays take entries they cannot produce,
+			// the sale is resharded, Kafka comes back.
+			f.shards, f.hold = 3+rng.IntN(4), between(5, 9)
 		}
-		f.at = max(at, busy[f.class()])
+		f.at = at
+		for _, c := range f.classes() {
+			f.at = max(f.at, busy[c])
+		}
 		if f.at > cfg.duration-3*time.Second {
 			continue
 		}
-		busy[f.class()] = f.at + f.hold + f.rest()
+		for _, c := range f.classes() {
+			busy[c] = f.at + f.hold + f.rest()
+		}
 		out = append(out, f)
 	}
 	slices.SortStableFunc(out, func(a, b *fault) int { return int(a.at - b.at) })
@@ -169,12 +195,18 @@ func runFaults(t *testing.T, e *chaosEnv, plan []*fault, start time.Time) <-chan
 		}
 		last := map[string]held{} // each class's fault before, its channel closed when healed
 		for _, f := range plan {
-			prev, healed := last[f.class()], make(chan struct{})
-			last[f.class()] = held{f, healed}
+			var prevs []held
+			healed := make(chan struct{})
+			for _, c := range f.classes() {
+				if p := last[c]; p.f != nil {
+					prevs = append(prevs, p)
+				}
+				last[c] = held{f, healed}
+			}
 			wg.Go(func() {
 				defer close(healed)
 				time.Sleep(time.Until(start.Add(f.at)))
-				if prev.f != nil {
+				for _, prev := range prevs {
 					<-prev.healed
 					// The rest after it, from when it healed (its heal
 					// may have come later than planned).
@@ -212,9 +244,42 @@ func (e *chaosEnv) inject(t *testing.T, f *fault) error {
 		<-w.done
 		return nil
 	case "broker-stop":
-		return testenv.Stack(t, "broker-stop")
+		return e.kafka.stop(t)
+	case "leader-failover":
+		p := e.kafka.partition(e.items[f.target])
+		f.node = fmt.Sprintf("partition %d", p)
+		return e.kafka.failLeader(e.topic, p)
+	case "reshard-kafka-down":
+		if err := e.kafka.stop(t); err != nil {
+			return err
+		}
+		// Past the relay's hold and the fence's beat: the relays take
+		// entries they cannot produce, and the reshard copies them.
+		time.Sleep(2500 * time.Millisecond)
+		if err := e.reshard(f); err != nil {
+			return err
+		}
+		// The gateways restart during the outage (a deploy, a crash): the
+		// records their relays had taken and not produced are gone with
+		// them, and the copies on the new shards are the orders' only way
+		// to PostgreSQL.
+		for _, g := range e.gateways {
+			_ = g.cmd.Process.Kill()
+			<-g.done
+			g.restart(t)
+		}
+		return nil
 	case "pg-restart":
 		return testenv.Stack(t, "pg-restart")
+	case "partitions-grow":
+		// An operator adds partitions to the orders topic mid-sale: an
+		// item's records move to another partition once the clients read
+		// the topic again, and the writers may take the new partition's
+		// before the old one's last (an item's chain then breaks for a
+		// moment: no watermark may cover what has not arrived).
+		n, err := e.kafka.grow(t, e.topic, chaosPartitions)
+		f.node = fmt.Sprintf("to %d partitions", n)
+		return err
 	case "master-freeze":
 		e.rushAll()
 		return e.redisFault(t, f)
@@ -246,8 +311,12 @@ func (e *chaosEnv) heal(t *testing.T, f *fault) error {
 	case "writer-kill":
 		e.writers[f.target] = startAs(t, gidWriter0+uint32(f.target), fmt.Sprintf("writer %d again", f.target), e.wargs[f.target]...)
 		return nil
-	case "broker-stop":
-		return testenv.Stack(t, "broker-start")
+	case "broker-stop", "reshard-kafka-down":
+		return e.kafka.start(t)
+	case "leader-failover":
+		return e.kafka.moveLeader(e.topic, e.kafka.partition(e.items[f.target]))
+	case "partitions-grow":
+		return nil
 	case "master-freeze":
 		return testenv.Stack(t, "redis-thaw", f.node)
 	case "master-kill", "replica-kill":
@@ -404,7 +473,7 @@ func (e *chaosEnv) healAll(t *testing.T) {
 	for _, port := range []string{"7001", "7002", "7003"} {
 		testenv.HealCluster(t, port)
 	}
-	_ = testenv.Stack(t, "broker-start")
+	e.kafka.healAll(t, e.topic)
 	// The reshard first: a sale with a reshard pending refuses a resume
 	// (seed 725254: a reshard that met a master being failed over stopped
 	// half-way, and 20 resumes were refused before it was finished).

@@ -41,8 +41,9 @@ func TestChaosConfig(t *testing.T) {
 }
 
 // The same seed draws the same schedule, and make test's seed draws the
-// faults that test the void: a gateway cut off from a master, a master
-// frozen past its failover.
+// faults that test the void (a gateway cut off from a master, a master
+// frozen past its failover) and the hand-off (a partition leader failing
+// over, a reshard while Kafka is down, partitions added).
 func TestChaosDefaultPlan(t *testing.T) {
 	cfg, _ := chaosConfigFrom(func(string) string { return "" })
 	plan := planFaults(rand.New(rand.NewPCG(cfg.seed, 1)), cfg)
@@ -57,7 +58,8 @@ func TestChaosDefaultPlan(t *testing.T) {
 			t.Errorf("%s: outside the run", f)
 		}
 	}
-	if n["partition-gateway"] == 0 || n["master-freeze"] == 0 || len(plan) > cfg.faults {
+	if n["partition-gateway"] == 0 || n["master-freeze"] == 0 || n["leader-failover"] == 0 || n["reshard-kafka-down"] == 0 || n["partitions-grow"] == 0 ||
+		len(plan) > cfg.faults || !needsCluster(plan) {
 		t.Errorf("seed %d plans %v (%d faults, at most %d)", cfg.seed, n, len(plan), cfg.faults)
 	}
 }

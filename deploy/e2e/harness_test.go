@@ -292,9 +292,10 @@ func crowd(t *testing.T, n int) []buyer {
 // answer is one purchase's outcome: status (0 when no answer came: a
 // connection error) and order id.
 type answer struct {
-	status int
-	order  string
-	body   string // kept for an answer of 500 and over, for the failure message
+	status  int
+	order   string
+	body    string // kept for an answer of 500 and over, for the failure message
+	dropped bool   // a hedged attempt's reply the client dropped (chaos)
 }
 
 var client = &fasthttp.Client{MaxConnsPerHost: 512, MaxConnWaitTimeout: 30 * time.Second,
@@ -304,11 +305,16 @@ func purchase(addr string, s *sale, b buyer) answer { return keyedPurchase(addr,
 
 // keyedPurchase is purchase with an Idempotency-Key (none when key is "").
 func keyedPurchase(addr string, s *sale, b buyer, key string) answer {
+	return itemPurchase(addr, s.item, b, key)
+}
+
+// itemPurchase is keyedPurchase of item.
+func itemPurchase(addr string, item int64, b buyer, key string) answer {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod("POST")
-	req.SetRequestURI(fmt.Sprintf("http://%s/api/flash-sales/items/%d/purchase", addr, s.item))
+	req.SetRequestURI(fmt.Sprintf("http://%s/api/flash-sales/items/%d/purchase", addr, item))
 	req.Header.Set("Authorization", "Bearer "+b.token)
 	req.Header.Set("X-Forwarded-For", b.ip)
 	if key != "" {
@@ -410,7 +416,7 @@ type audit struct {
 	active  map[string]uint64 // PENDING or PAID order id -> user
 	all     map[string]string // order id -> status
 	users   map[string]uint64 // order id -> user, every status
-	redis   int64             // units left over all shards
+	redis   int64             // units left over all shards and items
 	buyers  map[string]uint64 // Redis buyer records: order id -> user
 	journal int64             // entries in the hand-off journals
 }
@@ -435,12 +441,14 @@ func readAudit(t *testing.T, s *sale, pool *pgxpool.Pool, rs *stock.Store) audit
 			a.active[id] = uint64(user)
 		}
 	}
-	rem, err := rs.Remaining(ctx, s.Sale, s.item)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range rem {
-		a.redis += r
+	for _, it := range s.Sale.Items {
+		rem, err := rs.Remaining(ctx, s.Sale, it.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rem {
+			a.redis += r
+		}
 	}
 	c := rs.Client()
 	for _, tag := range s.Shards {

@@ -184,16 +184,24 @@ func New(cfg Config, redis rueidis.Client, kafka *kgo.Client, shards func() []Sh
 
 // ProducerOpts are the franz-go options of the relay's producer: acks from
 // all in-sync replicas, the idempotent producer (franz-go's default, kept),
-// a short linger, no compression.
+// a short linger, no compression, and the topic's metadata read again
+// every MetadataMaxAge, so that partitions an operator adds to the orders
+// topic mid-sale are used within seconds, not five minutes (franz-go's
+// default; the writer's chains keep the watermarks true across the move).
 func ProducerOpts(brokers []string) []kgo.Opt {
 	return []kgo.Opt{
 		kgo.SeedBrokers(brokers...),
+		kgo.MetadataMaxAge(MetadataMaxAge),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerLinger(time.Millisecond),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.AllowAutoTopicCreation(),
 	}
 }
+
+// MetadataMaxAge is how often the relay's producer and the writer's
+// consumer read the orders topic's metadata again.
+const MetadataMaxAge = 10 * time.Second
 
 // Token returns this relay's lease token.
 func (r *Relay) Token() string { return r.token }

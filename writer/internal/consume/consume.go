@@ -98,6 +98,9 @@ func New(cfg Config, st *store.Store, applier *outbox.Applier, m *obs.Metrics, l
 		kgo.ConsumerGroup(cfg.Group),
 		kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		// Partitions an operator adds mid-sale are consumed within
+		// seconds (from their start: no record is skipped).
+		kgo.MetadataMaxAge(journal.MetadataMaxAge),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxWait(cfg.FetchMaxWait),

@@ -19,7 +19,7 @@ func TestRunsOf(t *testing.T) {
 		ev(2, "0-0", "1-1", true),
 		ev(1, "1-0", "2-0", false), // a pay: in the chain, nothing to mark
 		ev(1, "2-0", "3-0", true),
-		ev(2, "5-0", "6-0", true), // past a gap
+		ev(2, "5-0", "6-0", true),  // past a gap
 		ev(1, "1-0", "2-0", false), // produced again after a takeover
 		ev(1, "2-0", "3-0", true),
 	}
