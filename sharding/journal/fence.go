@@ -163,7 +163,18 @@ func (f *Fence) Beat(ctx context.Context) error {
 	// Tags before Pending: a reshard published in between moves both to the
 	// new layout, and Pending names a void's new shard as well as its old
 	// one, never the other way round.
-	all := f.cfg.Tags()
+	return f.beat(ctx, stamp, f.cfg.Tags())
+}
+
+// BeatTags beats the shards of tags but those Pending names, once, as Beat
+// does every shard of Tags: the catalog calls it for the shards of a sale
+// it is about to serve, before Tags lists them.
+func (f *Fence) BeatTags(ctx context.Context, tags []string) error {
+	return f.beat(ctx, time.Now(), tags)
+}
+
+// beat beats all but the pending shards, stamped at stamp.
+func (f *Fence) beat(ctx context.Context, stamp time.Time, all []string) error {
 	pending := map[string]bool{}
 	if f.cfg.Pending != nil {
 		f.cfg.Pending(pending)

@@ -120,6 +120,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	}
 	a.Catalog = catalog.New(newSalesSource(a.store, log), catalog.Config{
 		Refresh: cfg.RefreshEvery, Poll: cfg.PollInterval, SoldOutGauge: a.Metrics.SoldOut, StockGauge: a.Metrics.Stock, SaleGauge: a.Metrics.Sale, Forget: a.Metrics.ForgetSale, Linger: coldMargin, Log: log,
+		Prepare: a.prepareSales,
 	})
 	if err := a.newRelay(opt); err != nil {
 		return nil, err
@@ -504,6 +505,24 @@ func (a *App) shards() []journal.Shard {
 		}
 	}
 	return out
+}
+
+// prepareSales beats the fence on the shards of the sales the catalog is
+// about to serve anew that can take purchases now or soon (not cold), so
+// that a sale created live is sold from its first request (without its
+// marks the gateway journals nothing there: httpapi.Deps.Fence).
+func (a *App) prepareSales(ctx context.Context, sales []*catalog.Sale) error {
+	n := time.Now().UnixNano()
+	var tags []string
+	for _, s := range sales {
+		if n >= s.Start-int64(coldMargin) && !s.Closed(n, coldMargin) {
+			tags = append(tags, s.Shards...)
+		}
+	}
+	if len(tags) == 0 || a.fence == nil {
+		return nil
+	}
+	return a.fence.BeatTags(ctx, tags)
 }
 
 // coldMargin is how long before a sale's start, and after its last payment

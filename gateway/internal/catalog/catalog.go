@@ -155,7 +155,15 @@ type Config struct {
 	// Linger is how long a sale's gauges stay after its last payment window
 	// closed (default 1m).
 	Linger time.Duration
-	Log    *slog.Logger
+	// Prepare, when set, is given every sale the catalog is about to serve
+	// anew (a new sale, a new version of its layout), before any request
+	// can see it: the gateway beats its fence on their shards, so a sale
+	// created with its start already past is sold from its first request,
+	// not answered 503 until the next beat. An error is logged; the sales
+	// are served anyway (their purchases answer 503 until a beat lands, as
+	// on any shard whose beat is stale).
+	Prepare func(ctx context.Context, sales []*Sale) error
+	Log     *slog.Logger
 }
 
 // Catalog is the current snapshot plus the loop that refreshes it. It is safe
@@ -214,7 +222,7 @@ func (c *Catalog) Refresh(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	c.install(sales, now)
+	c.install(ctx, sales, now)
 	snap := c.snap.Load()
 	var items []*Item
 	for _, s := range snap.sales {
@@ -361,10 +369,12 @@ func (c *Catalog) Run(ctx context.Context) {
 }
 
 // install builds a new snapshot from sales, reusing the entries (and so the
-// flags) of sales whose Version did not change.
-func (c *Catalog) install(sales []*sharding.Sale, now time.Time) {
+// flags) of sales whose Version did not change, and prepares the shards of
+// the others (Config.Prepare) before it publishes them.
+func (c *Catalog) install(ctx context.Context, sales []*sharding.Sale, now time.Time) {
 	old := c.snap.Load()
 	next := &Snapshot{items: make(map[int64]*Item), sales: make(map[int64]*Sale, len(sales))}
+	var prepare []*Sale
 	for _, sl := range sales {
 		if len(sl.Shards) == 0 {
 			continue // not placed yet: nothing to sell from
@@ -373,6 +383,7 @@ func (c *Catalog) install(sales []*sharding.Sale, now time.Time) {
 		fresh := s == nil || s.Version != sl.Version || len(s.Shards) != len(sl.Shards)
 		if fresh {
 			s = newSale(sl, now)
+			prepare = append(prepare, s)
 		}
 		next.sales[sl.ID] = s
 		for _, it := range s.Items {
@@ -386,6 +397,11 @@ func (c *Catalog) install(sales []*sharding.Sale, now time.Time) {
 				}
 			}
 			next.items[it.Item.ID] = it
+		}
+	}
+	if len(prepare) > 0 && c.cfg.Prepare != nil {
+		if err := c.cfg.Prepare(ctx, prepare); err != nil {
+			c.cfg.Log.Warn("preparing the shards of new sales; their purchases answer 503 until a fence beat lands", "err", err)
 		}
 	}
 	c.snap.Store(next)
