@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -25,17 +26,11 @@ import (
 // a gateway's fence mark holds relays back after its last beat.
 const DefaultFence = 10 * time.Second
 
-// FenceTransit is the most a gateway's beat may take from its stamp to the
-// master (fence.lua refuses a later one): the relay hold must exceed the
-// gateway's budget, its release budget and this.
-const FenceTransit = 200 * time.Millisecond
+// fenceLeft is fence.lua's reply to a leave.
+const fenceLeft = 2
 
-// Fence replies (see fence.lua).
-const (
-	fenceLate = 0
-	fenceBeat = 1
-	fenceLeft = 2
-)
+// beatTimeout bounds one pipeline of beats.
+const beatTimeout = time.Second
 
 // fenceSHA is fence.lua's SHA-1: beats go as EVALSHA in one DoMulti.
 // (rueidis's Lua.ExecMulti loads the script on every node first, replicas
@@ -100,17 +95,37 @@ type FenceConfig struct {
 // and says which shards it may write to now (Fresh). With the marks, a
 // relay takes no entry that a void of this gateway may still undo (see
 // relay.lua), so that a 503 after a lost reply stays true when this gateway
-// is cut off from a master that the other relays still see. A Fence is safe
-// for concurrent use; Fresh allocates nothing.
+// is cut off from a master that the other relays still see.
+//
+// A mark is a time of the master's own clock: each beat answers the
+// master's time, and the next beat hands it back to be recorded once the
+// gateway has found no void of its own waiting for the shard (fence.lua).
+// No clock of the gateway's is compared with the master's, and a beat held
+// up in the network tells the truth whenever it lands: a gateway whose clock
+// is off by any amount beats as well as one whose clock is right.
+// Freshness is measured on the gateway's monotonic clock from the answer
+// whose time became the mark. A Fence is safe for concurrent use; Fresh
+// allocates nothing.
 type Fence struct {
-	cfg FenceConfig
-	id  string
-	c   rueidis.Client
-	mu  sync.RWMutex
-	// last is each shard's last accepted beat (unix ns of its stamp), by
-	// tag; entries are never removed (a tag is a few bytes).
-	last map[string]*atomic.Int64
-	fail repeatlog.Failure
+	cfg   FenceConfig
+	id    string
+	c     rueidis.Client
+	start time.Time // the monotonic origin of the times below
+	mu    sync.RWMutex
+	// shards is each shard's state, by tag; entries are never removed (a
+	// tag is a few bytes).
+	shards map[string]*shardFence
+	fail   repeatlog.Failure
+}
+
+// shardFence is one shard's beats.
+type shardFence struct {
+	mu     sync.Mutex
+	prev   int64 // the last answer (master ms) not yet handed back, 0 for none
+	prevAt int64 // when it came (ns since Fence.start)
+	// marked is when the answer whose time is the mark came (ns since
+	// Fence.start), 0 before the first mark.
+	marked atomic.Int64
 }
 
 // NewFence returns the fence of a gateway with a new random id over c.
@@ -123,19 +138,24 @@ func NewFence(c rueidis.Client, cfg FenceConfig) *Fence {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Fence{cfg: cfg, id: hex.EncodeToString(b[:]), c: c, last: map[string]*atomic.Int64{}}
+	return &Fence{cfg: cfg, id: hex.EncodeToString(b[:]), c: c, start: time.Now(), shards: map[string]*shardFence{}}
 }
 
 // ID returns the gateway's id in the fence marks.
 func (f *Fence) ID() string { return f.id }
 
 // Fresh reports whether the gateway's mark on tag is recent enough to write
-// an entry there at now: its last beat is within a third of the hold.
+// an entry there at now (a reading of time.Now): the answer whose time it
+// is came within a third of the hold, by the monotonic clock.
 func (f *Fence) Fresh(tag string, now time.Time) bool {
 	f.mu.RLock()
-	p := f.last[tag]
+	sf := f.shards[tag]
 	f.mu.RUnlock()
-	return p != nil && now.UnixNano()-p.Load() < int64(f.cfg.Hold/3)
+	if sf == nil {
+		return false
+	}
+	m := sf.marked.Load()
+	return m != 0 && int64(now.Sub(f.start))-m < int64(f.cfg.Hold/3)
 }
 
 // Run beats every Every until ctx ends.
@@ -157,56 +177,81 @@ func (f *Fence) Run(ctx context.Context) {
 }
 
 // Beat beats every shard of Tags but those Pending names, once, and returns
-// an error naming the shards whose beat failed.
+// an error naming the shards whose beat failed. A shard beaten for the
+// first time (no answer to hand back) is beaten twice, so that it has a
+// mark when Beat returns.
 func (f *Fence) Beat(ctx context.Context) error {
-	stamp := time.Now() // before Pending is read: see fence.lua
-	// Tags before Pending: a reshard published in between moves both to the
-	// new layout, and Pending names a void's new shard as well as its old
-	// one, never the other way round.
-	return f.beat(ctx, stamp, f.cfg.Tags())
+	// Tags before Pending (read by beat): a reshard published in between
+	// moves both to the new layout, and Pending names a void's new shard as
+	// well as its old one, never the other way round.
+	return f.BeatTags(ctx, f.cfg.Tags())
 }
 
-// BeatTags beats the shards of tags but those Pending names, once, as Beat
-// does every shard of Tags: the catalog calls it for the shards of a sale
-// it is about to serve, before Tags lists them.
+// BeatTags beats the shards of tags as Beat does every shard of Tags: the
+// catalog calls it for the shards of a sale it is about to serve, before
+// Tags lists them.
 func (f *Fence) BeatTags(ctx context.Context, tags []string) error {
-	return f.beat(ctx, time.Now(), tags)
+	again, err := f.beat(ctx, tags)
+	if err == nil && len(again) > 0 {
+		_, err = f.beat(ctx, again)
+	}
+	return err
 }
 
-// beat beats all but the pending shards, stamped at stamp.
-func (f *Fence) beat(ctx context.Context, stamp time.Time, all []string) error {
+// beat beats all but the pending shards once: it hands each its last
+// answer back and keeps the new one. It returns the shards that had none
+// to hand back (beaten for the first time).
+func (f *Fence) beat(ctx context.Context, all []string) (first []string, err error) {
 	pending := map[string]bool{}
 	if f.cfg.Pending != nil {
 		f.cfg.Pending(pending)
 	}
 	var tags []string
+	var sfs []*shardFence
 	for _, tag := range all {
 		if !pending[tag] {
 			tags = append(tags, tag)
+			sfs = append(sfs, f.shard(tag))
 		}
 	}
 	if len(tags) == 0 {
-		return nil
+		return nil, nil
 	}
-	ms := strconv.FormatInt(stamp.UnixMilli(), 10)
-	transit := strconv.FormatInt(FenceTransit.Milliseconds(), 10)
 	keys, args := make([]string, len(tags)), make([][]string, len(tags))
+	sent := make([]int64, len(tags)) // the answer handed back, and when it came
+	sentAt := make([]int64, len(tags))
 	for i, tag := range tags {
-		keys[i], args[i] = string(sharding.AppendFenceMarksKey(nil, tag)), []string{f.id, "beat", ms, transit}
+		sf := sfs[i]
+		sf.mu.Lock()
+		sent[i], sentAt[i] = sf.prev, sf.prevAt
+		sf.mu.Unlock()
+		prev := ""
+		if sent[i] != 0 {
+			prev = strconv.FormatInt(sent[i], 10)
+		}
+		keys[i], args[i] = string(sharding.AppendFenceMarksKey(nil, tag)), []string{f.id, "beat", prev}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*FenceTransit) // fence.lua refuses what comes late
+	ctx, cancel := context.WithTimeout(ctx, beatTimeout)
 	defer cancel()
 	var failed []string
 	transient := true
 	for i, r := range fenceMulti(ctx, f.c, keys, args) {
-		n, err := r.AsInt64()
+		at := int64(time.Since(f.start))
+		now, recorded, err := parseBeat(r)
 		switch {
-		case err == nil && n == fenceBeat:
-			f.mark(tags[i], stamp)
-		case err == nil && n == fenceLate:
-			failed = append(failed, tags[i]+" (late: the clocks or the network)")
 		case err == nil:
-			failed = append(failed, tags[i]+" (reply "+strconv.FormatInt(n, 10)+")")
+			sf := sfs[i]
+			sf.mu.Lock()
+			if recorded && sentAt[i] > sf.marked.Load() {
+				sf.marked.Store(sentAt[i])
+			}
+			sf.prev, sf.prevAt = now, at
+			sf.mu.Unlock()
+			if sent[i] == 0 {
+				first = append(first, tags[i])
+			}
+		case errors.Is(err, errBeatReply):
+			failed = append(failed, tags[i]+" ("+err.Error()+")")
 			transient = false
 		default:
 			failed = append(failed, tags[i]+" ("+err.Error()+")")
@@ -214,9 +259,47 @@ func (f *Fence) beat(ctx context.Context, stamp time.Time, all []string) error {
 		}
 	}
 	if len(failed) > 0 {
-		return &BeatError{msg: fmt.Sprintf("fence beats failed on %d of %d shards: %s", len(failed), len(tags), listed(failed)), transient: transient}
+		return first, &BeatError{msg: fmt.Sprintf("fence beats failed on %d of %d shards: %s", len(failed), len(tags), listed(failed)), transient: transient}
 	}
-	return nil
+	return first, nil
+}
+
+// errBeatReply is a beat's reply that is not fence.lua's.
+var errBeatReply = errors.New("malformed fence reply")
+
+// parseBeat reads fence.lua's reply to a beat (from another process: a
+// time must be positive, the flag 0 or 1).
+func parseBeat(r rueidis.RedisResult) (now int64, recorded bool, err error) {
+	arr, err := r.ToArray()
+	if err != nil {
+		return 0, false, err
+	}
+	if len(arr) != 2 {
+		return 0, false, fmt.Errorf("%w: %d elements", errBeatReply, len(arr))
+	}
+	now, err1 := arr[0].AsInt64()
+	flag, err2 := arr[1].AsInt64()
+	if err1 != nil || err2 != nil || now <= 0 || (flag != 0 && flag != 1) {
+		return 0, false, fmt.Errorf("%w: %d, %d", errBeatReply, now, flag)
+	}
+	return now, flag == 1, nil
+}
+
+// shard returns tag's state, made on first use.
+func (f *Fence) shard(tag string) *shardFence {
+	f.mu.RLock()
+	sf := f.shards[tag]
+	f.mu.RUnlock()
+	if sf != nil {
+		return sf
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if sf = f.shards[tag]; sf == nil {
+		sf = &shardFence{}
+		f.shards[tag] = sf
+	}
+	return sf
 }
 
 // BeatError is Beat's error: the shards whose beat failed and why.
@@ -227,27 +310,10 @@ type BeatError struct {
 
 func (e *BeatError) Error() string { return e.msg }
 
-// Transient reports whether every failed beat was late (a slow moment: a
-// busy machine, a master failing over) or met an error of a server away or
-// starting, so that a gateway's start waits for a beat that lands rather
-// than exiting (startup.Transient asks it).
+// Transient reports whether every failed beat met an error of a server
+// away, slow or starting, so that a gateway's start waits for a beat that
+// lands rather than exiting (startup.Transient asks it).
 func (e *BeatError) Transient() bool { return e.transient }
-
-// mark records a beat of tag stamped at.
-func (f *Fence) mark(tag string, at time.Time) {
-	f.mu.RLock()
-	p := f.last[tag]
-	f.mu.RUnlock()
-	if p == nil {
-		f.mu.Lock()
-		if p = f.last[tag]; p == nil {
-			p = new(atomic.Int64)
-			f.last[tag] = p
-		}
-		f.mu.Unlock()
-	}
-	p.Store(at.UnixNano())
-}
 
 // Ready reports whether every shard of Tags has been beaten within a third
 // of the hold, naming those that have not.
@@ -271,7 +337,7 @@ func (f *Fence) Leave(ctx context.Context) error {
 	tags := f.cfg.Tags()
 	keys, args := make([]string, len(tags)), make([][]string, len(tags))
 	for i, tag := range tags {
-		keys[i], args[i] = string(sharding.AppendFenceMarksKey(nil, tag)), []string{f.id, "leave", "0", "0"}
+		keys[i], args[i] = string(sharding.AppendFenceMarksKey(nil, tag)), []string{f.id, "leave", ""}
 	}
 	for i, r := range fenceMulti(ctx, f.c, keys, args) {
 		if n, err := r.AsInt64(); err != nil || n != fenceLeft {

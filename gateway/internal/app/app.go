@@ -35,6 +35,7 @@ import (
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/presale"
 	"flashsale/gateway/internal/room"
+	"flashsale/sharding/clock"
 	"flashsale/sharding/journal"
 	"flashsale/sharding/repeatlog"
 	"flashsale/sharding/startup"
@@ -429,6 +430,9 @@ func (a *App) adminMux() *http.ServeMux {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	if clock.Knob() {
+		mux.Handle("/debug/clock", clock.Handler()) // the lab's test knob (package clock)
+	}
 	return mux
 }
 

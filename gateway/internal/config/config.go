@@ -239,7 +239,7 @@ func (c *Config) settings(set *shared.Set) {
 		{Name: "replica-timeout", Usage: "longest wait for the replicas; a shortfall is counted and the order stands", Value: shared.Duration(&c.ReplicaTimeout)},
 		{Name: "journal-bound", Usage: "most entries in a shard's hand-off journal before purchases on it answer 503", Value: shared.Int(&c.JournalBound)},
 		{Name: "relay", Usage: "run the journal relay (Redis to Kafka) in this process", Value: shared.Bool(&c.Relay)},
-		{Name: "relay-hold", Usage: "age a journal entry must reach before a relay takes it; must exceed -budget plus -release-budget plus the fence's 200ms transit", Value: shared.Duration(&c.RelayHold)},
+		{Name: "relay-hold", Usage: "age a journal entry must reach before a relay takes it; must exceed -budget plus -release-budget", Value: shared.Duration(&c.RelayHold)},
 		{Name: "relay-sales", Usage: "sale ids whose journals the relay moves, comma separated (empty: every sale)", Value: shared.IDs(&c.RelaySales)},
 		{Name: "relay-settle", Usage: "after a relay could not see a shard (an outage, a lease taken over from a dead relay) it takes nothing until the shard answered for -relay-hold plus this: the time a gateway has to void the attempts it lost replies of", Value: shared.Duration(&c.RelaySettle)},
 		{Name: "relay-lease", Usage: "lifetime of a shard's relay lease: a dead gateway's shards are taken over within it", Value: shared.Duration(&c.RelayLease)},
@@ -474,8 +474,8 @@ func (c *Config) validateHandoff(bad func(string, ...any)) {
 	if c.JournalBound < 1 {
 		bad("-journal-bound %d: want at least 1", c.JournalBound)
 	}
-	if c.RelayHold <= c.Budget+c.ReleaseBudget+journal.FenceTransit {
-		bad("-relay-hold %v: must exceed -budget plus -release-budget plus the fence's transit (%v), the time a gateway has to void a purchase it could not answer", c.RelayHold, c.Budget+c.ReleaseBudget+journal.FenceTransit)
+	if c.RelayHold <= c.Budget+c.ReleaseBudget {
+		bad("-relay-hold %v: must exceed -budget plus -release-budget (%v), the time a gateway has to void a purchase it could not answer", c.RelayHold, c.Budget+c.ReleaseBudget)
 	}
 	if c.RelayFence < 2*time.Second || c.RelayFence > 10*time.Minute {
 		bad("-relay-fence %v: want 2s..10m", c.RelayFence)
