@@ -65,30 +65,9 @@ rm -rf "$RUN" && mkdir -p "$RUN"
 source .run/env
 source bench/peers/cpu.sh # the CPU split, the per-202 figures' helpers
 open_sales_warning # before this run's own sales
-# The peers' tools come from Debian's packages; install what is missing (as root,
-# the way `make up` installs the stack's).
-PKGS="wrk nginx-light libnginx-mod-http-lua lua-nginx-redis redis-server bc"
-missing=0
-for t in wrk nginx redis-server bc; do command -v $t >/dev/null || missing=1; done
-[ -f /usr/lib/nginx/modules/ngx_http_lua_module.so ] || missing=1
-if [ $missing = 1 ]; then
-  if [ "$(id -u)" = 0 ]; then
-    echo "peers: installing Debian packages: $PKGS" >&2
-    # nginx-light's package would start a system nginx on port 80; the peer
-    # runs its own. policy-rc.d (Debian's invoke-rc.d hook) keeps the package
-    # from starting any service while it installs; one already there is kept.
-    own_policy=0
-    if [ ! -e /usr/sbin/policy-rc.d ]; then
-      printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && own_policy=1
-    fi
-    rc=0
-    (apt-get install -y -q $PKGS >/dev/null 2>&1 || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $PKGS >/dev/null; }) || rc=1
-    [ $own_policy = 1 ] && rm -f /usr/sbin/policy-rc.d
-    [ $rc = 0 ] || { echo "peers: apt-get install $PKGS failed" >&2; exit 1; }
-  else
-    echo "peers: missing tools; as root run: apt-get install -y $PKGS" >&2; exit 1
-  fi
-fi
+# The peers' tools come from Debian's packages; install what is missing.
+need_debian peers "wrk nginx-light libnginx-mod-http-lua lua-nginx-redis redis-server bc" \
+  wrk nginx redis-server bc /usr/lib/nginx/modules/ngx_http_lua_module.so
 
 # A run stopped before its cleanup leaves its servers on these ports, and a new
 # run would then measure them instead of the binaries it starts (their own

@@ -6,7 +6,8 @@
 #
 # CPU is read from /proc (gateway) and INFO cpu (all six Redis nodes) around a
 # wrk run of each path, so the figures do not depend on how the two cores are
-# shared with wrk. Needs `make build` and `make up`.
+# shared with wrk. Needs `make build` and `make up`; installs wrk and bc when
+# missing (as root; need_debian, shared with bench/peers.sh).
 #
 # Redis CPU is counted over all six nodes (replication and AOF included) less
 # their idle CPU.
@@ -23,7 +24,8 @@ set -euo pipefail
 DUR=${1:-5}
 cd "$(dirname "$0")/.."
 source .run/env
-source bench/peers/cpu.sh # repl_cmds, reserve_calls, open_sales_warning
+source bench/peers/cpu.sh # repl_cmds, reserve_calls, open_sales_warning, need_debian
+need_debian sizing "wrk bc" wrk bc
 open_sales_warning
 RUN=.run/sizing
 rm -rf "$RUN" && mkdir -p "$RUN"

@@ -4,30 +4,36 @@
 // A sale's state is split over S shards (1..MaxShards). Shard i of a sale has
 // one hash tag, Sale.Shards[i], and every key of that shard carries it:
 //
-//	{tag}:stock:<itemId>    units of the item left on the shard (integer)
-//	{tag}:buyers            hash user id -> order id of the users whose home is the shard
-//	{tag}:o:<orderId>       hash of one order: user, item, status, created, expires
-//	{tag}:journal           hash of unit moves in flight from or to the shard
-//	{tag}:mv:<moveId>       present once the shard was credited by that move
-//	{tag}:frozen            present while a reshard moves the shard away
-//	{tag}:halt              PAUSED or ENDED while an operator halted the sale
-//	{tag}:events            the hand-off journal: a stream of order events
-//	{tag}:relay             lease of the shard's journal relay
-//	{tag}:relay:mark        the relay's ownership mark, deleted only by a clean release
-//	{tag}:taken             the relay's watermark: entries at or below it may be in Kafka
+//	{tag}:stock:<itemId>      units of the item left on the shard (integer)
+//	{tag}:buyers              hash user id -> order id of the users whose home is the shard
+//	{tag}:o:<orderId>         hash of one order: user, item, status, created, expires
+//	{tag}:journal             hash of unit moves in flight from or to the shard
+//	{tag}:mv:<moveId>         present once the shard was credited by that move
+//	{tag}:frozen              present while a reshard moves the shard away
+//	{tag}:halt                PAUSED or ENDED while an operator halted the sale
+//	{tag}:events              the hand-off journal: a stream of order events
+//	{tag}:relay               lease of the shard's journal relay
+//	{tag}:relay:mark          the relay's ownership mark, deleted only by a clean release
+//	{tag}:taken               the relay's watermark: entries at or below it may be in Kafka
+//	{tag}:chain               hash item id -> the item's last journal entry Kafka acknowledged
+//	{tag}:pg                  hash item id -> the item's last entry PostgreSQL holds with all before it
+//	{tag}:gws                 the fence marks: hash gateway id -> its last accepted beat
 //
 // so each Lua script, which touches the keys of one shard only, never crosses a
-// slot. The keys of a whole sale carry no shard's tag (the waiting room's
-// have tags of their own, one slot per script again):
+// slot. The keys of a whole sale carry no shard's tag (the waiting room's and
+// the presale's have tags of their own, one slot per script again):
 //
-//	fs:sales                set of the ids of every sale
-//	fs:sale:<id>            the sale's description (JSON), tags included
-//	fs:relays:<id>          the sale's live journal relays (heartbeats)
-//	fs:drift:<id>           the writer's last drift reading of the sale
-//	fs:reshard:<id>         the sale's reshard journal, while one runs
-//	{room:<id>:<k>}:draw    shard k of the waiting room's random draw
-//	{room:<id>}:state       the waiting room's admission state
-//	{room:<id>}:tail        the waiting room's counter of late arrivals
+//	fs:sales                  set of the ids of every sale
+//	fs:sale:<id>              the sale's description (JSON), tags included
+//	fs:relays:<id>            the sale's live journal relays (heartbeats)
+//	fs:drift:<id>             the writer's last drift reading of the sale
+//	fs:reshard:<id>           the sale's reshard journal, while one runs
+//	{room:<id>}:state         the waiting room's admission state
+//	{room:<id>}:tail          the waiting room's counter of late arrivals
+//	{room:<id>}:seed          the secret seed of the sale's draw (its SHA-256 is the commitment)
+//	{room:<id>:<k>}:entrants  shard k (of RoomLotteryShards) of the draw's entrants
+//	{presale:<id>}:users      the user ids loaded for the sale's presale
+//	{presale:<id>}:cap        the units the presale may still sell
 //
 // Only this package builds these keys (SaleKey, AppendStockKey and the rest).
 // Tags are picked at sale creation so that the shards spread evenly over the

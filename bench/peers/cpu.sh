@@ -22,6 +22,12 @@
 #   repl_cmds PORT...        the commands the replicas on PORTs have run
 #   reserve_calls ADMIN      a gateway's reserve script calls and reservations
 #
+# And what both need before the first row:
+#
+#   need_debian WHO "PKG..." CHECK...
+#                            install the Debian packages PKG (as root) unless
+#                            every CHECK is there: a command, or a file
+#
 # Figures are shares of the whole machine, so they add up to 100 % with idle.
 
 declare -A CPU_GROUP=()    # pid -> group
@@ -134,4 +140,34 @@ repl_cmds() {
 reserve_calls() {
   curl -fsS "http://$1/metrics" | awk '/^flashsale_gateway_reserve_calls_total / {c = $2}
     /^flashsale_gateway_reserve_call_reservations_total / {r = $2} END {printf "%d %d", c, r}'
+}
+
+# need_debian WHO "PKG..." CHECK...: install the Debian packages PKG, as
+# root, the way `make up` installs the stack's, unless every CHECK is there
+# (a command on PATH, or a file when it holds a slash); not root, it stops
+# with the apt-get line to run. WHO names the script in its messages.
+need_debian() {
+  local who=$1 pkgs=$2 c missing=0
+  shift 2
+  for c in "$@"; do
+    if [[ $c == */* ]]; then [ -e "$c" ] || missing=1; else command -v "$c" >/dev/null || missing=1; fi
+  done
+  [ $missing = 0 ] && return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "$who: missing tools; as root run: apt-get install -y $pkgs" >&2
+    exit 1
+  fi
+  echo "$who: installing Debian packages: $pkgs" >&2
+  # A package that ships a service (nginx-light: a system nginx on port 80)
+  # would start it; the scripts run their own. policy-rc.d (Debian's
+  # invoke-rc.d hook) keeps every package from starting a service while it
+  # installs; one already there is kept.
+  local own_policy=0 rc=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && own_policy=1
+  fi
+  # shellcheck disable=SC2086 # the package list splits on purpose
+  (apt-get install -y -q $pkgs >/dev/null 2>&1 || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $pkgs >/dev/null; }) || rc=1
+  [ $own_policy = 1 ] && rm -f /usr/sbin/policy-rc.d
+  [ $rc = 0 ] || { echo "$who: apt-get install $pkgs failed" >&2; exit 1; }
 }

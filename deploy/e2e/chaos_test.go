@@ -16,16 +16,26 @@ import (
 )
 
 // TestFaultChaos is a seeded, replayable fault run of the whole system: two
-// gateways and two writers serve a crowd that buys with an Idempotency-Key
-// and retries it after a 503 or a broken connection, pays, cancels or lets
-// its orders expire (a 10 s payment window), while faults drawn from the
-// seed strike: gateway and writer SIGKILLs, the broker stopped, a Redis
-// master frozen or killed (failing over), a replica killed, PostgreSQL
-// restarted, the sale paused, a live reshard, and network partitions (a
-// gateway cut off from one master while the other gateway's relay still
-// sees it; a writer cut off from PostgreSQL). Then everything is healed,
-// the system settles, and every invariant of SPEC is checked with no repair
-// run, each violation named with its orders.
+// gateways and two writers serve a crowd that buys a sale of three items
+// (each on a partition of the orders topic of its own, so that a relay
+// round spans partitions) with an Idempotency-Key and retries it after a
+// 503 or a broken connection, pays, cancels or lets its orders expire (a
+// 10 s payment window). A fifth of the crowd and a third of each rush
+// hedge: the first purchase goes to both gateways a few milliseconds
+// apart, and one reply is dropped (a hedged client, a second tap, a load
+// balancer's retry). Faults drawn from the seed strike (chaosKinds):
+// gateway and writer SIGKILLs, the broker stopped, a partition leader
+// failing over, partitions added to the orders topic, a reshard while Kafka
+// is down with the gateways restarted meanwhile, a Redis master frozen or
+// killed (failing over), a replica killed, PostgreSQL restarted, the sale
+// paused, a live reshard, and network partitions (a gateway cut off from
+// one master while the other gateway's relay still sees it; a writer cut
+// off from PostgreSQL). A run whose plan holds a leader failover runs on an
+// in-process kfake cluster of three brokers, whose requests it fails.
+// Then everything is healed, the system settles, and every invariant of
+// SPEC is checked with no repair run, each violation named with its orders
+// (checkChaos): among them every 202 in PostgreSQL and none FAILED, and no
+// GET that said persisted before PostgreSQL had the order.
 //
 // make test runs it once on a fixed seed (chaosDefaultSeed, 40 s of faults);
 // make chaos runs it with SEED=, DURATION=, FAULTS= (the most faults) and

@@ -29,7 +29,7 @@ func TestFaultPartitionedGatewayVoid(t *testing.T) {
 	need(t)
 	parts, err := testenv.NewPartitions(gidGateway0)
 	if err != nil {
-		t.Skipf("needs partitions: %v", err)
+		testenv.Missing(t, fmt.Sprintf("needs partitions: %v (run as root; make up installs iptables)", err))
 	}
 	defer parts.Close()
 	const units = 100000

@@ -79,6 +79,15 @@ func (s *Set) Output() io.Writer {
 	return s.out
 }
 
+// Lookup returns the value of the setting with flag name, nil when there is
+// none (-h, -help and -version are Parse's own, not settings).
+func (s *Set) Lookup(name string) flag.Value {
+	if st := s.names[name]; st != nil {
+		return st.Value
+	}
+	return nil
+}
+
 // Args returns the arguments left after the flags.
 func (s *Set) Args() []string { return s.args }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,8 +27,8 @@ const (
 	ExitConnect = 3 // Redis or PostgreSQL could not be reached (nothing was done)
 )
 
-// Config is flashctl's configuration: the global flags (before the command),
-// with the shared settings of package sharding/config (Redis with its TLS and
+// Config is flashctl's configuration: the global flags (before the command
+// or among its flags), with the shared settings of package sharding/config (Redis with its TLS and
 // password file, PostgreSQL, logging; flag -some-name or environment
 // FLASHSALE_SOME_NAME, DATABASE_URL too).
 type Config struct {
@@ -120,24 +121,14 @@ type invocation struct {
 	run   func(context.Context, *cmdEnv) (int, error)
 }
 
-// parseLine reads the global flags (before the command) and the environment,
-// finds the command and parses its flags. The invocation is usable for help
-// even when err is set.
+// parseLine reads the global flags and the environment, finds the command
+// and parses its flags. Global flags go before the command or among its own
+// flags after it (`flashctl sale report --sale 5 --json`), as kubectl's, gh's
+// and docker's do. The invocation is usable for help even when err is set.
 func parseLine(args []string, getenv func(string) string, stdout io.Writer) (*invocation, error) {
-	inv := &invocation{cmdEnv: cmdEnv{cfg: Config{Timeout: 2 * time.Minute}}, path: "flashctl"}
-	inv.set = globalSet(&inv.cfg)
-	err := inv.set.Parse(args, getenv, io.Discard)
-	switch {
-	case errors.Is(err, shared.ErrVersion):
-		fmt.Fprintln(stdout, shared.VersionLine("flashctl"))
+	inv := &invocation{path: "flashctl"}
+	if err := inv.parseGlobal(args, getenv, stdout); err != nil {
 		return inv, err
-	case errors.Is(err, flag.ErrHelp):
-		return inv, err
-	case err != nil:
-		return inv, usagef("%v", err)
-	}
-	if err := inv.cfg.Common.Resolve(); err != nil {
-		return inv, usagef("%v", err)
 	}
 	rest := inv.set.Args()
 	if len(rest) == 0 {
@@ -164,10 +155,80 @@ func parseLine(args []string, getenv func(string) string, stdout io.Writer) (*in
 	inv.path, inv.cmd, inv.group = "flashctl "+name, cmd, ""
 	inv.fs = flag.NewFlagSet(name, flag.ContinueOnError)
 	inv.run = cmd.flags(inv.fs)
+	own, global := splitGlobal(rest[1:], inv.fs, inv.set)
+	if len(global) > 0 {
+		// Parsed again, with the ones before the command, in one pass: a
+		// flag given anywhere wins over the environment.
+		before := args[:len(args)-len(inv.set.Args())]
+		if n := len(before); n > 0 && before[n-1] == "--" {
+			before = before[:n-1] // what follows now is flags
+		}
+		if err := inv.parseGlobal(append(slices.Clip(before), global...), getenv, stdout); err != nil {
+			return inv, err
+		}
+	}
 	if err := envDefaults(inv.fs, getenv); err != nil {
 		return inv, err
 	}
-	return inv, parseFlags(inv.fs, rest[1:], false)
+	return inv, parseFlags(inv.fs, own, false)
+}
+
+// parseGlobal parses args (the global flags, then the command line's other
+// words) into a new configuration and resolves it.
+func (inv *invocation) parseGlobal(args []string, getenv func(string) string, stdout io.Writer) error {
+	inv.cfg = Config{Timeout: 2 * time.Minute}
+	inv.set = globalSet(&inv.cfg)
+	err := inv.set.Parse(args, getenv, io.Discard)
+	switch {
+	case errors.Is(err, shared.ErrVersion):
+		fmt.Fprintln(stdout, shared.VersionLine("flashctl"))
+		return err
+	case errors.Is(err, flag.ErrHelp):
+		return err
+	case err != nil:
+		return usagef("%v", err)
+	}
+	if err := inv.cfg.Common.Resolve(); err != nil {
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+// splitGlobal splits the arguments after a command into its own flags and
+// the global flags among them, each with its value. A name the command
+// defines is the command's. It stops at the first argument that is no flag
+// (or at "--"): what follows is the command's, for fs to refuse.
+func splitGlobal(args []string, fs *flag.FlagSet, global *shared.Set) (own, glob []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || len(a) < 2 || a[0] != '-' {
+			return append(own, args[i:]...), glob
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(a[1:], "-"), "=")
+		n := 1 // the flag alone, or with the next argument as its value
+		v := global.Lookup(name)
+		if f := fs.Lookup(name); f != nil {
+			v = nil
+			if !hasValue && !isBoolFlag(f.Value) {
+				n = 2
+			}
+		} else if v != nil && !hasValue && !isBoolFlag(v) {
+			n = 2
+		}
+		end := min(i+n, len(args))
+		if v != nil {
+			glob = append(glob, args[i:end]...)
+		} else {
+			own = append(own, args[i:end]...)
+		}
+		i = end - 1
+	}
+	return own, glob
+}
+
+func isBoolFlag(v flag.Value) bool {
+	b, ok := v.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 // flagEnv names the environment variables whose value a command flag of that
@@ -219,11 +280,7 @@ func parseFlags(fs *flag.FlagSet, args []string, interspersed bool) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		msg := err.Error()
-		if strings.HasPrefix(msg, "flag provided but not defined: -") {
-			msg += " (global flags such as --redis, --database-url and --json go before the command)"
-		}
-		return usagef("%s: %s", fs.Name(), msg)
+		return usagef("%s: %v", fs.Name(), err)
 	}
 	if !interspersed && fs.NArg() > 0 {
 		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))

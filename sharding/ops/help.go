@@ -73,7 +73,7 @@ func (inv *invocation) help() string {
 		c := inv.cmd
 		fmt.Fprintf(&b, "usage: flashctl [global flags] %s %s\n\n%s\n\nflags:\n", c.name, c.synopsis(), c.summary)
 		printFlags(&b, c)
-		b.WriteString("\nglobal flags (Redis, PostgreSQL, Kafka, --json) go before the command: `flashctl --help` lists them.\n")
+		b.WriteString("\nglobal flags (Redis, PostgreSQL, Kafka, --json) go before the command or among its flags: `flashctl --help` lists them.\n")
 		b.WriteString(exitCodes)
 	case inv.group != "":
 		fmt.Fprintf(&b, "usage: flashctl [global flags] %s <command> [flags]\n\n%s\n\ncommands:\n", inv.group, groups[inv.group])
@@ -131,7 +131,7 @@ func listCommands(b *strings.Builder, prefix string) {
 func (inv *invocation) globalHelp(b *strings.Builder) {
 	var t strings.Builder
 	inv.set.PrintUsage(&t)
-	b.WriteString(strings.Replace(t.String(), "\nflags (", "\nglobal flags, before the command as in `flashctl --json status --sale 42` (", 1))
+	b.WriteString(strings.Replace(t.String(), "\nflags (", "\nglobal flags, before the command or among its flags, as in `flashctl --json status --sale 42` or `flashctl status --sale 42 --json` (", 1))
 	b.WriteString(exitCodes)
 }
 

@@ -93,7 +93,14 @@ func TestReportBalances(t *testing.T) {
 	if code != ExitOK || !rep.Balanced || !slices.Equal(got, []int64{10, 3, 1, 6, 0, 0, 6, 1, 1}) || !rep.Lag.Known {
 		t.Fatalf("exit %d, balanced %v, item %v (lag %+v), want 0, true, [10 3 1 6 0 0 6 1 1]: %+v", code, rep.Balanced, got, rep.Lag, rep.Ledger.Discrepancies)
 	}
-	if _, again := saleReport(t, sale.ID, group, topic); again.Hash != rep.Hash {
+	// Again with --json after the command, where kubectl's users put it.
+	code, out, errOut := runMain("sale", "report", "--sale", strconv.FormatInt(sale.ID, 10), "--grace", "1ms",
+		"--writer-group", group, "--orders-topic", topic, "--json")
+	var again SaleReport
+	if err := json.Unmarshal([]byte(out), &again); err != nil || code != ExitOK {
+		t.Fatalf("sale report ... --json: exit %d, %v: %s %s", code, err, out, errOut)
+	}
+	if again.Hash != rep.Hash {
 		t.Fatalf("the same books hashed %s, then %s", rep.Hash, again.Hash)
 	}
 }

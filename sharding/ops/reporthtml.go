@@ -14,7 +14,7 @@ import (
 var saleReportTmpl string
 
 var saleReportPage = template.Must(template.New("sale report").Funcs(template.FuncMap{
-	"count": func(n any) string { return commas(fmt.Sprint(n)) }, "at": at, "never": orNever,
+	"count": look.Count, "at": at, "never": orNever,
 	"total": sumValues, "answers": answersText, "failed": failedOrders,
 }).Parse(saleReportTmpl))
 
@@ -73,25 +73,6 @@ func lagText(l WriterLag) string {
 		return "not known: " + l.Error
 	}
 	return fmt.Sprintf("%d records to persist", l.Records)
-}
-
-// commas puts thousands separators in a decimal integer's text.
-func commas(s string) string {
-	neg := len(s) > 0 && s[0] == '-'
-	if neg {
-		s = s[1:]
-	}
-	out := make([]byte, 0, len(s)+len(s)/3+1)
-	if neg {
-		out = append(out, '-')
-	}
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
 }
 
 // failedOrders counts the FAILED orders over every reason.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"flashsale/sharding/look"
 )
 
 // hdrTicks are the percentiles labelled on a percentile-distribution plot.
@@ -164,7 +166,7 @@ func mixOverTimeChart(r *Result) *chart {
 		for _, s := range r.Timeline { // a dot per second, so a single second shows
 			if v := s.Out[o.Name]; v > 0 {
 				c.Rects = append(c.Rects, rect{X: x(float64(s.T)+0.5) - 2, Y: y(float64(v)) - 2, W: 4, H: 4, Fill: col,
-					Title: fmt.Sprintf("%ds: %s %s", s.T, commas(v), o.Name)})
+					Title: fmt.Sprintf("%ds: %s %s", s.T, look.Commas(v), o.Name)})
 			}
 		}
 	}
@@ -230,7 +232,7 @@ func throughputChart(r *Result) *chart {
 			}
 			y0, y1 := y(base), y(base+float64(part))
 			c.Rects = append(c.Rects, rect{X: x(float64(s.T)) + step*0.1, Y: y1, W: step * 0.8, H: y0 - y1, Fill: classes[i].color,
-				Title: fmt.Sprintf("%ds: %s %s", s.T, commas(part), classes[i].name)})
+				Title: fmt.Sprintf("%ds: %s %s", s.T, look.Commas(part), classes[i].name)})
 			base += float64(part)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"text/tabwriter"
+
+	"flashsale/sharding/look"
 )
 
 // CompareRow is one figure of two runs side by side.
@@ -31,7 +33,7 @@ func Compare(a, b *Result, nameA, nameB string) *Comparison {
 		c.Rows = append(c.Rows, CompareRow{Group: group, What: what, A: f(va), B: f(vb), Change: change(va, vb),
 			Worse: va > 0 && (higherBetter && vb < va*0.98 || !higherBetter && vb > va*1.02)})
 	}
-	cnt := func(v float64) string { return count(v) }
+	cnt := func(v float64) string { return look.Count(v) }
 	num("run", "throughput (responses/s)", a.Throughput, b.Throughput, cnt, true)
 	num("run", "responses", float64(a.Responses), float64(b.Responses), cnt, true)
 	num("run", "202 accepted (distinct orders)", float64(a.Winners), float64(b.Winners), cnt, true)

@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+
+	"flashsale/sharding/look"
 )
 
 // Warning is something a load tester must know before trusting the figures,
@@ -37,7 +39,7 @@ func (r *Result) Warnings() []Warning {
 		out = append(out, Warning{
 			Title: "Most purchases were refused by a rate limit (429)",
 			Detail: fmt.Sprintf("%s of %s purchases (%s) were answered 429 RATE_LIMITED. Every simulated user comes from "+
-				"this bench host's few addresses, so the gateway's per-IP bucket sees one client.", commas(limited), commas(purchases), pct(limited, purchases)),
+				"this bench host's few addresses, so the gateway's per-IP bucket sees one client.", look.Commas(limited), look.Commas(purchases), pct(limited, purchases)),
 			Advice: "Run with -xff (a distinct X-Forwarded-For per user) and start the gateway with -trusted-proxies naming " +
 				"the bench host's address (e.g. 127.0.0.0/8 on loopback), as behind a load balancer; or use -source-ips / " +
 				"more bench hosts. See bench/README.md, \"The per-IP limit\".",
@@ -46,7 +48,7 @@ func (r *Result) Warnings() []Warning {
 	if r.Done > 0 && float64(r.Failed) > 0.01*float64(r.Done) {
 		out = append(out, Warning{
 			Title:  "Transport failures",
-			Detail: fmt.Sprintf("%s of %s requests (%s) got no HTTP answer (connect, read, timeout).", commas(r.Failed), commas(r.Done), pct(r.Failed, r.Done)),
+			Detail: fmt.Sprintf("%s of %s requests (%s) got no HTTP answer (connect, read, timeout).", look.Commas(r.Failed), look.Commas(r.Done), pct(r.Failed, r.Done)),
 			Advice: "Check the target is up and its listen backlog and file limits (ulimit -n); lower -c if connects fail.",
 		})
 	}
@@ -57,14 +59,14 @@ func unsentNote(n int64) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" %s scheduled requests were never sent: the schedule's -drain ran out first.", commas(n))
+	return fmt.Sprintf(" %s scheduled requests were never sent: the schedule's -drain ran out first.", look.Commas(n))
 }
 
 // lateWarning says who was late: the target, whose answers kept every
 // connection busy, or the generator itself.
 func (r *Result) lateWarning() Warning {
 	sends := fmt.Sprintf("%s of %s sends (%s) went out more than %s after their intended time, up to %s late",
-		commas(r.Late), commas(r.Sent), pct(r.Late, r.Sent), r.LateBy, ms(r.MaxLateMs))
+		look.Commas(r.Late), look.Commas(r.Sent), pct(r.Late, r.Sent), r.LateBy, ms(r.MaxLateMs))
 	if r.targetPaced() {
 		return Warning{
 			Title: "The target did not keep up with the schedule",

@@ -1,52 +1,17 @@
 package report
 
 import (
-	"fmt"
-	"math"
 	"strconv"
+
+	"flashsale/sharding/look"
 )
-
-// commas writes n with thousands separators: 1,006,029.
-func commas(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := n < 0
-	if neg {
-		s = s[1:]
-	}
-	out := make([]byte, 0, len(s)+len(s)/3+1)
-	if neg {
-		out = append(out, '-')
-	}
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
-}
-
-// count formats any integer kind with separators (for templates).
-func count(v any) string {
-	switch n := v.(type) {
-	case int:
-		return commas(int64(n))
-	case int64:
-		return commas(n)
-	case uint64:
-		return commas(int64(n))
-	case float64:
-		return commas(int64(math.Round(n)))
-	}
-	return fmt.Sprint(v)
-}
 
 // plural writes "1 worker", "2 workers", with separators.
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return "1 " + one
 	}
-	return commas(int64(n)) + " " + many
+	return look.Commas(int64(n)) + " " + many
 }
 
 // ms formats a latency in milliseconds with three significant digits and a

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"flashsale/sharding/look"
 )
 
 // WriteHeadline prints what the sale did, before the details: per item the
@@ -25,7 +27,7 @@ func (r *Result) WriteHeadline(w io.Writer) error {
 	}
 	var parts []string
 	for _, o := range r.Outcomes {
-		parts = append(parts, fmt.Sprintf("%s %s (p50 %s, p99 %s)", o.Name, commas(o.Count), ms(o.Latency.P50), ms(o.Latency.P99)))
+		parts = append(parts, fmt.Sprintf("%s %s (p50 %s, p99 %s)", o.Name, look.Commas(o.Count), ms(o.Latency.P50), ms(o.Latency.P99)))
 	}
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "== answers: %s\n", strings.Join(parts, ", "))
@@ -52,7 +54,7 @@ func (r *Result) scheduleText() string {
 			offered, done = max(offered, s.Offered), max(done, s.Done)
 		}
 		return fmt.Sprintf("the crowd outpaced the target: it offered up to %s requests in a second, the target answered at most %s; %.0f%% of sends later than %s, up to %s, %s of them waiting for one of the %s, all busy waiting for answers (the queue at the door; the latencies include it)",
-			commas(offered), commas(done), late, r.LateBy, ms(r.MaxLateMs), pct(r.LateWaited, r.Late), plural(r.Conns, "connection", "connections"))
+			look.Commas(offered), look.Commas(done), late, r.LateBy, ms(r.MaxLateMs), pct(r.LateWaited, r.Late), plural(r.Conns, "connection", "connections"))
 	}
 	return fmt.Sprintf("BEHIND its schedule: %.0f%% of sends later than %s, up to %s; the latencies include its queue (a smaller crowd or more bench machines measure the system)",
 		late, r.LateBy, ms(r.MaxLateMs))

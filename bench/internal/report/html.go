@@ -16,7 +16,7 @@ import (
 var reportTmpl string
 
 // funcs are the formatting helpers templates use.
-var funcs = template.FuncMap{"count": count, "ms": ms, "pct": pct, "secs": secs, "plural": plural,
+var funcs = template.FuncMap{"count": look.Count, "ms": ms, "pct": pct, "secs": secs, "plural": plural,
 	"sellout": sellOutText, "join": strings.Join}
 
 var pageTmpl = template.Must(template.New("report").Funcs(funcs).Parse(reportTmpl))
@@ -61,7 +61,7 @@ func statusRows(r *Result) []statusRow {
 		var codes []string
 		for _, c := range r.Codes {
 			if c.Kind == s.Kind && fmt.Sprint(api.Status[c.What]) == s.What {
-				codes = append(codes, c.What+" "+commas(c.Count))
+				codes = append(codes, c.What+" "+look.Commas(c.Count))
 				used[c] = true
 			}
 		}
