@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -37,6 +38,17 @@ func TestGatewayClockSkew(t *testing.T) {
 	var report []string
 	for _, skew := range []time.Duration{150 * time.Millisecond, 300 * time.Millisecond, 5 * time.Second, -5 * time.Second} {
 		setClock(t, g.admin, skew)
+		// The knob moves the gateway's stamps: an order's createdAt is its
+		// clock's.
+		b := buyers[next]
+		next++
+		first := purchase(g.addr, s, b)
+		all = append(all, first)
+		if first.status == 202 {
+			if c := orderCreated(t, g.addr, b, first.order); c.Sub(time.Now()) < skew-time.Second || c.Sub(time.Now()) > skew+time.Second {
+				t.Errorf("skew %v: the order was stamped created at %v, %v from this host's clock", skew, c, c.Sub(time.Now()))
+			}
+		}
 		during := buyFor(s, g, buyers, &next, 4500*time.Millisecond)
 		setClock(t, g.admin, 0)
 		recovered, after := recoverAfter(s, g, buyers, &next, 10*time.Second)
@@ -51,6 +63,22 @@ func TestGatewayClockSkew(t *testing.T) {
 	t.Log("\n" + strings.Join(report, "\n"))
 	a := settled(t, s, 60*time.Second)
 	checkInvariants(t, s, units, a, buyers[:next], all)
+}
+
+// orderCreated reads order's createdAt from the gateway at addr.
+func orderCreated(t *testing.T, addr string, b buyer, order string) time.Time {
+	t.Helper()
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + addr + "/api/flash-sales/orders/" + order)
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	req.Header.Set("X-Forwarded-For", b.ip)
+	var v struct{ CreatedAt time.Time }
+	if err := fasthttp.DoTimeout(req, resp, 5*time.Second); err != nil || resp.StatusCode() != 200 || json.Unmarshal(resp.Body(), &v) != nil {
+		t.Fatalf("GET order %s: %d %s %v", order, resp.StatusCode(), resp.Body(), err)
+	}
+	return v.CreatedAt
 }
 
 // setClock sets the clock offset of the process whose admin listener is at

@@ -17,6 +17,7 @@ import (
 
 	"flashsale/lua"
 	"flashsale/sharding"
+	"flashsale/sharding/clock"
 	"flashsale/sharding/orderevent"
 	"flashsale/sharding/repeatlog"
 )
@@ -245,7 +246,7 @@ func (r *Relay) live(ctx context.Context, sales []int64) map[int64]int {
 	}
 	c, cancel := context.WithTimeout(ctx, r.cfg.Lease/2)
 	defer cancel()
-	now := time.Now()
+	now := clock.Now() // compared with other gateways' beats (package clock)
 	old := strconv.FormatInt(now.Add(-relayAlive).UnixMilli(), 10)
 	cmds := make(rueidis.Commands, 0, 4*len(sales))
 	for _, id := range sales {

@@ -9,6 +9,7 @@ import (
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/obs"
 	"flashsale/sharding"
+	"flashsale/sharding/clock"
 	"flashsale/sharding/stock"
 )
 
@@ -24,7 +25,7 @@ func (h *Handler) serverTime(ctx *fasthttp.RequestCtx, now time.Time) {
 	}
 	var buf [64]byte
 	b := append(buf[:0], `{"serverTime":"`...)
-	b = now.UTC().AppendFormat(b, rfc3339Milli)
+	b = clock.Wall(now).UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, `"}`...)
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 	h.answerBody(ctx, route, aOK, b)
@@ -93,7 +94,7 @@ func (h *Handler) answerRecord(ctx *fasthttp.RequestCtx, route obs.Route, now ti
 	b = append(b, `,"itemId":`...)
 	b = strconv.AppendInt(b, rec.ItemID, 10)
 	b = append(b, `,"status":"`...)
-	b = append(b, rec.Shown(now)...)
+	b = append(b, rec.Shown(clock.Wall(now))...)
 	b = append(b, `","createdAt":"`...)
 	b = rec.Created.UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, `","expiresAt":"`...)
@@ -156,7 +157,7 @@ func (h *Handler) payOrCancel(ctx *fasthttp.RequestCtx, now time.Time, route obs
 	}
 	pay := route == obs.RoutePay
 	sale := h.Catalog.Snapshot().Sale(id.SaleID())
-	a := stock.ActRequest{Action: stock.ActCancel, SaleID: id.SaleID(), UserID: rec.UserID, OrderID: id, At: now,
+	a := stock.ActRequest{Action: stock.ActCancel, SaleID: id.SaleID(), UserID: rec.UserID, OrderID: id, At: clock.Wall(now),
 		Bound: h.cfg.JournalBound, Attempt: h.attempt()}
 	if pay {
 		a.Action = stock.ActPay

@@ -14,6 +14,7 @@ import (
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/obs"
 	"flashsale/sharding"
+	"flashsale/sharding/clock"
 	"flashsale/sharding/stock"
 )
 
@@ -49,8 +50,12 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 		return
 	}
 	sale := it.Sale
-	inPresale := sale.InPresale(now)
-	switch n := now.UnixNano(); {
+	// wall is this gateway's wall clock (package clock: the lab moves it),
+	// for what is compared with other processes' times: the sale's window,
+	// the order's stamps. now stays the start of the request's durations.
+	wall := clock.Wall(now)
+	inPresale := sale.InPresale(wall)
+	switch n := wall.UnixNano(); {
 	case sale.Halt == catalog.HaltEnded:
 		h.answer(ctx, route, aSaleEnded)
 		return
@@ -89,7 +94,7 @@ func (h *Handler) purchase(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 	p.r = stock.Reservation{
 		Tag: sale.Shards[home], SaleID: sale.ID, ItemID: it.Item.ID, UserID: user,
 		OrderID: h.orderID(p.key, sale.ID, it.Item.ID, user), Attempt: h.attempt(),
-		Created: now, Expires: now.Add(sale.Window()), TTL: h.cfg.OrderTTL, Bound: h.cfg.JournalBound,
+		Created: wall, Expires: wall.Add(sale.Window()), TTL: h.cfg.OrderTTL, Bound: h.cfg.JournalBound,
 	}
 	p.rctx, _ = h.deadlines.get(now)
 	if inPresale {

@@ -7,6 +7,7 @@ import (
 
 	"flashsale/gateway/internal/catalog"
 	"flashsale/gateway/internal/obs"
+	"flashsale/sharding/clock"
 )
 
 // ticket serves POST /api/flash-sales/sales/{saleId}/ticket: the purchase
@@ -24,12 +25,16 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	}
 	defer h.countTicket(sale.ID, ctx)
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
-	inPresale := sale.InPresale(now)
-	switch n := now.UnixNano(); {
+	// wall is this gateway's wall clock (package clock), for what other
+	// processes' clocks judge too: the sale's window and the ticket's
+	// expiry. now stays the start of the request's durations.
+	wall := clock.Wall(now)
+	inPresale := sale.InPresale(wall)
+	switch n := wall.UnixNano(); {
 	case sale.Halt == catalog.HaltEnded:
 		h.answer(ctx, route, aSaleEnded)
 		return
-	case n < sale.Start && !inPresale && !h.preQueueOpen(sale, now):
+	case n < sale.Start && !inPresale && !h.preQueueOpen(sale, wall):
 		// A sale whose waiting room opened its pre-queue goes on to admit,
 		// which answers 202 QUEUED (the place is drawn at the start).
 		h.answerBody(ctx, route, aSaleNotStarted, sale.NotStarted)
@@ -55,7 +60,7 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 		if !h.proofOK(ctx, now, sale, user) {
 			return
 		}
-	case inPresale && !h.preQueueOpen(sale, now):
+	case inPresale && !h.preQueueOpen(sale, wall):
 		h.answerPresale(ctx, route, aPresaleOnly, sale)
 		return
 	case !h.admit(ctx, now, sale, user):
@@ -63,7 +68,7 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	}
 	var buf [160]byte
 	b := append(buf[:0], `{"status":"ADMITTED","ticket":"`...)
-	b, exp := h.Tickets.Append(b, user, sale.ID, now)
+	b, exp := h.Tickets.Append(b, user, sale.ID, wall)
 	b = append(b, `","expiresAt":"`...)
 	b = exp.UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, `"}`...)
@@ -98,10 +103,11 @@ func (h *Handler) ticketOK(ctx *fasthttp.RequestCtx, now time.Time, sale *catalo
 	// A ticket of the presale is good in the presale only: after the start
 	// the general phase's tickets come through its room.
 	start := sale.Start
-	if sale.InPresale(now) {
+	wall := clock.Wall(now) // the ticket's expiry, stamped by another gateway's clock (package clock)
+	if sale.InPresale(wall) {
 		start = sale.Presale.StartsAt.UnixNano()
 	}
-	if err := h.Tickets.Verify(tok, user, sale.ID, start, now); err != nil {
+	if err := h.Tickets.Verify(tok, user, sale.ID, start, wall); err != nil {
 		h.answer(ctx, obs.RoutePurchase, aTicketInvalid)
 		return false
 	}
