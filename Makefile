@@ -33,18 +33,21 @@ test: up
 # linked one after another, to run nothing).
 FAULT_PKGS = ./deploy/e2e ./gateway/internal/app ./gateway/internal/pow ./sharding/ops ./sharding/stock ./writer/internal/app
 
-# chaos runs a seeded fault run of the whole system (deploy/e2e TestFaultChaos):
+# chaos runs a seeded fault run of the whole system (deploy/e2e TestFaultChaos;
+# with LAB=1 TestFaultLab, on the lab's hosts, links and clocks: deploy/lab):
 # SEED= replays a run (default: a random one, printed first), DURATION= of the
 # crowd and the faults, FAULTS= the most faults, KINDS= a comma-separated
 # subset of the fault kinds, RUSH=0 not to rush buyers before each partition and
-# freeze. make test runs it once on a fixed seed, with the rushes.
+# freeze. make test runs each once on a fixed seed, with the rushes.
 SEED ?= random
 DURATION ?= 60s
 RUSH ?= 1
+LAB ?= 0
+CHAOS_TEST = $(if $(filter 1,$(LAB)),TestFaultLab,TestFaultChaos)
 chaos: up
 	source .run/env && FLASHSALE_REQUIRE_STACK=1 FLASHSALE_CHAOS_SEED=$(SEED) FLASHSALE_CHAOS_DURATION=$(DURATION) \
 		FLASHSALE_CHAOS_FAULTS=$(FAULTS) FLASHSALE_CHAOS_KINDS=$(KINDS) FLASHSALE_CHAOS_RUSH=$(RUSH) \
-		$(GO) test -count=1 -v -timeout 40m -run '^TestFaultChaos$$' ./deploy/e2e/
+		$(GO) test -count=1 -v -timeout 40m -run '^$(CHAOS_TEST)$$' ./deploy/e2e/
 
 # test-race runs the packages with concurrency of their own (goroutines,
 # locks or atomics outside their tests) under the race detector, TEST_PAR at
@@ -53,7 +56,7 @@ RACE_PKGS = ./bench/internal/app ./bench/internal/load ./bench/internal/tokens .
 	./gateway/internal/app ./gateway/internal/auth ./gateway/internal/catalog ./gateway/internal/httpapi \
 	./gateway/internal/limit ./gateway/internal/obs ./gateway/internal/pow ./gateway/internal/presale ./gateway/internal/room \
 	./gateway/internal/soldout ./sharding/journal ./sharding/ops ./sharding/repeatlog ./sharding/startup \
-	./sharding/stock ./writer/internal/app ./writer/internal/consume ./writer/internal/obs ./writer/internal/outbox
+	./sharding/stock ./sharding/clock ./deploy/lab ./writer/internal/app ./writer/internal/consume ./writer/internal/obs ./writer/internal/outbox
 test-race:
 	source .run/env 2>/dev/null; FLASHSALE_REQUIRE_STACK=$${FLASHSALE_REQUIRE_STACK:-0} $(GO) test -p $(TEST_PAR) -count=1 -race -short -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 

@@ -59,7 +59,7 @@ func checkChaos(t *testing.T, e *chaosEnv, c *chaosCrowd) *chaosReport {
 		}
 	}
 	pool := testenv.NewPool(t)
-	rs := stock.New(testenv.NewRedis(t))
+	rs := stock.New(e.redisClient(t))
 	begin := time.Now()
 	a, waiting := settleChaos(t, e, c, pool, rs, 120*time.Second)
 	r.settleTook = time.Since(begin)

@@ -25,8 +25,6 @@ var chaosKinds = []string{
 	"leader-failover", "reshard-kafka-down", "partitions-grow",
 }
 
-func isChaosKind(k string) bool { return slices.Contains(chaosKinds, k) }
-
 // fault is one planned fault and, once run, what became of it.
 type fault struct {
 	at     time.Duration // planned, after the start
@@ -35,6 +33,12 @@ type fault struct {
 	shard  int           // partition-gateway: the shard whose master is cut off
 	hold   time.Duration // from the injection to the heal
 	shards int           // reshard: the new shard count
+	// The lab's (TestFaultLab): which link or host, the delay or clock
+	// offset, the cut's way, and a strobe's stop.
+	link  int
+	delay time.Duration
+	down  bool
+	stop  chan struct{}
 
 	injected, healed time.Duration // after the start; 0 when not done
 	node             string        // the Redis node or port it struck, once known
@@ -54,6 +58,8 @@ func (f *fault) String() string {
 		s += fmt.Sprintf(" to %d shards", f.shards)
 	case "leader-failover":
 		s += fmt.Sprintf(" of item %d's partition", f.target)
+	case "latency-spike", "slow-link", "clock-bump", "clock-strobe":
+		s += fmt.Sprintf(" %v", f.delay)
 	}
 	if f.hold > 0 {
 		s += fmt.Sprintf(" for %.1fs", f.hold.Seconds())
@@ -376,7 +382,7 @@ func (e *chaosEnv) redisFault(t *testing.T, f *fault) error {
 // reshard changes the sale's shard count to f.shards, or one more when it
 // has that count already (an earlier reshard of the run set it).
 func (e *chaosEnv) reshard(f *fault) error {
-	c, err := testenv.NewRedisClient()
+	c, err := testenv.NewRedisClientOn(e.redisAddrs())
 	if err != nil {
 		return err
 	}
@@ -411,7 +417,7 @@ func (e *chaosEnv) cut(f *fault, gid uint32, resolve func() (string, error)) err
 func (e *chaosEnv) masterOf(i int) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := testenv.NewRedisClient()
+	c, err := testenv.NewRedisClientOn(e.redisAddrs())
 	if err != nil {
 		return "", err
 	}
@@ -443,7 +449,7 @@ func pgPort() (string, error) {
 // flashctl runs the ops tool against the stack.
 func (e *chaosEnv) flashctl(args ...string) error {
 	out, err := exec.Command(filepath.Join(binDir, "flashctl"), append([]string{"--database-url", testenv.DatabaseURL(),
-		"--redis", strings.Join(testenv.RedisAddrs(), ",")}, args...)...).CombinedOutput()
+		"--redis", strings.Join(e.redisAddrs(), ",")}, args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("flashctl %s: %v: %s", strings.Join(args, " "), err, lastLine(out))
 	}
@@ -510,7 +516,7 @@ func (e *chaosEnv) healAll(t *testing.T) {
 // resumes one with the same command), so that no shard stays frozen.
 func (e *chaosEnv) finishReshard(t *testing.T) {
 	t.Helper()
-	c, err := testenv.NewRedisClient()
+	c, err := testenv.NewRedisClientOn(e.redisAddrs())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,3 +63,24 @@ func TestChaosDefaultPlan(t *testing.T) {
 		t.Errorf("seed %d plans %v (%d faults, at most %d)", cfg.seed, n, len(plan), cfg.faults)
 	}
 }
+
+// make test's lab seed draws a latency spike, a one-way cut and a clock bump
+// (issue 56's floor for the fixed run), and the same schedule every time.
+func TestLabDefaultPlan(t *testing.T) {
+	cfg, err := chaosConfigWith(func(string) string { return "" }, chaosConfig{seed: labDefaultSeed, duration: 40 * time.Second, kinds: labKinds, rush: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := planLab(rand.New(rand.NewPCG(cfg.seed, 1)), cfg)
+	again := planLab(rand.New(rand.NewPCG(cfg.seed, 1)), cfg)
+	n := map[string]int{}
+	for i, f := range plan {
+		if f.String() != again[i].String() {
+			t.Fatalf("fault %d: %s, then %s", i, f, again[i])
+		}
+		n[f.kind]++
+	}
+	if n["latency-spike"] == 0 || n["one-way-cut"] == 0 || n["clock-bump"] == 0 {
+		t.Errorf("seed %d plans %v: want a latency spike, a one-way cut and a clock bump", cfg.seed, n)
+	}
+}

@@ -5,13 +5,16 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
 
+	"flashsale/deploy/lab"
 	"flashsale/deploy/testenv"
 )
 
@@ -111,7 +114,13 @@ const chaosDefaultSeed = 415
 // FLASHSALE_CHAOS_RUSH (1, the default: rush buyers before each partition
 // and freeze; 0: no rushes).
 func chaosConfigFrom(getenv func(string) string) (chaosConfig, error) {
-	c := chaosConfig{seed: chaosDefaultSeed, duration: 40 * time.Second, kinds: chaosKinds, rush: true}
+	return chaosConfigWith(getenv, chaosConfig{seed: chaosDefaultSeed, duration: 40 * time.Second, kinds: chaosKinds, rush: true})
+}
+
+// chaosConfigWith is chaosConfigFrom with the defaults of c, whose kinds
+// are also the only ones FLASHSALE_CHAOS_KINDS may name.
+func chaosConfigWith(getenv func(string) string, c chaosConfig) (chaosConfig, error) {
+	allowed := c.kinds
 	switch v := getenv("FLASHSALE_CHAOS_SEED"); v {
 	case "":
 	case "random":
@@ -148,8 +157,8 @@ func chaosConfigFrom(getenv func(string) string) (chaosConfig, error) {
 	if v := getenv("FLASHSALE_CHAOS_KINDS"); v != "" {
 		c.kinds = nil
 		for _, k := range strings.Split(v, ",") {
-			if !isChaosKind(k) {
-				return c, fmt.Errorf("FLASHSALE_CHAOS_KINDS: %q is not one of %s", k, strings.Join(chaosKinds, ","))
+			if !slices.Contains(allowed, k) {
+				return c, fmt.Errorf("FLASHSALE_CHAOS_KINDS: %q is not one of %s", k, strings.Join(allowed, ","))
 			}
 			c.kinds = append(c.kinds, k)
 		}
@@ -183,6 +192,30 @@ type chaosEnv struct {
 	parts    *testenv.Partitions // nil: no partitions here (not root, no iptables)
 	crowd    *chaosCrowd         // rushed before a partition or a freeze
 	pool     *pgxpool.Pool       // the checks' PostgreSQL
+	redis    []string            // the Redis Cluster's addresses; nil: the stack's
+	lab      *lab.Lab            // the lab, when the run is on one (TestFaultLab)
+	labHosts [2]*lab.Host        // the gateways' hosts there
+	wgids    [2]uint32           // the writers' group ids there
+}
+
+// redisAddrs returns the addresses of the run's Redis Cluster.
+func (e *chaosEnv) redisAddrs() []string {
+	if e.redis != nil {
+		return e.redis
+	}
+	return testenv.RedisAddrs()
+}
+
+// redisClient returns a client of the run's Redis Cluster, closed when the
+// test ends.
+func (e *chaosEnv) redisClient(t *testing.T) rueidis.Client {
+	t.Helper()
+	c, err := testenv.NewRedisClientOn(e.redisAddrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 // partitions returns the partition of each item.

@@ -253,17 +253,27 @@ func createSaleWith(t *testing.T, units int64, shards int, startsIn time.Duratio
 			body["items"].([]map[string]any)[0][k] = v
 		}
 	}
+	addrs := testenv.RedisAddrs()
+	if v, ok := fields["redis"].([]string); ok { // another cluster's (the lab's), not the file's
+		delete(body, "redis")
+		addrs = v
+	}
 	b, _ := json.Marshal(body)
 	file := filepath.Join(t.TempDir(), "sale.json")
 	if err := os.WriteFile(file, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(binDir, "flashctl"), "--database-url", testenv.DatabaseURL(), "--redis", strings.Join(testenv.RedisAddrs(), ","),
+	out, err := exec.Command(filepath.Join(binDir, "flashctl"), "--database-url", testenv.DatabaseURL(), "--redis", strings.Join(addrs, ","),
 		"sale", "create", "--file", file, "--shards", strconv.Itoa(shards)).CombinedOutput()
 	if err != nil {
 		t.Fatalf("flashctl sale create: %v\n%s", err, out)
 	}
-	rs := stock.New(testenv.NewRedis(t))
+	rc, err := testenv.NewRedisClientOn(addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rc.Close)
+	rs := stock.New(rc)
 	sl, err := rs.LoadSale(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
@@ -294,8 +304,9 @@ func crowd(t *testing.T, n int) []buyer {
 type answer struct {
 	status  int
 	order   string
-	body    string // kept for an answer of 500 and over, for the failure message
-	dropped bool   // a hedged attempt's reply the client dropped (chaos)
+	body    string    // kept for an answer of 500 and over, for the failure message
+	dropped bool      // a hedged attempt's reply the client dropped (chaos)
+	sent    time.Time // when the request went (the lab's availability per fault)
 }
 
 var client = &fasthttp.Client{MaxConnsPerHost: 512, MaxConnWaitTimeout: 30 * time.Second,
@@ -315,15 +326,16 @@ func itemPurchase(addr string, item int64, b buyer, key string) answer {
 	defer fasthttp.ReleaseResponse(resp)
 	req.Header.SetMethod("POST")
 	req.SetRequestURI(fmt.Sprintf("http://%s/api/flash-sales/items/%d/purchase", addr, item))
+	sent := time.Now()
 	req.Header.Set("Authorization", "Bearer "+b.token)
 	req.Header.Set("X-Forwarded-For", b.ip)
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
 	if err := client.DoTimeout(req, resp, 20*time.Second); err != nil {
-		return answer{}
+		return answer{sent: sent}
 	}
-	a := answer{status: resp.StatusCode()}
+	a := answer{status: resp.StatusCode(), sent: sent}
 	if a.status >= 500 {
 		a.body = string(resp.Body())
 	}

@@ -3,7 +3,7 @@
 # PostgreSQL and a Kafka-protocol broker (Apache Kafka in KRaft mode, or the embedded
 # franz-go kfake as a fallback), all on 127.0.0.1. All state lives under <repo>/.run/.
 #
-# Usage: deploy/stack/stack.sh up|down|reset|status|redis-kill PORT|redis-start [PORT]|redis-freeze PORT|redis-thaw PORT|redis-stop|redis-restart|pg-restart|broker-stop|broker-start|broker-freeze|broker-thaw
+# Usage: deploy/stack/stack.sh up|down|reset|status|redis-kill PORT|redis-start [PORT]|redis-freeze PORT|redis-thaw PORT|redis-stop|redis-restart|pg-restart|broker-stop|broker-start|broker-freeze|broker-thaw|lab-redis
 #   up           start whatever is missing, wait until healthy, write .run/env
 #   down         stop everything this script started (add --purge to delete .run state)
 #   reset        down, delete the data of Redis, PostgreSQL and the broker, up: an empty
@@ -22,6 +22,8 @@
 #   broker-stop  stop the Kafka broker (an outage); broker-start brings it back with its data
 #   broker-freeze  SIGSTOP the broker: it hangs with its connections open, taking requests and
 #                answering none (a GC pause, a partition that drops packets); broker-thaw resumes it
+#   lab-redis    build (once, cached) the lab's redis-server that takes libfaketime, and print
+#                its path and libfaketime's (deploy/lab)
 #
 # Environment: REDIS_BASE_PORT (7001), PG_PORT (55432), KAFKA_PORT (9092),
 # KAFKA_CONTROLLER_PORT (19093), KAFKA_VERSION (4.4.0), DATABASE_URL (use an external
@@ -37,6 +39,7 @@
 #   kafka.sh     broker_up/down/status: Apache Kafka (Maven jar fetch) or kfake
 #   secure.sh    the secure endpoints' CA, certificate and passwords (.run/tls, .run/secrets)
 #   faults.sh    cmd_redis_kill, cmd_redis_signal, cmd_redis_start/stop/restart, cmd_pg_restart, cmd_broker_stop/start
+#   lab.sh       lab_redis: the lab's redis-server with a clock of its own (deploy/lab)
 # A new service: a file NAME.sh with NAME_up/NAME_down/NAME_status, sourced below
 # and called from cmd_up/cmd_down/cmd_status. A new tool: one STACK_TOOLS line.
 set -euo pipefail
@@ -47,7 +50,7 @@ RUN="$ROOT/.run"
 STOP_TIMEOUT=${STOP_TIMEOUT:-30}
 READY_TIMEOUT=${READY_TIMEOUT:-60}
 
-for part in lib install redis postgres kafka secure faults; do # secure.sh reads the ports the service files default
+for part in lib install redis postgres kafka secure faults lab; do # secure.sh reads the ports the service files default
 	# shellcheck source=/dev/null
 	source "$SCRIPT_DIR/$part.sh"
 done
@@ -141,6 +144,7 @@ main() {
 	broker-start) cmd_broker_start ;;
 	broker-freeze) cmd_broker_signal STOP "frozen (SIGSTOP): requests are taken, never answered, until broker-thaw" ;;
 	broker-thaw) cmd_broker_signal CONT "thawed (SIGCONT)" ;;
+	lab-redis) lab_redis ;;
 	*) usage ;;
 	esac
 }

@@ -114,7 +114,12 @@ func NewRedis(t testing.TB) rueidis.Client {
 // runs apart from a test's goroutine (a fault injected in the background);
 // the caller closes it.
 func NewRedisClient() (rueidis.Client, error) {
-	return rueidis.NewClient(rueidis.ClientOption{InitAddress: RedisAddrs(), ShuffleInit: true})
+	return NewRedisClientOn(RedisAddrs())
+}
+
+// NewRedisClientOn is NewRedisClient for the cluster at addrs (the lab's).
+func NewRedisClientOn(addrs []string) (rueidis.Client, error) {
+	return rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, ShuffleInit: true})
 }
 
 // NewPool returns a pgx pool on DatabaseURL, closed when the test ends.
