@@ -5,7 +5,7 @@ STACK := deploy/stack/stack.sh
 BINS := gateway writer bench flashctl
 TEST_TIMEOUT ?= 14m
 
-.PHONY: demo demo-slow test test-unit test-race chaos up up-services down reset status build lint bench bench-peers clean
+.PHONY: demo demo-slow test test-unit test-race chaos lab-distances lab-skew up up-services down reset status build lint bench bench-peers clean
 
 demo: build up-services
 	bash deploy/demo.sh
@@ -48,6 +48,25 @@ chaos: up
 	source .run/env && FLASHSALE_REQUIRE_STACK=1 FLASHSALE_CHAOS_SEED=$(SEED) FLASHSALE_CHAOS_DURATION=$(DURATION) \
 		FLASHSALE_CHAOS_FAULTS=$(FAULTS) FLASHSALE_CHAOS_KINDS=$(KINDS) FLASHSALE_CHAOS_RUSH=$(RUSH) \
 		$(GO) test -count=1 -v -timeout 40m -run '^$(CHAOS_TEST)$$' ./deploy/e2e/
+
+# lab-distances measures the demo sale on the lab (deploy/lab) at round trips
+# of RTTS (0,200us,500us,1ms,2ms) between the gateway and Redis and between the
+# Redis nodes, Kafka at KAFKA_RTT (1ms): sell-out, 202 p50/p99, reservations
+# per call, 202s a second per master, the relay's lag (deploy/e2e
+# TestLabDistances). A measurement: run it on a quiet machine.
+RTTS ?= 0,200us,500us,1ms,2ms
+KAFKA_RTT ?= 1ms
+lab-distances: up
+	source .run/env && FLASHSALE_REQUIRE_STACK=1 FLASHSALE_LAB_DISTANCES=1 FLASHSALE_LAB_RTTS=$(RTTS) FLASHSALE_LAB_KAFKA_RTT=$(KAFKA_RTT) \
+		$(GO) test -count=1 -v -timeout 30m -run '^TestLabDistances$$' ./deploy/e2e/
+
+# lab-skew measures a master's failover to a replica whose clock is off by
+# each of SKEWS (0,2s,-2s), under the chaos crowd on the lab (deploy/e2e
+# TestLabSkewedFailover): the purchases answered 503 and the promises kept.
+SKEWS ?= 0,2s,-2s
+lab-skew: up
+	source .run/env && FLASHSALE_REQUIRE_STACK=1 FLASHSALE_LAB_SKEW=1 FLASHSALE_LAB_SKEWS=$(SKEWS) \
+		$(GO) test -count=1 -v -timeout 30m -run '^TestLabSkewedFailover$$' ./deploy/e2e/
 
 # test-race runs the packages with concurrency of their own (goroutines,
 # locks or atomics outside their tests) under the race detector, TEST_PAR at
