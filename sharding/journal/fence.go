@@ -18,6 +18,7 @@ import (
 
 	"flashsale/lua"
 	"flashsale/sharding"
+	"flashsale/sharding/clock"
 	"flashsale/sharding/repeatlog"
 	"flashsale/sharding/startup"
 )
@@ -116,6 +117,10 @@ type Fence struct {
 	// tag is a few bytes).
 	shards map[string]*shardFence
 	fail   repeatlog.Failure
+	// offset is the worst clock offset of the last beat round (master's
+	// time less this gateway's wall clock at the middle of the round trip,
+	// ns); see Offset.
+	offset atomic.Int64
 }
 
 // shardFence is one shard's beats.
@@ -235,11 +240,19 @@ func (f *Fence) beat(ctx context.Context, all []string) (first []string, err err
 	defer cancel()
 	var failed []string
 	transient := true
-	for i, r := range fenceMulti(ctx, f.c, keys, args) {
+	sentWall := clock.Now()
+	res := fenceMulti(ctx, f.c, keys, args)
+	mid := sentWall.Add(clock.Now().Sub(sentWall) / 2)
+	var worst time.Duration
+	for i, r := range res {
 		at := int64(time.Since(f.start))
 		now, recorded, err := parseBeat(r)
 		switch {
 		case err == nil:
+			if off := time.UnixMilli(now).Sub(mid); off > worst || -off > worst {
+				worst = max(off, -off)
+				f.offset.Store(int64(off))
+			}
 			sf := sfs[i]
 			sf.mu.Lock()
 			if recorded && sentAt[i] > sf.marked.Load() {
@@ -263,6 +276,13 @@ func (f *Fence) beat(ctx context.Context, all []string) (first []string, err err
 	}
 	return first, nil
 }
+
+// Offset returns the largest clock offset the last beat round saw either
+// way: a master's answer less this gateway's wall clock at the middle of
+// the round trip. No rule of the fence reads it (a mark is the master's own
+// time); it is shown (flashsale_gateway_clock_offset_seconds) because the
+// stamps this gateway hands to others move with its clock.
+func (f *Fence) Offset() time.Duration { return time.Duration(f.offset.Load()) }
 
 // errBeatReply is a beat's reply that is not fence.lua's.
 var errBeatReply = errors.New("malformed fence reply")

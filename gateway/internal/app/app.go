@@ -127,6 +127,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 		return nil, err
 	}
 	a.fence = journal.NewFence(a.redis, journal.FenceConfig{Hold: cfg.RelayFence, Tags: a.liveTags, Pending: a.pendingVoids, Log: log})
+	a.Metrics.ClockOffset(a.fence.Offset)
 	if a.Handler, err = a.newHandler(opt); err != nil {
 		return nil, err
 	}

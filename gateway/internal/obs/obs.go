@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -137,6 +138,15 @@ func (m *Metrics) ReplicaShortfalls(count func() int64) {
 	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_replica_ack_shortfalls_total",
 		Help: "Journaled writes (reservations, pays, cancels, voids) answered after WAIT timed out with fewer replicas than asked, on a master another node still names the owner: a failover before the replicas caught up could lose them."},
 		func() float64 { return float64(count()) }))
+}
+
+// ClockOffset exports how far this gateway's wall clock is from its masters'
+// (journal.Fence.Offset: the worst of the last beats, master minus gateway),
+// read at each scrape.
+func (m *Metrics) ClockOffset(offset func() time.Duration) {
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flashsale_gateway_clock_offset_seconds",
+		Help: "The masters' clock less this gateway's, the largest either way over the last fence beats (each read at the middle of its round trip). No promise reads it; the sale's window, tickets and payment deadlines this gateway stamps move by it."},
+		func() float64 { return offset().Seconds() }))
 }
 
 // ReplicaUnconfirmed exports the acknowledged writes whose WAIT failed after
