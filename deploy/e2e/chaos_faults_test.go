@@ -33,7 +33,7 @@ type fault struct {
 	shard  int           // partition-gateway: the shard whose master is cut off
 	hold   time.Duration // from the injection to the heal
 	shards int           // reshard: the new shard count
-	// The lab's (TestFaultLab): which link or host, the delay or clock
+	// The lab's (TestLabChaos): which link or host, the delay or clock
 	// offset, the cut's way, and a strobe's stop.
 	link  int
 	delay time.Duration

@@ -193,7 +193,7 @@ type chaosEnv struct {
 	crowd    *chaosCrowd         // rushed before a partition or a freeze
 	pool     *pgxpool.Pool       // the checks' PostgreSQL
 	redis    []string            // the Redis Cluster's addresses; nil: the stack's
-	lab      *lab.Lab            // the lab, when the run is on one (TestFaultLab)
+	lab      *lab.Lab            // the lab, when the run is on one (TestLabChaos)
 	labHosts [2]*lab.Host        // the gateways' hosts there
 	wgids    [2]uint32           // the writers' group ids there
 }

@@ -39,6 +39,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,15 +50,24 @@ import (
 	"flashsale/deploy/testenv"
 )
 
-// Chain is the lab's chain in iptables' nat table.
+// Chain is the prefix of a lab's chain in iptables' nat table: each lab
+// holds a slot (Slots of them), its chain Chain-<slot> and its hosts' group
+// ids from firstGid + 100 * slot, so that labs of tests run side by side
+// (make test's packages in parallel) never share a rule.
 const Chain = "FLASHSALE-LAB"
 
-// firstGid is the group id of the lab's first host.
+// Slots is how many labs can run at once on the machine.
+const Slots = 8
+
+// firstGid is the group id of slot 0's first host.
 const firstGid = 4301
 
 // Lab is one run's hosts, links and Redis Cluster.
 type Lab struct {
 	t     testing.TB
+	slot  int
+	chain string
+	lock  *os.File // holds the slot (flock) until the lab is done
 	tox   *toxiproxy.ApiServer
 	mu    sync.Mutex
 	hosts []*Host
@@ -103,8 +113,11 @@ func New(t testing.TB) *Lab {
 	}
 	l := &Lab{t: t, links: map[linkKey]*Link{},
 		tox: toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())}
-	removeChain()
-	for _, args := range [][]string{{"-t", "nat", "-N", Chain}, {"-t", "nat", "-A", "OUTPUT", "-j", Chain}} {
+	if err := l.takeSlot(); err != nil {
+		t.Fatalf("lab: %v", err)
+	}
+	removeChain(l.chain) // a run interrupted in this slot left it
+	for _, args := range [][]string{{"-t", "nat", "-N", l.chain}, {"-t", "nat", "-A", "OUTPUT", "-j", l.chain}} {
 		if err := iptables(args...); err != nil {
 			t.Fatalf("lab: %v", err)
 		}
@@ -113,16 +126,38 @@ func New(t testing.TB) *Lab {
 		for _, k := range l.links {
 			k.proxy.Stop()
 		}
-		removeChain()
+		removeChain(l.chain)
+		_ = l.lock.Close() // releases the slot
 	})
 	return l
+}
+
+// takeSlot holds the first free slot: an exclusive flock on its file,
+// which the kernel releases with the process however it ends.
+func (l *Lab) takeSlot() error {
+	for slot := range Slots {
+		f, err := os.OpenFile(fmt.Sprintf("%s/flashsale-lab-%d.lock", os.TempDir(), slot), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			return err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			_ = f.Close()
+			continue
+		}
+		l.slot, l.lock, l.chain = slot, f, fmt.Sprintf("%s-%d", Chain, slot)
+		return nil
+	}
+	return fmt.Errorf("all %d lab slots are taken", Slots)
 }
 
 // Host adds a host.
 func (l *Lab) Host(name string) *Host {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	h := &Host{Name: name, Gid: firstGid + uint32(len(l.hosts)), lab: l}
+	if len(l.hosts) >= 100 {
+		l.t.Fatalf("lab: a slot has 100 hosts")
+	}
+	h := &Host{Name: name, Gid: firstGid + uint32(100*l.slot+len(l.hosts)), lab: l}
 	l.hosts = append(l.hosts, h)
 	return h
 }
@@ -160,7 +195,7 @@ func (l *Lab) connect(from *Host, to Endpoint) (*Link, error) {
 		return nil, err
 	}
 	_, port, _ := strings.Cut(listen, ":")
-	if err := iptables("-t", "nat", "-A", Chain, "-p", "tcp", "-d", "127.0.0.1", "--dport", strconv.Itoa(to.Port),
+	if err := iptables("-t", "nat", "-A", l.chain, "-p", "tcp", "-d", "127.0.0.1", "--dport", strconv.Itoa(to.Port),
 		"-m", "owner", "--gid-owner", strconv.FormatUint(uint64(from.Gid), 10),
 		"-j", "DNAT", "--to-destination", "127.0.0.1:"+port); err != nil {
 		p.Stop()
@@ -256,10 +291,10 @@ func iptables(args ...string) error {
 	return nil
 }
 
-// removeChain removes the lab's nat chain (and one an interrupted run left).
-func removeChain() {
-	for iptables("-t", "nat", "-D", "OUTPUT", "-j", Chain) == nil {
+// removeChain removes a nat chain of the lab's.
+func removeChain(chain string) {
+	for iptables("-t", "nat", "-D", "OUTPUT", "-j", chain) == nil {
 	}
-	_ = iptables("-t", "nat", "-F", Chain)
-	_ = iptables("-t", "nat", "-X", Chain)
+	_ = iptables("-t", "nat", "-F", chain)
+	_ = iptables("-t", "nat", "-X", chain)
 }
