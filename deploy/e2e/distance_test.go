@@ -114,7 +114,12 @@ func TestLabDistances(t *testing.T) {
 			Sales []struct {
 				SoldOutS float64 `json:"soldOutSeconds"`
 				FirstS   float64 `json:"firstAcceptedSeconds"`
+				Ticks    []int64 `json:"ticks"` // 202s per 100 ms
 			} `json:"sellOut"`
+			Codes []struct {
+				What  string
+				Count int64
+			}
 		}
 		b, err := os.ReadFile(filepath.Join(out, "result.json"))
 		if err != nil || json.Unmarshal(b, &r) != nil || len(r.Sales) == 0 {
@@ -127,6 +132,17 @@ func TestLabDistances(t *testing.T) {
 			}
 		}
 		sold := r.Sales[0].SoldOutS
+		var codes []string
+		for _, c := range r.Codes {
+			codes = append(codes, fmt.Sprintf("%s %d", c.What, c.Count))
+		}
+		var by2s int64
+		for i, n := range r.Sales[0].Ticks {
+			if i < 20 {
+				by2s += n
+			}
+		}
+		t.Logf("round trip %v: answers %s; %d units sold in the first 2 s", rtt, strings.Join(codes, ", "), by2s)
 		per := 0.0
 		if calls1 > calls0 {
 			per = float64(res1-res0) / float64(calls1-calls0)
