@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -9,6 +10,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"flashsale/deploy/testenv"
+	"flashsale/sharding/journal"
+	"flashsale/sharding/stock"
 )
 
 // The lab's parts on a real cluster: a connection a host opens to a node
@@ -66,6 +71,30 @@ func TestLab(t *testing.T) {
 	if _, err := ping(a); err != nil {
 		t.Fatalf("after the heal: %v", err)
 	}
+	// A gateway's fence beating a shard of a master: its clock's jump is
+	// counted (journal.Fence.Jumps), whichever node that is.
+	rc, err := testenv.NewRedisClientOn(cl.Addrs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	top, err := stock.Topology(context.Background(), rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tag string
+	for i := 0; tag == ""; i++ {
+		if cand := fmt.Sprintf("lab%d:0:0", i); top.MasterOfTag(cand) == "127.0.0.1:"+strconv.Itoa(n.Port) {
+			tag = cand
+		}
+	}
+	f := journal.NewFence(rc, journal.FenceConfig{Tags: func() []string { return []string{tag} }})
+	if err := f.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n.Role() != "master" {
+		t.Fatalf("node %d is %q, want a master", n.Port, n.Role())
+	}
 	if err := n.Host.SetClock(3 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -82,5 +111,11 @@ func TestLab(t *testing.T) {
 	}
 	if d, err := cl.Nodes[1].Time(context.Background()); err != nil || d > 500*time.Millisecond || d < -500*time.Millisecond {
 		t.Fatalf("another node's clock moved too: %v %v", d, err)
+	}
+	if err := f.Beat(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if f.Jumps() != 1 || f.Offset() < 2500*time.Millisecond {
+		t.Fatalf("the fence saw %d jumps and an offset of %v after a 3 s jump of its master's clock, want 1 and about 3 s", f.Jumps(), f.Offset())
 	}
 }

@@ -52,6 +52,7 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_gateway_replica_ack_shortfalls_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_replica_ack_unconfirmed_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_clock_offset_seconds", dto.MetricType_GAUGE, "gateway"},
+	{"flashsale_gateway_master_clock_jumps_total", dto.MetricType_COUNTER, "gateway"},
 	{"flashsale_gateway_stock_drift_units", dto.MetricType_GAUGE, "gateway"},
 	{"flashsale_gateway_stock_drift_age_seconds", dto.MetricType_GAUGE, "gateway"},
 	{"flashsale_journal_backlog", dto.MetricType_GAUGE, "gateway"},

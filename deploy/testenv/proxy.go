@@ -1,43 +1,37 @@
 package testenv
 
 import (
-	"io"
-	"net"
-	"sync"
 	"testing"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 )
 
 // Proxy forwards TCP connections on Addr to To once started: until then Addr
-// refuses connections, as a server that is down or not started yet does.
+// refuses connections, as a server that is down or not started yet does. It
+// is a Toxiproxy proxy (the lab's links are too: deploy/lab), so Toxics
+// takes latency, a cut or a bandwidth cap.
 type Proxy struct {
 	Addr, To string
-	wg       sync.WaitGroup
+	p        *toxiproxy.Proxy
 }
 
 // NewProxy returns a proxy to "to" on a free loopback address, not started.
-func NewProxy(t testing.TB, to string) *Proxy { return &Proxy{Addr: FreeAddr(t), To: to} }
+func NewProxy(t testing.TB, to string) *Proxy {
+	addr := FreeAddr(t)
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	return &Proxy{Addr: addr, To: to, p: toxiproxy.NewProxy(srv, "testenv-"+addr, addr, to)}
+}
 
 // Start listens on Addr and forwards every connection until the test ends.
 func (p *Proxy) Start(t testing.TB) {
 	t.Helper()
-	ln, err := net.Listen("tcp", p.Addr)
-	if err != nil {
+	if err := p.p.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", p.To)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			p.wg.Go(func() { _, _ = io.Copy(up, c); _ = up.Close() })
-			p.wg.Go(func() { _, _ = io.Copy(c, up); _ = c.Close() })
-		}
-	})
-	t.Cleanup(func() { _ = ln.Close() })
+	t.Cleanup(p.p.Stop)
 }
+
+// Toxics is the proxy's Toxiproxy toxic collection.
+func (p *Proxy) Toxics() *toxiproxy.ToxicCollection { return p.p.Toxics }

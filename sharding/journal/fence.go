@@ -121,7 +121,14 @@ type Fence struct {
 	// time less this gateway's wall clock at the middle of the round trip,
 	// ns); see Offset.
 	offset atomic.Int64
+	// jumps counts the answers a master's clock made jump (see Jumps).
+	jumps atomic.Int64
 }
+
+// clockJump is how far a master's answer may stray from its previous one
+// moved by this gateway's monotonic clock before it counts as a jump (the
+// beats' round trips stay well inside it).
+const clockJump = 500 * time.Millisecond
 
 // shardFence is one shard's beats.
 type shardFence struct {
@@ -255,6 +262,15 @@ func (f *Fence) beat(ctx context.Context, all []string) (first []string, err err
 			}
 			sf := sfs[i]
 			sf.mu.Lock()
+			if sf.prev != 0 {
+				moved := time.Duration(now-sf.prev)*time.Millisecond - time.Duration(at-sf.prevAt)
+				if moved > clockJump || moved < -clockJump {
+					f.jumps.Add(1)
+					if f.cfg.Log != nil {
+						f.cfg.Log.Warn("a Redis master's clock jumped between two fence beats", "shard", tags[i], "by", moved.Round(time.Millisecond))
+					}
+				}
+			}
 			if recorded && sentAt[i] > sf.marked.Load() {
 				sf.marked.Store(sentAt[i])
 			}
@@ -283,6 +299,15 @@ func (f *Fence) beat(ctx context.Context, all []string) (first []string, err err
 // time); it is shown (flashsale_gateway_clock_offset_seconds) because the
 // stamps this gateway hands to others move with its clock.
 func (f *Fence) Offset() time.Duration { return time.Duration(f.offset.Load()) }
+
+// Jumps returns how many beat answers showed a master's clock jump: its
+// time moved from its previous answer by more than half a second off this
+// gateway's monotonic clock. The relay's hold and the fence's marks read
+// the masters' clocks: a jump forward by more than the hold less the
+// budgets, while an attempt is unsettled, could let a relay take an entry
+// a void still means to undo (sharding/journal/DESIGN.md, "Clocks"). A
+// failover to a master whose clock differs counts too.
+func (f *Fence) Jumps() int64 { return f.jumps.Load() }
 
 // errBeatReply is a beat's reply that is not fence.lua's.
 var errBeatReply = errors.New("malformed fence reply")

@@ -128,6 +128,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*App, error) {
 	}
 	a.fence = journal.NewFence(a.redis, journal.FenceConfig{Hold: cfg.RelayFence, Tags: a.liveTags, Pending: a.pendingVoids, Log: log})
 	a.Metrics.ClockOffset(a.fence.Offset)
+	a.Metrics.MasterClockJumps(a.fence.Jumps)
 	if a.Handler, err = a.newHandler(opt); err != nil {
 		return nil, err
 	}

@@ -149,6 +149,14 @@ func (m *Metrics) ClockOffset(offset func() time.Duration) {
 		func() float64 { return offset().Seconds() }))
 }
 
+// MasterClockJumps exports the fence beats whose answer showed a master's
+// clock jump (journal.Fence.Jumps), read at each scrape.
+func (m *Metrics) MasterClockJumps(count func() int64) {
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_master_clock_jumps_total",
+		Help: "Fence beats whose answer showed a Redis master's clock jump: its time moved from its previous answer more than 500 ms off this gateway's monotonic clock (or a failover to a master whose clock differs). The relay's hold reads the masters' clocks."},
+		func() float64 { return float64(count()) }))
+}
+
 // ReplicaUnconfirmed exports the acknowledged writes whose WAIT failed after
 // the master answered (stock.Batcher.Unconfirmed), read at each scrape.
 func (m *Metrics) ReplicaUnconfirmed(count func() int64) {
