@@ -10,6 +10,7 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -27,19 +28,19 @@ var errDrawInFile = errors.New(`draw is not part of a sale file: ` +
 
 // accessExpiry is when the keys of s's fair access expire: a day after its
 // last payment window closed.
-func accessExpiry(s *sharding.Sale) time.Time {
+func accessExpiry(s *sale.Sale) time.Time {
 	return s.EndsAt.Add(s.Window() + 24*time.Hour)
 }
 
 // newDraw draws the seed of s's draw and sets s.Draw to its commitment; it
 // returns the seed, or "" when s draws nothing or has its Draw already (a
 // finished create keeps the stored one).
-func newDraw(s *sharding.Sale) string {
+func newDraw(s *sale.Sale) string {
 	if !s.Drawn() || s.Draw != nil {
 		return ""
 	}
 	seed := draw.NewSeed()
-	s.Draw = &sharding.DrawCommitment{Commitment: draw.Commitment(seed).String()}
+	s.Draw = &sale.DrawCommitment{Commitment: draw.Commitment(seed).String()}
 	return seed.String()
 }
 
@@ -49,7 +50,7 @@ func newDraw(s *sharding.Sale) string {
 // before the description was written, so nobody saw its commitment) is kept
 // and s.Draw committed to it; without seed, the stored seed must match
 // s.Draw.
-func putAccessKeys(ctx context.Context, rs *stock.Store, s *sharding.Sale, seed string) (string, error) {
+func putAccessKeys(ctx context.Context, rs *stock.Store, s *sale.Sale, seed string) (string, error) {
 	at := accessExpiry(s)
 	var held string
 	if seed != "" {
@@ -61,7 +62,7 @@ func putAccessKeys(ctx context.Context, rs *stock.Store, s *sharding.Sale, seed 
 		if err != nil || h.String() != held {
 			return "", fmt.Errorf("sale %d: %s holds %q, not a seed (64 lower-case hex digits): delete the key, then create the sale again", s.ID, sharding.RoomSeedKey(s.ID), held)
 		}
-		s.Draw = &sharding.DrawCommitment{Commitment: draw.Commitment(h).String()}
+		s.Draw = &sale.DrawCommitment{Commitment: draw.Commitment(h).String()}
 	} else if s.Draw != nil {
 		var err error
 		if held, err = checkStoredSeed(ctx, rs, s); err != nil {
@@ -76,7 +77,7 @@ func putAccessKeys(ctx context.Context, rs *stock.Store, s *sharding.Sale, seed 
 
 // checkStoredSeed checks that the seed in Redis is the one s.Draw commits to,
 // and returns it: without it, the draw could never be revealed as committed.
-func checkStoredSeed(ctx context.Context, rs *stock.Store, s *sharding.Sale) (string, error) {
+func checkStoredSeed(ctx context.Context, rs *stock.Store, s *sale.Sale) (string, error) {
 	held, found, err := rs.DrawSeed(ctx, s.ID)
 	if err != nil {
 		return "", err
@@ -105,7 +106,7 @@ type PresaleShown struct {
 
 // showAccess adds s's access mode, raffle window, draw commitment and
 // presale to rep; what it cannot read from Redis becomes a warning.
-func (t *Tool) showAccess(ctx context.Context, s *sharding.Sale, rep *SaleShown) {
+func (t *Tool) showAccess(ctx context.Context, s *sale.Sale, rep *SaleShown) {
 	rep.Access, rep.Raffle = s.Mode(), s.Raffle
 	if s.Draw != nil {
 		rep.Commitment = s.Draw.Commitment
@@ -147,7 +148,7 @@ func (r *SaleShown) accessText(w io.Writer) {
 	switch {
 	case r.Commitment != "":
 		fmt.Fprintf(w, ", draw commitment %s", r.Commitment)
-	case r.Access != sharding.AccessOpen:
+	case r.Access != sale.AccessOpen:
 		fmt.Fprint(w, ", no draw commitment (created without one: the seed drawn at the freeze is not verifiable)")
 	}
 	fmt.Fprintln(w)

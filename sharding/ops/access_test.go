@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -64,7 +65,7 @@ func TestNewDrawCommits(t *testing.T) {
 	if seed := newDraw(open); seed != "" || open.Draw != nil {
 		t.Fatalf("an open sale got seed %q", seed)
 	}
-	if at := accessExpiry(s); !at.Equal(s.EndsAt.Add(sharding.DefaultPaymentWindow + 24*time.Hour)) {
+	if at := accessExpiry(s); !at.Equal(s.EndsAt.Add(sale.DefaultPaymentWindow + 24*time.Hour)) {
 		t.Fatalf("the access keys expire at %v", at)
 	}
 }
@@ -73,8 +74,8 @@ func TestNewDrawCommits(t *testing.T) {
 // the commitment and the presale with what is left of its cap.
 func TestShowAccessText(t *testing.T) {
 	left := int64(2)
-	r := &SaleShown{Access: sharding.AccessRaffle, Commitment: strings.Repeat("c", 64),
-		Raffle: &sharding.Raffle{EntriesOpen: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), EntriesClose: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)},
+	r := &SaleShown{Access: sale.AccessRaffle, Commitment: strings.Repeat("c", 64),
+		Raffle: &sale.Raffle{EntriesOpen: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC), EntriesClose: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)},
 		Presale: &PresaleShown{StartsAt: time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC), Claim: "tier", Values: []string{"gold", "silver"},
 			List: true, Listed: 40, Cap: 3, CapLeft: &left}}
 	var b bytes.Buffer
@@ -88,7 +89,7 @@ func TestShowAccessText(t *testing.T) {
 		}
 	}
 	b.Reset()
-	(&SaleShown{Access: sharding.AccessQueue}).accessText(&b)
+	(&SaleShown{Access: sale.AccessQueue}).accessText(&b)
 	if !strings.Contains(b.String(), "no draw commitment") {
 		t.Errorf("a queue without commitment:\n%s", b.String())
 	}
@@ -109,7 +110,7 @@ func TestFairAccessOnTheStack(t *testing.T) {
 	file := writeRaffle(t, id)
 	code, out, errOut := runMain("--json", "sale", "create", "--file", file, "--shards", "2")
 	var created SaleCreated
-	if err := json.Unmarshal([]byte(out), &created); code != ExitOK || err != nil || created.Access != sharding.AccessQueue {
+	if err := json.Unmarshal([]byte(out), &created); code != ExitOK || err != nil || created.Access != sale.AccessQueue {
 		t.Fatalf("create: exit %d, %v\n%s%s", code, err, out, errOut)
 	}
 	e.checkSeed(t, id, created.Commitment)
@@ -133,7 +134,7 @@ func TestFairAccessOnTheStack(t *testing.T) {
 		t.Fatalf("user 13 is not listed as \"13\": %v %v", ok, err)
 	}
 	s := shown(t, sid)
-	if s.Access != sharding.AccessQueue || s.Commitment != created.Commitment || s.Raffle != nil || s.Presale == nil ||
+	if s.Access != sale.AccessQueue || s.Commitment != created.Commitment || s.Raffle != nil || s.Presale == nil ||
 		s.Presale.CapLeft == nil || *s.Presale.CapLeft != 3 || s.Presale.Listed != 2 || !s.Presale.List || s.Presale.Claim != "tier" {
 		t.Fatalf("sale show --json: %+v %+v", s, s.Presale)
 	}
@@ -250,14 +251,14 @@ func TestForcedPreloadKeepsTheFrontDoor(t *testing.T) {
 	}
 	newDraw(cur)
 	cur.Shards, cur.Version = []string{"s42:a", "s42:b"}, 3
-	fromPG := &sharding.Sale{ID: 42, Name: cur.Name, StartsAt: cur.StartsAt, EndsAt: cur.EndsAt, Items: cur.Items}
+	fromPG := &sale.Sale{ID: 42, Name: cur.Name, StartsAt: cur.StartsAt, EndsAt: cur.EndsAt, Items: cur.Items}
 	if err := placePreload(fromPG, cur, 2, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := fromPG.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if fromPG.Mode() != sharding.AccessQueue || fromPG.WaitingRoom != cur.WaitingRoom || fromPG.Draw != cur.Draw || fromPG.Presale != cur.Presale || !fromPG.TicketRequired {
+	if fromPG.Mode() != sale.AccessQueue || fromPG.WaitingRoom != cur.WaitingRoom || fromPG.Draw != cur.Draw || fromPG.Presale != cur.Presale || !fromPG.TicketRequired {
 		t.Fatalf("preloaded %+v, want the live sale's access and draw", fromPG)
 	}
 }
@@ -280,7 +281,7 @@ func (e *env) lostAndPreloaded(t *testing.T, id int64, commitment string) {
 		t.Fatalf("preload of the lost sale: exit %d\n%s%s", code, out, errOut)
 	}
 	s, err := e.t.Store.LoadSale(ctx, id)
-	if err != nil || s.Mode() != sharding.AccessQueue || s.WaitingRoom == nil || !s.TicketRequired || s.Presale == nil ||
+	if err != nil || s.Mode() != sale.AccessQueue || s.WaitingRoom == nil || !s.TicketRequired || s.Presale == nil ||
 		s.Draw == nil || s.Draw.Commitment != commitment {
 		t.Fatalf("the preloaded description: %+v %v", s, err)
 	}
@@ -303,7 +304,7 @@ func (e *env) lostAndPreloaded(t *testing.T, id int64, commitment string) {
 		}
 		if tc.seed == nil {
 			s, err := e.t.Store.LoadSale(ctx, id)
-			if code != ExitOK || !strings.Contains(out, "warning: PostgreSQL holds no seed") || err != nil || s.Draw != nil || s.Mode() != sharding.AccessQueue {
+			if code != ExitOK || !strings.Contains(out, "warning: PostgreSQL holds no seed") || err != nil || s.Draw != nil || s.Mode() != sale.AccessQueue {
 				t.Fatalf("preload with no seed in PostgreSQL: exit %d, %+v %v\n%s%s", code, s, err, out, errOut)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/writer/schema"
 )
 
@@ -38,7 +38,7 @@ func (r *SaleBranded) Text(w io.Writer) error {
 // its refresh. Every other field of file must match the live sale (a sale
 // file edited for its branding only); a sale in the middle of a reshard is
 // refused, as a pause is.
-func (t *Tool) BrandSale(ctx context.Context, file *sharding.Sale) (*SaleBranded, error) {
+func (t *Tool) BrandSale(ctx context.Context, file *sale.Sale) (*SaleBranded, error) {
 	if err := t.needDB(); err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (t *Tool) BrandSale(ctx context.Context, file *sharding.Sale) (*SaleBranded
 
 // unbrandedDiff names the sale file fields in which a and b differ, their
 // branding, shards, version and state left out.
-func unbrandedDiff(a, b *sharding.Sale) []string {
+func unbrandedDiff(a, b *sale.Sale) []string {
 	ma, mb := unbranded(a), unbranded(b)
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(ma)) {
@@ -95,7 +95,7 @@ func unbrandedDiff(a, b *sharding.Sale) []string {
 
 // unbranded is s as the sale file's fields, each as JSON, without the
 // branding and what flashctl sets.
-func unbranded(s *sharding.Sale) map[string]json.RawMessage {
+func unbranded(s *sale.Sale) map[string]json.RawMessage {
 	c := *s
 	c.Brand, c.Shards, c.Version, c.State, c.Draw = nil, nil, 0, "", nil
 	c.Items = slices.Clone(s.Items)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -18,7 +19,7 @@ type buyerRec struct {
 // checker is one check in progress: what it has read and found so far.
 type checker struct {
 	t       *Tool
-	sale    *sharding.Sale
+	sale    *sale.Sale
 	grace   time.Duration
 	now     time.Time
 	c       *Check
@@ -29,7 +30,7 @@ type checker struct {
 // check reads PostgreSQL, then Redis, and explains what it sees: buyer records
 // PostgreSQL does not match, active orders Redis does not hold, and each
 // item's units.
-func (t *Tool) check(ctx context.Context, sale *sharding.Sale, grace time.Duration) (*Check, error) {
+func (t *Tool) check(ctx context.Context, sale *sale.Sale, grace time.Duration) (*Check, error) {
 	now := time.Now()
 	k := &checker{t: t, sale: sale, grace: grace, now: now, c: &Check{At: now.UTC()}, handOff: map[int64]int64{}}
 	totals, err := t.pgTotals(ctx, sale.ID)

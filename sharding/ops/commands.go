@@ -10,9 +10,9 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"flashsale/sharding"
 	"flashsale/sharding/journal"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/sale"
 )
 
 // commands is flashctl's command table, in the order the usage lists it.
@@ -41,11 +41,11 @@ var commands = []command{
 	{name: "sale draw verify", summary: "check a queue's or raffle's published draw (seed, commitment, root, draws, places): exit 1 with the reason when it does not verify",
 		required: []string{"sale"}, flags: drawVerifyFlags},
 	{name: "sale pause", summary: "stop selling now: every shard refuses reservations at once, every gateway answers 503 SALE_PAUSED within 1 s",
-		required: []string{"sale"}, flags: stateFlags(sharding.StatePaused)},
+		required: []string{"sale"}, flags: stateFlags(sale.StatePaused)},
 	{name: "sale resume", summary: "sell again after a pause",
 		required: []string{"sale"}, flags: stateFlags("")},
 	{name: "sale end", summary: "end the sale now, for good: 410 SALE_ENDED (pay and cancel of its orders go on)",
-		required: []string{"sale"}, flags: stateFlags(sharding.StateEnded)},
+		required: []string{"sale"}, flags: stateFlags(sale.StateEnded)},
 	{name: "sale report", summary: "close the books: the unit ledger (exit 1 naming the orders when it does not balance; never repairs), timing, the gateways' funnel",
 		required: []string{"sale"}, flags: saleReportFlags},
 }

@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"time"
 
-	"flashsale/sharding"
 	"flashsale/sharding/draw"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -85,7 +85,7 @@ func notRevealed(doc *DrawPage) error {
 // compareDescription compares the commitment served with the one in s, the
 // sale's description as LoadSale (with err) found it in Redis; a difference
 // fails the check.
-func (r *DrawVerified) compareDescription(s *sharding.Sale, err error) {
+func (r *DrawVerified) compareDescription(s *sale.Sale, err error) {
 	var why string
 	switch {
 	case errors.Is(err, stock.ErrNoSale):

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"flashsale/sharding"
 	"flashsale/sharding/api"
 	"flashsale/sharding/draw"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -31,7 +31,7 @@ func publishedDraw(t *testing.T, n int) *DrawPage {
 	}
 	root := draw.Root(leaves)
 	c, yes := draw.Commitment(seed).String(), true
-	p := &DrawPage{SaleID: 7, Access: sharding.AccessRaffle, State: DrawRevealed, Commitment: &c, Root: root.String(),
+	p := &DrawPage{SaleID: 7, Access: sale.AccessRaffle, State: DrawRevealed, Commitment: &c, Root: root.String(),
 		FrozenAt: "2026-12-01T09:59:59.200Z", Seed: seed.String(), Committed: &yes}
 	setEntries(p, seed, root, leaves)
 	return p
@@ -224,7 +224,7 @@ func TestDrawVerifyFromFile(t *testing.T) {
 // TestDrawCommitmentAgainstRedis: the commitment served must be the one in
 // the sale's description; a sale Redis does not hold is not compared.
 func TestDrawCommitmentAgainstRedis(t *testing.T) {
-	check := func(s *sharding.Sale, err error) *DrawVerified {
+	check := func(s *sale.Sale, err error) *DrawVerified {
 		rep, cerr := CheckDraw(publishedDraw(t, 4), 7)
 		if cerr != nil || !rep.Verified {
 			t.Fatalf("the honest draw: %+v %v", rep, cerr)
@@ -235,11 +235,11 @@ func TestDrawCommitmentAgainstRedis(t *testing.T) {
 	if rep := check(nil, errors.Join(stock.ErrNoSale)); !rep.Verified || !strings.Contains(rep.Described, "not in this Redis") {
 		t.Errorf("no sale in Redis: %+v", rep)
 	}
-	other := &sharding.Sale{Draw: &sharding.DrawCommitment{Commitment: draw.Commitment(draw.NewSeed()).String()}}
+	other := &sale.Sale{Draw: &sale.DrawCommitment{Commitment: draw.Commitment(draw.NewSeed()).String()}}
 	if rep := check(other, nil); rep.Verified || rep.Described != "differs" || !strings.Contains(rep.Reason, "the sale's description in Redis "+other.Draw.Commitment) {
 		t.Errorf("another commitment in Redis: %+v", rep)
 	}
-	if rep := check(&sharding.Sale{}, nil); rep.Verified || !strings.Contains(rep.Reason, "names none") {
+	if rep := check(&sale.Sale{}, nil); rep.Verified || !strings.Contains(rep.Reason, "names none") {
 		t.Errorf("no commitment in Redis: %+v", rep)
 	}
 }

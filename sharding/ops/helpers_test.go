@@ -17,6 +17,7 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
@@ -48,7 +49,7 @@ func randomSaleID() int64 { return 1 + rand.Int64N(sharding.MaxSaleID-1) }
 // newSale creates a sale with one item per quantity in PostgreSQL, preloads it
 // with shards shards through the tool, and removes every trace of it when the
 // test ends. Item ids are random (items.id is global).
-func (e *env) newSale(t testing.TB, shards int, qty ...int64) *sharding.Sale {
+func (e *env) newSale(t testing.TB, shards int, qty ...int64) *sale.Sale {
 	t.Helper()
 	ctx := context.Background()
 	id := randomSaleID()
@@ -134,7 +135,7 @@ func (e *env) dropRedis(ctx context.Context, id int64) {
 // the crediting script; on a frozen shard, reload the sale and retry.
 type shopper struct {
 	st       *stock.Store
-	sale     atomic.Pointer[sharding.Sale]
+	sale     atomic.Pointer[sale.Sale]
 	tries    int           // reservation attempts before answering SOLD_OUT (default 8)
 	timeout  time.Duration // per Redis call (default 2 s)
 	borrowed atomic.Int64
@@ -144,7 +145,7 @@ type shopper struct {
 	soldOutWithStock atomic.Int64
 }
 
-func newShopper(st *stock.Store, sale *sharding.Sale) *shopper {
+func newShopper(st *stock.Store, sale *sale.Sale) *shopper {
 	sh := &shopper{st: st, tries: 8, timeout: 2 * time.Second}
 	sh.sale.Store(sale)
 	return sh
@@ -242,7 +243,7 @@ func users(n int) []uint64 {
 
 // allBuyers returns user -> (shard, order id) over the sale's shards, failing
 // on a user recorded twice or off the home shard.
-func (e *env) allBuyers(t testing.TB, sale *sharding.Sale) map[uint64]sharding.OrderID {
+func (e *env) allBuyers(t testing.TB, sale *sale.Sale) map[uint64]sharding.OrderID {
 	t.Helper()
 	out := map[uint64]sharding.OrderID{}
 	for i, tag := range sale.Shards {
@@ -263,7 +264,7 @@ func (e *env) allBuyers(t testing.TB, sale *sharding.Sale) map[uint64]sharding.O
 	return out
 }
 
-func (e *env) left(t testing.TB, sale *sharding.Sale, item int64) int64 {
+func (e *env) left(t testing.TB, sale *sale.Sale, item int64) int64 {
 	t.Helper()
 	rem, err := e.t.Store.Remaining(context.Background(), sale, item)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
@@ -15,8 +15,8 @@ import (
 // ledgerCase is a balanced sale of one item of 10 units (3 paid, 2 pending,
 // 3 unsold over two shards, 1 in a move, 1 on its way to PostgreSQL) with
 // what a test changes in it.
-func ledgerCase() (*sharding.Sale, *Check, *pgLedger) {
-	sale := &sharding.Sale{ID: 9, Items: []sharding.Item{{ID: 1, Name: "a", Quantity: 10}}, Shards: []string{"t0", "t1"}}
+func ledgerCase() (*sale.Sale, *Check, *pgLedger) {
+	s := &sale.Sale{ID: 9, Items: []sale.Item{{ID: 1, Name: "a", Quantity: 10}}, Shards: []string{"t0", "t1"}}
 	c := &Check{Items: []ItemCheck{{Item: 1, Q: 10, S: 3, P: 5, Sold: 5, InFlight: 1, HandOff: 1, Shards: []int64{1, 2}}}}
 	it := &pgItem{Q: 10, Sold: 5, flows: Flows{Failed: []Failure{}}}
 	for _, x := range []struct {
@@ -27,7 +27,7 @@ func ledgerCase() (*sharding.Sale, *Check, *pgLedger) {
 	}
 	pg := &pgLedger{items: map[int64]*pgItem{1: it}, undone: map[string]bool{}, failures: map[string]string{},
 		reshards: []schema.ReshardDetail{{From: 2, To: 4, Units: map[int64]int64{1: 6}}}}
-	return sale, c, pg
+	return s, c, pg
 }
 
 const orderA = "00000009-0000-8000-8000-00000000000a"

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
@@ -35,7 +35,7 @@ type WriterLag struct {
 // readLedger reads sale's ledger: Redis and PostgreSQL compared by
 // reconcile's check (buyer records, orders, units per item), then the
 // PostgreSQL side of the flows and the history in one snapshot.
-func (t *Tool) readLedger(ctx context.Context, sale *sharding.Sale, opt LedgerOptions) (*Ledger, WriterLag, *Check, error) {
+func (t *Tool) readLedger(ctx context.Context, sale *sale.Sale, opt LedgerOptions) (*Ledger, WriterLag, *Check, error) {
 	if opt.Grace <= 0 {
 		opt.Grace = 30 * time.Second
 	}
@@ -70,7 +70,7 @@ func readWriterLag(ctx context.Context, read func(context.Context) (int64, error
 // buildLedger puts together the ledger of sale from a check of Redis against
 // PostgreSQL (c) and PostgreSQL's side (pg); kafkaLag says the writers have
 // records to persist.
-func buildLedger(sale *sharding.Sale, c *Check, pg *pgLedger, kafkaLag bool) *Ledger {
+func buildLedger(sale *sale.Sale, c *Check, pg *pgLedger, kafkaLag bool) *Ledger {
 	l := &Ledger{Sale: sale.ID, Discrepancies: []Discrepancy{}}
 	seen := map[int64]bool{}
 	for _, ic := range c.Items {

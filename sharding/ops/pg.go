@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/writer/schema"
 )
 
@@ -20,9 +21,9 @@ import (
 // applies at start and sale create before it writes; a preload runs
 // read-only. shards is sales.shards (0
 // when NULL); found is false for an unknown sale.
-func (t *Tool) pgSale(ctx context.Context, id int64) (sale *sharding.Sale, shards int, found bool, err error) {
+func (t *Tool) pgSale(ctx context.Context, id int64) (sl *sale.Sale, shards int, found bool, err error) {
 	var (
-		s      sharding.Sale
+		s      sale.Sale
 		window float64
 		n      *int32
 		brand  []byte
@@ -47,7 +48,7 @@ func (t *Tool) pgSale(ctx context.Context, id int64) (sale *sharding.Sale, shard
 	fd.Apply(&s)
 	s.ID = id
 	s.StartsAt, s.EndsAt = s.StartsAt.UTC(), s.EndsAt.UTC()
-	s.PaymentWindow = sharding.Duration(time.Duration(window * float64(time.Second)))
+	s.PaymentWindow = sale.Duration(time.Duration(window * float64(time.Second)))
 	if n != nil {
 		shards = int(*n)
 	}
@@ -57,7 +58,7 @@ func (t *Tool) pgSale(ctx context.Context, id int64) (sale *sharding.Sale, shard
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var it sharding.Item
+		var it sale.Item
 		if err := rows.Scan(&it.ID, &it.Name, &it.Price, &it.Currency, &it.Quantity, &it.Image, &it.Description); err != nil {
 			return nil, 0, false, fmt.Errorf("reading items of sale %d: %w", id, err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -106,7 +107,7 @@ func (t *Tool) Preload(ctx context.Context, id int64, shards int, force bool) (*
 // read as sold, the safe side). A drawn sale whose seed PostgreSQL does not
 // hold (created before migration 00004) loses its commitment: its draw
 // will use a seed drawn at the freeze, and the warning says so.
-func (t *Tool) restoreAccess(ctx context.Context, sale *sharding.Sale) (string, error) {
+func (t *Tool) restoreAccess(ctx context.Context, sale *sale.Sale) (string, error) {
 	at := accessExpiry(sale)
 	var warning string
 	if sale.Draw != nil {
@@ -142,7 +143,7 @@ func (t *Tool) restoreAccess(ctx context.Context, sale *sharding.Sale) (string, 
 // preloadSource reads sale id from PostgreSQL with its shard count there (0
 // when unset), and refuses a sale PostgreSQL lacks or that has no items:
 // there would be nothing to preload.
-func (t *Tool) preloadSource(ctx context.Context, id int64) (*sharding.Sale, int, error) {
+func (t *Tool) preloadSource(ctx context.Context, id int64) (*sale.Sale, int, error) {
 	sale, pgShards, found, err := t.pgSale(ctx, id)
 	if err != nil {
 		return nil, 0, err
@@ -158,7 +159,7 @@ func (t *Tool) preloadSource(ctx context.Context, id int64) (*sharding.Sale, int
 
 // liveSale returns the description Redis holds for sale id, nil when it
 // holds none: a preload over a live sale is refused or forced, never silent.
-func (t *Tool) liveSale(ctx context.Context, id int64) (*sharding.Sale, error) {
+func (t *Tool) liveSale(ctx context.Context, id int64) (*sale.Sale, error) {
 	cur, err := t.Store.LoadSale(ctx, id)
 	if errors.Is(err, stock.ErrNoSale) {
 		return nil, nil
@@ -171,7 +172,7 @@ func (t *Tool) liveSale(ctx context.Context, id int64) (*sharding.Sale, error) {
 // else the live sale's (cur, nil when Redis holds none), else PostgreSQL's
 // pgShards, else DefaultShards. A count outside 1..sharding.MaxShards is an
 // error whatever its source.
-func preloadShardCount(shards int, cur *sharding.Sale, pgShards int) (int, string, error) {
+func preloadShardCount(shards int, cur *sale.Sale, pgShards int) (int, string, error) {
 	from := "flag"
 	switch {
 	case shards > 0:
@@ -192,7 +193,7 @@ func preloadShardCount(shards int, cur *sharding.Sale, pgShards int) (int, strin
 // Redis holds one (a forced preload keeps its layout, version and state, and
 // a different count is a reshard's job), else shards new tags placed over
 // top's masters.
-func placePreload(sale, cur *sharding.Sale, shards int, top *sharding.Topology) error {
+func placePreload(sale, cur *sale.Sale, shards int, top *sharding.Topology) error {
 	if cur == nil {
 		var err error
 		sale.Shards, err = sharding.PlaceTags(sale.ID, shards, top)
@@ -213,14 +214,14 @@ func placePreload(sale, cur *sharding.Sale, shards int, top *sharding.Topology) 
 // is in Redis): a forced preload rewrites the stock, not what the gateways
 // already serve. (A sale Redis lost gets them from PostgreSQL instead:
 // restoreAccess.)
-func keepFrontDoor(sale, cur *sharding.Sale) {
+func keepFrontDoor(sale, cur *sale.Sale) {
 	sale.TicketRequired, sale.WaitingRoom, sale.PowDifficulty = cur.TicketRequired, cur.WaitingRoom, cur.PowDifficulty
 	sale.Access, sale.Raffle, sale.Presale, sale.Draw = cur.Access, cur.Raffle, cur.Presale, cur.Draw
 }
 
 // written fills in what a preload of sale wrote: its shards, where each one
 // lives in top, and each item's quantity over all of them.
-func (r *PreloadReport) written(sale *sharding.Sale, top *sharding.Topology) {
+func (r *PreloadReport) written(sale *sale.Sale, top *sharding.Topology) {
 	r.Shards = len(sale.Shards)
 	for i, tag := range sale.Shards {
 		r.Placement = append(r.Placement, Placement{Shard: i, Tag: tag, Slot: sharding.Slot([]byte("{" + tag + "}")), Master: top.MasterOfTag(tag)})

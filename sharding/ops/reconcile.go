@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -174,7 +175,7 @@ func (t *Tool) Reconcile(ctx context.Context, id int64, opt ReconcileOptions) (*
 // repairs move units themselves, so a drift seen beside them is not yet the
 // drift to set. It records in rep what it repaired, what the last pass left
 // alone and the last check.
-func (t *Tool) repairPasses(ctx context.Context, sale *sharding.Sale, opt ReconcileOptions, rep *ReconcileReport) error {
+func (t *Tool) repairPasses(ctx context.Context, sale *sale.Sale, opt ReconcileOptions, rep *ReconcileReport) error {
 	cur := rep.Before
 	for pass := 0; pass < 4 && !cur.Clean(); pass++ {
 		fixed, held, err := t.repairBuyers(ctx, sale, cur, opt)
@@ -202,7 +203,7 @@ func (t *Tool) repairPasses(ctx context.Context, sale *sharding.Sale, opt Reconc
 // repairDrifts repairs each drift finding of c by repairDrift and appends
 // what it did to rep.Repairs; when orphans were left alone (held) it repairs
 // none and appends each drift to rep.Held with why.
-func (t *Tool) repairDrifts(ctx context.Context, sale *sharding.Sale, c *Check, held bool, grace time.Duration, rep *ReconcileReport) error {
+func (t *Tool) repairDrifts(ctx context.Context, sale *sale.Sale, c *Check, held bool, grace time.Duration, rep *ReconcileReport) error {
 	for _, f := range c.Findings {
 		if f.Kind != KindDrift {
 			continue
@@ -226,7 +227,7 @@ func (t *Tool) repairDrifts(ctx context.Context, sale *sharding.Sale, c *Check, 
 
 // repairBuyers repairs the buyer findings of c and returns them with what was
 // done, and the orphans it left alone with why (settledOrphans).
-func (t *Tool) repairBuyers(ctx context.Context, sale *sharding.Sale, c *Check, opt ReconcileOptions) (out, held []Finding, err error) {
+func (t *Tool) repairBuyers(ctx context.Context, sale *sale.Sale, c *Check, opt ReconcileOptions) (out, held []Finding, err error) {
 	settled, why, err := t.settledOrphans(ctx, c, opt)
 	if err != nil {
 		return nil, nil, err
@@ -340,7 +341,7 @@ var errRace = errors.New("stock kept changing under the repair; run reconcile ag
 // time. It writes only when two consecutive checks agree on the drift, and
 // never sets a shard below zero (a deficit larger than a shard takes more
 // than one shard).
-func (t *Tool) repairDrift(ctx context.Context, sale *sharding.Sale, item, seen int64, grace time.Duration) ([]Finding, error) {
+func (t *Tool) repairDrift(ctx context.Context, sale *sale.Sale, item, seen int64, grace time.Duration) ([]Finding, error) {
 	var out []Finding
 	for attempt := 0; attempt < 10+len(sale.Shards); attempt++ {
 		c, err := t.check(ctx, sale, grace)

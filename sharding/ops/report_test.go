@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
 // writerOrder plays the writer for one order: its row in status, its
 // history (PENDING, then status) and, for an ended order, its outbox row,
 // applied (the unit returned to Redis by release.lua, as the outbox does).
-func (e *env) writerOrder(t testing.TB, sale *sharding.Sale, item int64, user uint64, id sharding.OrderID, status string) {
+func (e *env) writerOrder(t testing.TB, sale *sale.Sale, item int64, user uint64, id sharding.OrderID, status string) {
 	t.Helper()
 	ctx := context.Background()
 	e.insertOrder(t, sale.ID, item, user, id, status, time.Now())
@@ -44,7 +45,7 @@ func pgExec(ctx context.Context, e *env, sql string, args ...any) error {
 // reportSale is a sale of 10 units over 2 shards whose 6 buyers reached
 // PostgreSQL through a hand-played writer: 3 paid, 1 pending, 1 cancelled
 // and 1 expired (their units back), so Q 10 = paid 3 + pending 1 + unsold 6.
-func reportSale(t *testing.T, e *env) (*sharding.Sale, map[string]sharding.OrderID, map[string]uint64) {
+func reportSale(t *testing.T, e *env) (*sale.Sale, map[string]sharding.OrderID, map[string]uint64) {
 	t.Helper()
 	sale := e.newSale(t, 2, 10)
 	t.Cleanup(func() {

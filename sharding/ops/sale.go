@@ -15,6 +15,7 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
@@ -29,7 +30,7 @@ import (
 // schema.ErrSaleExists, but for the one a create that stopped before
 // PostgreSQL's commit left in Redis alone: the same file again finishes that
 // one, with its draw, while none of its units was sold.
-func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *sharding.Sale, shards int) error {
+func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *sale.Sale, shards int) error {
 	if s.Draw != nil {
 		return fmt.Errorf("sale %d: %w", s.ID, errDrawInFile)
 	}
@@ -91,7 +92,7 @@ func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *shard
 // any) left: a description other than the file's, or a unit sold. "" when it
 // is, and the create may finish it. The stored Draw is the one that create
 // drew, which the file never names.
-func unfinishedCreate(ctx context.Context, rs *stock.Store, stored, s *sharding.Sale, shards int) string {
+func unfinishedCreate(ctx context.Context, rs *stock.Store, stored, s *sale.Sale, shards int) string {
 	a, b := *stored, *s
 	a.Shards, a.Version, a.Draw, b.Shards, b.Version, b.Draw = nil, 0, nil, nil, 0, nil
 	ja, _ := json.Marshal(&a)
@@ -144,7 +145,7 @@ func (r *SaleCreated) Text(w io.Writer) error {
 }
 
 // CreateParsedSale creates the sale s read from a sale file (CreateSale).
-func (t *Tool) CreateParsedSale(ctx context.Context, s *sharding.Sale, shards int) (*SaleCreated, error) {
+func (t *Tool) CreateParsedSale(ctx context.Context, s *sale.Sale, shards int) (*SaleCreated, error) {
 	if err := t.needDB(); err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func (t *Tool) ListSales(ctx context.Context, f ListFilter) (*SaleList, error) {
 
 // activeState returns SOLD_OUT for an active sale with no unit left in Redis
 // on any item, else ACTIVE.
-func (t *Tool) activeState(ctx context.Context, s *sharding.Sale) (string, error) {
+func (t *Tool) activeState(ctx context.Context, s *sale.Sale) (string, error) {
 	for _, it := range s.Items {
 		rem, err := t.Store.Remaining(ctx, s, it.ID)
 		if err != nil {
@@ -309,8 +310,8 @@ type SaleShown struct {
 	Journals []ShardJournal `json:"journals"`
 	// Access is the sale's access mode: open, queue or raffle; Raffle its
 	// registration window when a raffle.
-	Access string           `json:"access"`
-	Raffle *sharding.Raffle `json:"raffle,omitempty"`
+	Access string       `json:"access"`
+	Raffle *sale.Raffle `json:"raffle,omitempty"`
 	// Commitment is the SHA-256 of the seed of the sale's draw (hex); ""
 	// for an open sale or one created without a commitment.
 	Commitment string        `json:"commitment,omitempty"`
@@ -371,7 +372,7 @@ func (t *Tool) ShowSale(ctx context.Context, id int64) (*SaleShown, error) {
 // showHandOff adds the sale's journals and the writer's last drift reading;
 // what it cannot read becomes a warning of the report (an operator's
 // inspection must not fail on the data it is there to inspect).
-func (t *Tool) showHandOff(ctx context.Context, s *sharding.Sale, rep *SaleShown) {
+func (t *Tool) showHandOff(ctx context.Context, s *sale.Sale, rep *SaleShown) {
 	js, err := t.Store.ReadJournals(ctx, s)
 	if err != nil {
 		rep.Warnings = append(rep.Warnings, err.Error())
@@ -496,8 +497,8 @@ func (r *SaleState) Text(w io.Writer) error {
 	return err
 }
 
-// SetSaleState pauses (sharding.StatePaused), resumes ("") or ends
-// (sharding.StateEnded) sale id: see stock.Store.SetState. The act is then
+// SetSaleState pauses (sale.StatePaused), resumes ("") or ends
+// (sale.StateEnded) sale id: see stock.Store.SetState. The act is then
 // recorded in PostgreSQL (recordAct); the kill switch never waits on it.
 func (t *Tool) SetSaleState(ctx context.Context, id int64, state string) (*SaleState, error) {
 	if _, err := t.loadSale(ctx, id); err != nil {
@@ -508,7 +509,7 @@ func (t *Tool) SetSaleState(ctx context.Context, id int64, state string) (*SaleS
 		return nil, err
 	}
 	rep := &SaleState{Sale: id, Action: stock.StateAction(state), Status: saleState(s, time.Now()), Version: s.Version, Shards: len(s.Shards)}
-	kind := map[string]string{sharding.StatePaused: schema.EventPause, "": schema.EventResume, sharding.StateEnded: schema.EventEnd}[state]
+	kind := map[string]string{sale.StatePaused: schema.EventPause, "": schema.EventResume, sale.StateEnded: schema.EventEnd}[state]
 	rep.Unrecorded = t.recordAct(ctx, id, kind, nil)
 	return rep, nil
 }

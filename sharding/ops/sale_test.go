@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
@@ -152,8 +153,8 @@ func TestSaleCommands(t *testing.T) {
 		t.Fatalf("show with a mangled drift reading: exit %d\n%s", code, out)
 	}
 	for _, step := range []struct{ cmd, state, status string }{
-		{"pause", sharding.StatePaused, "PAUSED"}, {"pause", sharding.StatePaused, "PAUSED"}, // again: no error
-		{"resume", "", "ACTIVE"}, {"end", sharding.StateEnded, "ENDED"},
+		{"pause", sale.StatePaused, "PAUSED"}, {"pause", sale.StatePaused, "PAUSED"}, // again: no error
+		{"resume", "", "ACTIVE"}, {"end", sale.StateEnded, "ENDED"},
 	} {
 		if step.cmd == "pause" && countSet(halts(t, sid)) == 4 {
 			// A pause that failed half way (a master away until the
@@ -223,12 +224,12 @@ func TestCreateFinishesAnUnfinishedCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unfinished := func(qty int64) *sharding.Sale { // in Redis only, as a stopped create leaves it
+	unfinished := func(qty int64) *sale.Sale { // in Redis only, as a stopped create leaves it
 		id := randomSaleID()
 		t.Cleanup(func() { e.dropSale(id) })
 		now := time.Now().UTC().Truncate(time.Second)
-		s := &sharding.Sale{ID: id, Name: "stopped", StartsAt: now, EndsAt: now.Add(time.Hour), Version: 1,
-			Items: []sharding.Item{{ID: id*10 + 1, Name: "x", Price: 1, Currency: "JPY", Quantity: qty}}}
+		s := &sale.Sale{ID: id, Name: "stopped", StartsAt: now, EndsAt: now.Add(time.Hour), Version: 1,
+			Items: []sale.Item{{ID: id*10 + 1, Name: "x", Price: 1, Currency: "JPY", Quantity: qty}}}
 		if s.Shards, err = sharding.PlaceTags(id, 2, top); err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,6 @@
 package ops
 
-// A sale file is the JSON form of sharding.Sale, or YAML with the same field
+// A sale file is the JSON form of sale.Sale, or YAML with the same field
 // names:
 //
 //	id: 42
@@ -24,7 +24,7 @@ package ops
 //	  banner: Free shipping on every order
 //
 // The branding fields (brand, and each item's image and description) are
-// checked by sharding.Sale.Validate: image URLs are https or paths on the
+// checked by sale.Sale.Validate: image URLs are https or paths on the
 // page's own site, the accent a hex colour that reads as text on the page,
 // lengths bounded; a bad value is refused with the field named.
 //
@@ -46,12 +46,12 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // ParseSale decodes and validates a sale description. format is "json" or
 // "yaml"; "" guesses from the first non-space byte ('{' is JSON).
-func ParseSale(data []byte, format string) (*sharding.Sale, error) {
+func ParseSale(data []byte, format string) (*sale.Sale, error) {
 	if format == "" {
 		format = "yaml"
 		if t := bytes.TrimSpace(data); len(t) > 0 && t[0] == '{' {
@@ -71,7 +71,7 @@ func ParseSale(data []byte, format string) (*sharding.Sale, error) {
 			return nil, errors.New("reading yaml: want a mapping of sale fields at the top level")
 		}
 		// Re-encode as JSON so both formats go through one strict decoder
-		// and sharding.Sale's own JSON rules (durations, RFC 3339 times).
+		// and sale.Sale's own JSON rules (durations, RFC 3339 times).
 		j, err := json.Marshal(doc)
 		if err != nil {
 			return nil, fmt.Errorf("reading yaml: %w", err)
@@ -80,7 +80,7 @@ func ParseSale(data []byte, format string) (*sharding.Sale, error) {
 	} else if format != "json" {
 		return nil, fmt.Errorf("unknown sale file format %q: want json or yaml", format)
 	}
-	var s sharding.Sale
+	var s sale.Sale
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&s); err != nil {
@@ -133,7 +133,7 @@ const maxSaleFile = 16 << 20
 // ReadSaleFile reads and parses the sale file at path; the extension (.json,
 // .yaml, .yml) picks the format, anything else is guessed from the content.
 // Path "-" reads standard input (`kubectl exec -i ... --file - < sale.yaml`).
-func ReadSaleFile(path string) (*sharding.Sale, error) {
+func ReadSaleFile(path string) (*sale.Sale, error) {
 	in := stdin
 	if path == "-" {
 		path = "standard input"

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/rueidis"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -45,7 +45,7 @@ func (t *Tool) needDB() error {
 
 // loadSale reads the sale's description from Redis, with a message an operator
 // can act on when it is missing.
-func (t *Tool) loadSale(ctx context.Context, id int64) (*sharding.Sale, error) {
+func (t *Tool) loadSale(ctx context.Context, id int64) (*sale.Sale, error) {
 	sale, err := t.Store.LoadSale(ctx, id)
 	if errors.Is(err, stock.ErrNoSale) {
 		msg := fmt.Errorf("sale %d is not in Redis (unknown sale, or not preloaded yet: run `flashctl preload --sale %d`): %w", id, id, stock.ErrNoSale)
@@ -102,11 +102,11 @@ func sum(v []int64) int64 {
 // saleState is the sale's status as the public sale description names it
 // (SCHEDULED, ACTIVE, PAUSED, ENDED) at now, from its window and the
 // operator's state; SOLD_OUT needs the stock, which Status reads.
-func saleState(s *sharding.Sale, now time.Time) string {
+func saleState(s *sale.Sale, now time.Time) string {
 	switch {
-	case s.State == sharding.StateEnded || !now.Before(s.EndsAt):
+	case s.State == sale.StateEnded || !now.Before(s.EndsAt):
 		return "ENDED"
-	case s.State == sharding.StatePaused:
+	case s.State == sale.StatePaused:
 		return "PAUSED"
 	case now.Before(s.StartsAt):
 		return "SCHEDULED"

@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // DB is the part of *pgxpool.Pool the audit uses.
@@ -36,8 +37,8 @@ type DB interface {
 
 // Stock is the part of *stock.Store the audit uses.
 type Stock interface {
-	LoadSale(ctx context.Context, id int64) (*sharding.Sale, error)
-	Remaining(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
+	LoadSale(ctx context.Context, id int64) (*sale.Sale, error)
+	Remaining(ctx context.Context, sale *sale.Sale, itemID int64) ([]int64, error)
 }
 
 // Accepted is one purchase answered 202.
@@ -262,7 +263,7 @@ func (r *Report) judge() {
 // snapshot is what Settle watches.
 type snapshot struct{ orders, active, stock int64 }
 
-func take(ctx context.Context, db DB, st Stock, sale *sharding.Sale) (snapshot, error) {
+func take(ctx context.Context, db DB, st Stock, sale *sale.Sale) (snapshot, error) {
 	var s snapshot
 	err := db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status IN ('PENDING','PAID'))
 		FROM orders WHERE sale_id = $1`, sale.ID).Scan(&s.orders, &s.active)

@@ -1,4 +1,4 @@
-package sharding
+package sale
 
 import (
 	"slices"

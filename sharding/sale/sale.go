@@ -1,4 +1,4 @@
-package sharding
+package sale
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"flashsale/sharding"
 )
 
 // DefaultPaymentWindow is how long a buyer has to pay when a sale names none.
@@ -135,15 +137,12 @@ func (s *Sale) Item(id int64) *Item {
 	return nil
 }
 
-// MaxSaleID is the largest sale id: order ids carry it in 32 bits.
-const MaxSaleID = 1<<32 - 1
-
 // Validate reports the first thing wrong with s, in words an operator can act on.
 // Shards may be empty (not yet placed); when present they must be distinct.
 func (s *Sale) Validate() error {
 	switch {
-	case s.ID <= 0 || s.ID > MaxSaleID:
-		return fmt.Errorf("sale id %d: want 1..%d", s.ID, int64(MaxSaleID))
+	case s.ID <= 0 || s.ID > sharding.MaxSaleID:
+		return fmt.Errorf("sale id %d: want 1..%d", s.ID, int64(sharding.MaxSaleID))
 	case s.StartsAt.IsZero() || s.EndsAt.IsZero():
 		return errors.New("sale needs startsAt and endsAt (RFC 3339)")
 	case !s.EndsAt.After(s.StartsAt):
@@ -156,8 +155,8 @@ func (s *Sale) Validate() error {
 		return errors.New("sale has no items")
 	case s.State != "" && s.State != StatePaused && s.State != StateEnded:
 		return fmt.Errorf("state %q: want empty, %s or %s", s.State, StatePaused, StateEnded)
-	case len(s.Shards) > MaxShards:
-		return fmt.Errorf("%d shards: at most %d", len(s.Shards), MaxShards)
+	case len(s.Shards) > sharding.MaxShards:
+		return fmt.Errorf("%d shards: at most %d", len(s.Shards), sharding.MaxShards)
 	}
 	if err := s.validateFrontDoor(); err != nil {
 		return err
@@ -195,17 +194,4 @@ func (s *Sale) Validate() error {
 		tags[t] = true
 	}
 	return nil
-}
-
-// Split returns how q units spread over n shards: as even as possible, the first
-// q%n shards one unit more.
-func Split(q int64, n int) []int64 {
-	out := make([]int64, n)
-	for i := range out {
-		out[i] = q / int64(n)
-		if int64(i) < q%int64(n) {
-			out[i]++
-		}
-	}
-	return out
 }
