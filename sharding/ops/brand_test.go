@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"flashsale/writer/schema"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -118,7 +119,7 @@ func TestSaleBrand(t *testing.T) {
 		live.Items[0].Image != "https://cdn.other.example/sneaker.webp" || live.Items[0].Quantity != 100 {
 		t.Fatalf("live sale after sale brand: version %d, %+v, %+v", live.Version, live.Brand, live.Items[0])
 	}
-	pg, _, _, err := e.t.pgSale(ctx, id)
+	pg, _, _, err := schema.ReadSale(ctx, e.t.DB, id)
 	if err != nil || pg.Brand == nil || pg.Brand.Shop != "Hiroshige Shoes" || pg.Items[0].Image != live.Items[0].Image ||
 		pg.Items[0].Description != s.Items[0].Description {
 		t.Fatalf("PostgreSQL after sale brand: %+v %+v (%v)", pg.Brand, pg.Items, err)

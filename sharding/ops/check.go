@@ -9,6 +9,7 @@ import (
 	"flashsale/sharding"
 	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
 )
 
 type buyerRec struct {
@@ -33,11 +34,11 @@ type checker struct {
 func (t *Tool) check(ctx context.Context, sale *sale.Sale, grace time.Duration) (*Check, error) {
 	now := time.Now()
 	k := &checker{t: t, sale: sale, grace: grace, now: now, c: &Check{At: now.UTC()}, handOff: map[int64]int64{}}
-	totals, err := t.pgTotals(ctx, sale.ID)
+	totals, err := schema.SaleItemTotals(ctx, t.DB, sale.ID)
 	if err != nil {
 		return nil, err
 	}
-	active, err := t.pgActiveOrders(ctx, sale.ID)
+	active, err := schema.ActiveOrders(ctx, t.DB, sale.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +82,8 @@ func (k *checker) readBuyers(ctx context.Context) error {
 
 // explainBuyers explains, in user order, each buyer record that names no
 // active order of its user in PostgreSQL.
-func (k *checker) explainBuyers(ctx context.Context, active []pgOrder) error {
-	byID := make(map[sharding.OrderID]pgOrder, len(active))
+func (k *checker) explainBuyers(ctx context.Context, active []schema.Order) error {
+	byID := make(map[sharding.OrderID]schema.Order, len(active))
 	for _, o := range active {
 		byID[o.ID] = o
 	}
@@ -95,7 +96,7 @@ func (k *checker) explainBuyers(ctx context.Context, active []pgOrder) error {
 		unmatched = append(unmatched, u)
 		ids = append(ids, b.oid)
 	}
-	known, err := k.t.pgOrdersByID(ctx, ids)
+	known, err := schema.OrdersByID(ctx, k.t.DB, ids)
 	if err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func (k *checker) explainBuyers(ctx context.Context, active []pgOrder) error {
 
 // explainKnown: PostgreSQL knows the buyer record's order o, but not as an
 // active order of this user when the check read it.
-func (k *checker) explainKnown(f Finding, o pgOrder) {
+func (k *checker) explainKnown(f Finding, o schema.Order) {
 	f.Item, f.Status = o.ItemID, o.Status
 	switch {
 	case o.UserID != f.User:
@@ -160,7 +161,7 @@ func (k *checker) explainUnpersisted(ctx context.Context, f Finding) error {
 
 // explainActive explains each active order in PostgreSQL whose user's buyer
 // record does not name it.
-func (k *checker) explainActive(active []pgOrder) {
+func (k *checker) explainActive(active []schema.Order) {
 	for _, o := range active {
 		b, ok := k.buyers[o.UserID]
 		if ok && b.oid == o.ID {
@@ -179,7 +180,7 @@ func (k *checker) explainActive(active []pgOrder) {
 }
 
 // checkItems accounts each item's units: Q - (S + P + M + H) should be zero.
-func (k *checker) checkItems(ctx context.Context, totals map[int64]itemTotals) error {
+func (k *checker) checkItems(ctx context.Context, totals map[int64]schema.ItemTotals) error {
 	moves, err := k.t.Store.PendingMoves(ctx, k.sale)
 	if err != nil {
 		return err

@@ -24,10 +24,11 @@
 // is the table's own; kong would save the table's forty lines of plumbing
 // and cost both.
 //
-// The one import of writer code from sharding is writer/schema: the sale rows
-// and the migrations belong to the writer, which owns PostgreSQL, and `sale
-// create|list|show` write and read those rows through it (a leaf package that
-// imports only package sharding). Everything else crosses the other way:
+// The one import of writer code from sharding is writer/schema: the tables
+// and the migrations belong to the writer, which owns PostgreSQL, and every
+// command that writes or reads them does so through that package's
+// functions (a leaf package that imports only sharding and sharding/sale);
+// no SQL is written here. Everything else crosses the other way:
 // the order event's wire format is sharding/orderevent, below both ends
 // (TestShardingImportsNoWriterCode in package sharding keeps it so).
 //

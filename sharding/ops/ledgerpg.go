@@ -8,8 +8,6 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/jackc/pgx/v5"
-
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
@@ -36,39 +34,50 @@ type pgItem struct {
 var orderStatuses = map[string]bool{stock.StatusPending: true, stock.StatusPaid: true, stock.StatusExpired: true,
 	stock.StatusCancelled: true, stock.StatusFailed: true}
 
-// readLedgerPG reads sale id's side of the ledger in one REPEATABLE READ
-// read-only transaction, so that every count comes from the same moment.
+// readLedgerPG reads sale id's side of the ledger (schema.ReadLedger, one
+// snapshot) and checks each row as the schema's constraints promise it.
 func (t *Tool) readLedgerPG(ctx context.Context, id int64) (*pgLedger, error) {
-	tx, err := t.DB.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	rows, err := schema.ReadLedger(ctx, t.DB, id)
 	if err != nil {
-		return nil, fmt.Errorf("reading the ledger of sale %d: %w", id, err)
+		return nil, err
 	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	l := &pgLedger{items: map[int64]*pgItem{}, undone: map[string]bool{}, failures: map[string]string{}}
-	for _, read := range []func(context.Context, pgx.Tx, int64, *pgLedger) error{
-		readItems, readOrderCounts, readOutbox, readFailures, readHistoryGaps, readReshards,
-	} {
-		if err := read(ctx, tx, id, l); err != nil {
-			return nil, fmt.Errorf("reading the ledger of sale %d: %w", id, err)
-		}
+	l := &pgLedger{items: map[int64]*pgItem{}, undone: map[string]bool{}, failures: rows.Failures}
+	if err := l.fill(rows); err != nil {
+		return nil, fmt.Errorf("reading the ledger of sale %d: %w", id, err)
 	}
 	return l, nil
 }
 
-func readItems(ctx context.Context, tx pgx.Tx, id int64, l *pgLedger) error {
-	rows, err := tx.Query(ctx, `SELECT id, quantity, sold FROM items WHERE sale_id = $1`, id)
-	if err != nil {
-		return err
-	}
-	var item, q, sold int64
-	_, err = pgx.ForEachRow(rows, []any{&item, &q, &sold}, func() error {
-		if err := checkItemRow(item, q, sold); err != nil {
+// fill checks rows and puts them in l.
+func (l *pgLedger) fill(rows *schema.LedgerRows) error {
+	for _, r := range rows.Items {
+		if err := checkItemRow(r.ID, r.Quantity, r.Sold); err != nil {
 			return err
 		}
-		l.items[item] = &pgItem{Q: q, Sold: sold, flows: Flows{Failed: []Failure{}}}
-		return nil
-	})
-	return err
+		l.items[r.ID] = &pgItem{Q: r.Quantity, Sold: r.Sold, flows: Flows{Failed: []Failure{}}}
+	}
+	for _, c := range rows.OrderCounts {
+		if err := checkOrderCount(c.Item, c.Status, c.N); err != nil {
+			return err
+		}
+		if it := l.items[c.Item]; it != nil { // else an item of no sale's (FAILED as unknown): no unit of this sale
+			it.count(c.Status, c.Reason, c.Applied, c.N)
+		}
+	}
+	for _, oid := range rows.Undone {
+		l.undone[oid] = true
+	}
+	for _, g := range rows.HistoryGaps {
+		l.history = append(l.history, historyGap(g.Kind, g.Order, g.Item, g.Status, g.Last, uint64(g.User)))
+	}
+	for _, raw := range rows.Reshards {
+		d, err := parseReshard(raw)
+		if err != nil {
+			return err
+		}
+		l.reshards = append(l.reshards, d)
+	}
+	return nil
 }
 
 // checkItemRow checks an items row as the schema's constraints promise it:
@@ -78,35 +87,6 @@ func checkItemRow(item, q, sold int64) error {
 		return fmt.Errorf("item %d: quantity %d and sold %d out of range (want quantity >= 1, 0 <= sold <= quantity)", item, q, sold)
 	}
 	return nil
-}
-
-// readOrderCounts counts the sale's orders per item, status, failure reason
-// and whether their outbox row was applied.
-func readOrderCounts(ctx context.Context, tx pgx.Tx, id int64, l *pgLedger) error {
-	rows, err := tx.Query(ctx, `
-		SELECT o.item_id, o.status, coalesce(o.failure, ''), coalesce(r.done_at IS NOT NULL, false), count(*)
-		FROM orders o LEFT JOIN releases r ON r.order_id = o.id
-		WHERE o.sale_id = $1 GROUP BY 1, 2, 3, 4`, id)
-	if err != nil {
-		return err
-	}
-	var (
-		item, n        int64
-		status, reason string
-		applied        bool
-	)
-	_, err = pgx.ForEachRow(rows, []any{&item, &status, &reason, &applied, &n}, func() error {
-		if err := checkOrderCount(item, status, n); err != nil {
-			return err
-		}
-		it := l.items[item]
-		if it == nil {
-			return nil // an item of no sale's (FAILED as unknown): no unit of this sale
-		}
-		it.count(status, reason, applied, n)
-		return nil
-	})
-	return err
 }
 
 // checkOrderCount checks a count of orders of item in status.
@@ -155,59 +135,6 @@ func (it *pgItem) count(status, reason string, applied bool, n int64) {
 	}
 }
 
-// readOutbox reads the sale's outbox rows Redis has not applied yet.
-func readOutbox(ctx context.Context, tx pgx.Tx, id int64, l *pgLedger) error {
-	rows, err := tx.Query(ctx, `SELECT order_id::text FROM releases WHERE sale_id = $1 AND done_at IS NULL`, id)
-	if err != nil {
-		return err
-	}
-	var oid string
-	_, err = pgx.ForEachRow(rows, []any{&oid}, func() error { l.undone[oid] = true; return nil })
-	return err
-}
-
-// readFailures reads the reason of every FAILED order of the sale.
-func readFailures(ctx context.Context, tx pgx.Tx, id int64, l *pgLedger) error {
-	rows, err := tx.Query(ctx, `SELECT id::text, coalesce(failure, '') FROM orders WHERE sale_id = $1 AND status = 'FAILED'`, id)
-	if err != nil {
-		return err
-	}
-	var oid, why string
-	_, err = pgx.ForEachRow(rows, []any{&oid, &why}, func() error { l.failures[oid] = why; return nil })
-	return err
-}
-
-// lastStatus is the SQL of an order's last recorded status: the latest row of
-// its history (a reservation and its parked pay share one transaction time:
-// the final status wins).
-const lastStatus = `ORDER BY h.at DESC, (h.status <> 'PENDING') DESC LIMIT 1`
-
-// readHistoryGaps finds the orders whose row and history disagree: history
-// without a row (order-missing), a row without history (history-missing), a
-// row whose status is not its history's last (status-not-in-history).
-func readHistoryGaps(ctx context.Context, tx pgx.Tx, id int64, l *pgLedger) error {
-	rows, err := tx.Query(ctx, `
-		SELECT 'missing', g.order_id::text, g.item_id, '', l.status, g.user_id
-		FROM (SELECT DISTINCT order_id, item_id, user_id FROM order_history WHERE sale_id = $1) g
-		CROSS JOIN LATERAL (SELECT h.status FROM order_history h WHERE h.sale_id = $1 AND h.order_id = g.order_id `+lastStatus+`) l
-		WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.id = g.order_id)
-		UNION ALL
-		SELECT 'row', o.id::text, o.item_id, o.status, coalesce(l.status, ''), o.user_id
-		FROM orders o LEFT JOIN LATERAL (SELECT h.status FROM order_history h
-		     WHERE h.sale_id = o.sale_id AND h.order_id = o.id `+lastStatus+`) l ON true
-		WHERE o.sale_id = $1 AND l.status IS DISTINCT FROM o.status`, id)
-	if err != nil {
-		return err
-	}
-	var kind, oid, status, last string
-	var item, user int64
-	_, err = pgx.ForEachRow(rows, []any{&kind, &oid, &item, &status, &last, &user}, func() error {
-		l.history = append(l.history, historyGap(kind, oid, item, status, last, uint64(user)))
-		return nil
-	})
-	return err
-}
-
 // historyGap is the discrepancy of one order whose row (status; kind "row")
 // or lack of one (kind "missing") disagrees with its history's last status.
 func historyGap(kind, oid string, item int64, status, last string, user uint64) Discrepancy {
@@ -226,21 +153,6 @@ func historyGap(kind, oid string, item int64, status, last string, user uint64) 
 		d.Kind, d.Detail = KindStatusMismatch, fmt.Sprintf("the row says %s, its history's last status is %s", status, last)
 	}
 	return d
-}
-
-// readReshards reads the units the sale's reshards moved (sale_events).
-func readReshards(ctx context.Context, tx pgx.Tx, id int64, l *pgLedger) error {
-	rows, err := tx.Query(ctx, `SELECT detail::text FROM sale_events WHERE sale_id = $1 AND kind = 'reshard' ORDER BY at, id`, id)
-	if err != nil {
-		return err
-	}
-	var raw string
-	_, err = pgx.ForEachRow(rows, []any{&raw}, func() error {
-		d, err := parseReshard(raw)
-		l.reshards = append(l.reshards, d)
-		return err
-	})
-	return err
 }
 
 // parseReshard reads and checks a reshard's record (sale_events.detail).

@@ -12,6 +12,7 @@ import (
 	"flashsale/sharding/draw"
 	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
 )
 
 // DefaultShards is the shard count of a preload when neither the command line,
@@ -111,7 +112,7 @@ func (t *Tool) restoreAccess(ctx context.Context, sale *sale.Sale) (string, erro
 	at := accessExpiry(sale)
 	var warning string
 	if sale.Draw != nil {
-		seed, err := t.pgSeed(ctx, sale.ID)
+		seed, err := schema.DrawSeed(ctx, t.DB, sale.ID)
 		if err != nil {
 			return "", err
 		}
@@ -144,7 +145,7 @@ func (t *Tool) restoreAccess(ctx context.Context, sale *sale.Sale) (string, erro
 // when unset), and refuses a sale PostgreSQL lacks or that has no items:
 // there would be nothing to preload.
 func (t *Tool) preloadSource(ctx context.Context, id int64) (*sale.Sale, int, error) {
-	sale, pgShards, found, err := t.pgSale(ctx, id)
+	sale, pgShards, found, err := schema.ReadSale(ctx, t.DB, id)
 	if err != nil {
 		return nil, 0, err
 	}

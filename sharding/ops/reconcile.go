@@ -11,6 +11,7 @@ import (
 	"flashsale/sharding"
 	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
 )
 
 // ReconcileOptions tune Reconcile.
@@ -320,7 +321,7 @@ func (t *Tool) settledOrphans(ctx context.Context, c *Check, opt ReconcileOption
 	if lag > 0 {
 		return nil, fmt.Sprintf("the writers have %d records in Kafka to persist, its event may be one; run again once they caught up (or leave it to the writer's ghost sweep)", lag), nil
 	}
-	known, err := t.pgOrdersByID(ctx, ids)
+	known, err := schema.OrdersByID(ctx, t.DB, ids)
 	if err != nil {
 		return nil, "", err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
 )
 
 // StatusReport is one snapshot of a sale.
@@ -84,9 +85,9 @@ func (t *Tool) Status(ctx context.Context, id int64) (*StatusReport, error) {
 	if rep.Reshard, err = t.Store.PendingReshard(ctx, id); err != nil {
 		return nil, err
 	}
-	var totals map[int64]itemTotals
+	var totals map[int64]schema.ItemTotals
 	if t.DB != nil {
-		if totals, err = t.pgTotals(ctx, id); err != nil {
+		if totals, err = schema.SaleItemTotals(ctx, t.DB, id); err != nil {
 			return nil, err
 		}
 		rep.PostgreSQL = true

@@ -15,6 +15,7 @@ import (
 
 	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
 )
 
 // Tool runs the subcommands over a Redis Cluster client and, where one is
@@ -50,7 +51,7 @@ func (t *Tool) loadSale(ctx context.Context, id int64) (*sale.Sale, error) {
 	if errors.Is(err, stock.ErrNoSale) {
 		msg := fmt.Errorf("sale %d is not in Redis (unknown sale, or not preloaded yet: run `flashctl preload --sale %d`): %w", id, id, stock.ErrNoSale)
 		if t.DB != nil {
-			if _, _, found, perr := t.pgSale(ctx, id); perr == nil && !found {
+			if _, _, found, perr := schema.ReadSale(ctx, t.DB, id); perr == nil && !found {
 				return nil, fmt.Errorf("unknown sale %d: neither Redis nor PostgreSQL has it: %w", id, stock.ErrNoSale)
 			}
 		}

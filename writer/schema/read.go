@@ -1,4 +1,4 @@
-package ops
+package schema
 
 import (
 	"context"
@@ -10,18 +10,27 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/sale"
-	"flashsale/writer/schema"
 )
 
-// The queries below read the writer's schema (writer/schema/migrations);
-// the tool never writes PostgreSQL.
+// The reads of the other binaries: flashctl (sale, preload, status,
+// reconcile, the closing ledger) and the bench's audit read the writer's
+// tables through the functions of this file, ledger.go and audit.go, so that
+// a schema change touches this folder alone (TestNoSQLOutsideTheWriter).
+// None of them writes.
 
-// pgSale reads sale id and its items from PostgreSQL, with their branding
-// (migration 00003) and the sale's front door (00004), which the writer
-// applies at start and sale create before it writes; a preload runs
-// read-only. shards is sales.shards (0
-// when NULL); found is false for an unknown sale.
-func (t *Tool) pgSale(ctx context.Context, id int64) (sl *sale.Sale, shards int, found bool, err error) {
+// Querier is what a read needs of a pool or a transaction: *pgxpool.Pool
+// and pgx.Tx have it.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ReadSale reads sale id and its items, with their branding (migration
+// 00003) and the sale's front door (00004), which the writer applies at
+// start and `flashctl sale create` before it writes; a preload runs
+// read-only. shards is sales.shards (0 when NULL); found is false for an
+// unknown sale.
+func ReadSale(ctx context.Context, q Querier, id int64) (sl *sale.Sale, shards int, found bool, err error) {
 	var (
 		s      sale.Sale
 		window float64
@@ -29,7 +38,7 @@ func (t *Tool) pgSale(ctx context.Context, id int64) (sl *sale.Sale, shards int,
 		brand  []byte
 		door   []byte
 	)
-	err = t.DB.QueryRow(ctx, `
+	err = q.QueryRow(ctx, `
 		SELECT name, starts_at, ends_at, EXTRACT(EPOCH FROM payment_window)::float8, shards, brand, front_door
 		FROM sales WHERE id = $1`, id).Scan(&s.Name, &s.StartsAt, &s.EndsAt, &window, &n, &brand, &door)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -38,10 +47,10 @@ func (t *Tool) pgSale(ctx context.Context, id int64) (sl *sale.Sale, shards int,
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("reading sale %d from postgresql: %w", id, err)
 	}
-	if s.Brand, err = schema.ParseBrand(brand); err != nil {
+	if s.Brand, err = ParseBrand(brand); err != nil {
 		return nil, 0, false, fmt.Errorf("reading sale %d from postgresql: %w", id, err)
 	}
-	fd, err := schema.ParseFrontDoor(door)
+	fd, err := ParseFrontDoor(door)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("reading sale %d from postgresql: %w", id, err)
 	}
@@ -52,7 +61,7 @@ func (t *Tool) pgSale(ctx context.Context, id int64) (sl *sale.Sale, shards int,
 	if n != nil {
 		shards = int(*n)
 	}
-	rows, err := t.DB.Query(ctx, `SELECT id, name, price, currency, quantity, image, description FROM items WHERE sale_id = $1 ORDER BY id`, id)
+	rows, err := q.Query(ctx, `SELECT id, name, price, currency, quantity, image, description FROM items WHERE sale_id = $1 ORDER BY id`, id)
 	if err != nil {
 		return nil, 0, false, fmt.Errorf("reading items of sale %d: %w", id, err)
 	}
@@ -70,11 +79,11 @@ func (t *Tool) pgSale(ctx context.Context, id int64) (sl *sale.Sale, shards int,
 	return &s, shards, true, nil
 }
 
-// pgSeed reads the secret seed of sale id's draw kept with the sale ("" for
-// none: an open sale, or one created before migration 00004).
-func (t *Tool) pgSeed(ctx context.Context, id int64) (string, error) {
+// DrawSeed reads the secret seed of sale id's draw kept with the sale (""
+// for none: an open sale, or one created before migration 00004).
+func DrawSeed(ctx context.Context, q Querier, id int64) (string, error) {
 	var seed *string
-	if err := t.DB.QueryRow(ctx, `SELECT draw_seed FROM sales WHERE id = $1`, id).Scan(&seed); err != nil {
+	if err := q.QueryRow(ctx, `SELECT draw_seed FROM sales WHERE id = $1`, id).Scan(&seed); err != nil {
 		return "", fmt.Errorf("reading the draw seed of sale %d from postgresql: %w", id, err)
 	}
 	if seed == nil {
@@ -83,16 +92,16 @@ func (t *Tool) pgSeed(ctx context.Context, id int64) (string, error) {
 	return *seed, nil
 }
 
-// itemTotals is one item's numbers in PostgreSQL.
-type itemTotals struct {
+// ItemTotals is one item's numbers in PostgreSQL.
+type ItemTotals struct {
 	Quantity int64 // items.quantity: Q
 	Sold     int64 // items.sold, kept by the writer
 	Active   int64 // PENDING + PAID orders: P
 }
 
-// pgTotals reads Q, sold and P of every item of sale id.
-func (t *Tool) pgTotals(ctx context.Context, id int64) (map[int64]itemTotals, error) {
-	rows, err := t.DB.Query(ctx, `
+// SaleItemTotals reads Q, sold and P of every item of sale id.
+func SaleItemTotals(ctx context.Context, q Querier, id int64) (map[int64]ItemTotals, error) {
+	rows, err := q.Query(ctx, `
 		SELECT i.id, i.quantity, i.sold,
 		       (SELECT count(*) FROM orders o
 		         WHERE o.sale_id = i.sale_id AND o.item_id = i.id AND o.status IN ('PENDING', 'PAID'))
@@ -101,10 +110,10 @@ func (t *Tool) pgTotals(ctx context.Context, id int64) (map[int64]itemTotals, er
 		return nil, fmt.Errorf("reading item totals of sale %d: %w", id, err)
 	}
 	defer rows.Close()
-	out := map[int64]itemTotals{}
+	out := map[int64]ItemTotals{}
 	for rows.Next() {
 		var item int64
-		var v itemTotals
+		var v ItemTotals
 		if err := rows.Scan(&item, &v.Quantity, &v.Sold, &v.Active); err != nil {
 			return nil, fmt.Errorf("reading item totals of sale %d: %w", id, err)
 		}
@@ -116,8 +125,8 @@ func (t *Tool) pgTotals(ctx context.Context, id int64) (map[int64]itemTotals, er
 	return out, nil
 }
 
-// pgOrder is one row of orders, as reconcile needs it.
-type pgOrder struct {
+// Order is one row of orders, as reconcile needs it.
+type Order struct {
 	ID      sharding.OrderID
 	ItemID  int64
 	UserID  uint64
@@ -128,12 +137,12 @@ type pgOrder struct {
 
 const orderColumns = `id::text, item_id, user_id, status, created_at, expires_at`
 
-func scanOrders(rows pgx.Rows) ([]pgOrder, error) {
+func scanOrders(rows pgx.Rows) ([]Order, error) {
 	defer rows.Close()
-	var out []pgOrder
+	var out []Order
 	for rows.Next() {
 		var (
-			o    pgOrder
+			o    Order
 			id   string
 			user int64
 		)
@@ -151,9 +160,9 @@ func scanOrders(rows pgx.Rows) ([]pgOrder, error) {
 	return out, rows.Err()
 }
 
-// pgActiveOrders reads the PENDING and PAID orders of sale id.
-func (t *Tool) pgActiveOrders(ctx context.Context, id int64) ([]pgOrder, error) {
-	rows, err := t.DB.Query(ctx, `SELECT `+orderColumns+` FROM orders
+// ActiveOrders reads the PENDING and PAID orders of sale id.
+func ActiveOrders(ctx context.Context, q Querier, id int64) ([]Order, error) {
+	rows, err := q.Query(ctx, `SELECT `+orderColumns+` FROM orders
 		WHERE sale_id = $1 AND status IN ('PENDING', 'PAID')`, id)
 	if err != nil {
 		return nil, fmt.Errorf("reading active orders of sale %d: %w", id, err)
@@ -165,9 +174,9 @@ func (t *Tool) pgActiveOrders(ctx context.Context, id int64) ([]pgOrder, error) 
 	return out, nil
 }
 
-// pgOrdersByID reads the orders with the given ids, whatever their status.
-func (t *Tool) pgOrdersByID(ctx context.Context, ids []sharding.OrderID) (map[sharding.OrderID]pgOrder, error) {
-	out := make(map[sharding.OrderID]pgOrder, len(ids))
+// OrdersByID reads the orders with the given ids, whatever their status.
+func OrdersByID(ctx context.Context, q Querier, ids []sharding.OrderID) (map[sharding.OrderID]Order, error) {
+	out := make(map[sharding.OrderID]Order, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
@@ -175,7 +184,7 @@ func (t *Tool) pgOrdersByID(ctx context.Context, ids []sharding.OrderID) (map[sh
 	for i, id := range ids {
 		text[i] = id.String()
 	}
-	rows, err := t.DB.Query(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = ANY($1::uuid[])`, text)
+	rows, err := q.Query(ctx, `SELECT `+orderColumns+` FROM orders WHERE id = ANY($1::uuid[])`, text)
 	if err != nil {
 		return nil, fmt.Errorf("reading orders by id: %w", err)
 	}
