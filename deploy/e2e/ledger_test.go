@@ -19,7 +19,7 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/ledger"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
@@ -329,10 +329,10 @@ func (l *ledgerSale) report(t *testing.T, extra ...string) (int, string, string)
 }
 
 // jsonReport takes the report as JSON and returns it with the exit code.
-func (l *ledgerSale) jsonReport(t *testing.T) (int, *ops.SaleReport) {
+func (l *ledgerSale) jsonReport(t *testing.T) (int, *ledger.SaleReport) {
 	t.Helper()
 	code, out, errOut := l.report(t, "--json")
-	var rep ops.SaleReport
+	var rep ledger.SaleReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("flashctl sale report --json: exit %d, %v\n%s%s", code, err, out, errOut)
 	}
@@ -341,7 +341,7 @@ func (l *ledgerSale) jsonReport(t *testing.T) (int, *ops.SaleReport) {
 
 // waitSettled takes the report until it says the sale settled, and wants it
 // balanced with exit 0.
-func (l *ledgerSale) waitSettled(t *testing.T, within time.Duration) *ops.SaleReport {
+func (l *ledgerSale) waitSettled(t *testing.T, within time.Duration) *ledger.SaleReport {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

@@ -24,7 +24,7 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/saleops"
 	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
@@ -135,7 +135,7 @@ func TestMetricsLiveScrape(t *testing.T) {
 	}
 	rc := testenv.NewRedis(t)
 	pool := testenv.NewPool(t)
-	if err := ops.CreateSale(ctx, pool, stock.New(rc), s, 0); err != nil {
+	if err := saleops.CreateSale(ctx, pool, stock.New(rc), s, 0); err != nil {
 		t.Fatalf("creating sale %d: %v", saleID, err)
 	}
 	t.Cleanup(func() {

@@ -16,7 +16,7 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/saleops"
 	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
@@ -123,7 +123,7 @@ func promSale(t *testing.T, ctx context.Context) *sale.Sale {
 		Items:         []sale.Item{{ID: id*10 + 1, Name: "probe", Price: 100, Currency: "EUR", Quantity: 100}}}
 	rc := testenv.NewRedis(t)
 	pool := testenv.NewPool(t)
-	if err := ops.CreateSale(ctx, pool, stock.New(rc), s, 4); err != nil {
+	if err := saleops.CreateSale(ctx, pool, stock.New(rc), s, 4); err != nil {
 		t.Fatalf("creating sale %d: %v", id, err)
 	}
 	t.Cleanup(func() {

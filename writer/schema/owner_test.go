@@ -22,7 +22,10 @@ import (
 // Test files are exempt: they plant rows the writer would never write (an
 // order without its history, a 202 never persisted, a row deleted by hand)
 // to see the checks catch them, and clean up after themselves; a write API
-// for that would be a way to corrupt the books in the production code.
+// for that would be a way to corrupt the books in the production code. So is
+// a package of test helpers (a folder named ...test, such as
+// sharding/ops/internal/opstest) that only test files import: the test
+// checks that none of the other files imports it.
 func TestNoSQLOutsideTheWriter(t *testing.T) {
 	tables := writerTables(t)
 	names := strings.Join(tables, "|")
@@ -30,6 +33,12 @@ func TestNoSQLOutsideTheWriter(t *testing.T) {
 	verb := regexp.MustCompile(`(?i)\b(select|insert|update|delete|truncate|alter|copy)\b`)
 	root := filepath.Join("..", "..")
 	found := 0
+	type hit struct {
+		where, table string
+		dir          string
+	}
+	var hits []hit
+	imported := map[string]string{} // package import path -> a non-test file importing it
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -45,16 +54,30 @@ func TestNoSQLOutsideTheWriter(t *testing.T) {
 			return nil
 		}
 		found++
-		for _, lit := range stringGroups(t, path) {
+		lits, imports := stringGroups(t, path)
+		for _, imp := range imports {
+			imported[imp] = rel
+		}
+		for _, lit := range lits {
 			if target.MatchString(lit.text) && verb.MatchString(lit.text) {
-				t.Errorf("%s:%d: SQL against the writer's tables (%s) outside writer/: add a function to writer/schema and call it",
-					rel, lit.line, target.FindString(lit.text))
+				hits = append(hits, hit{rel + ":" + strconv.Itoa(lit.line), target.FindString(lit.text), filepath.ToSlash(filepath.Dir(rel))})
 			}
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, h := range hits {
+		if strings.HasSuffix(h.dir, "test") {
+			by, ok := imported["flashsale/"+h.dir]
+			if !ok {
+				continue // test helpers, imported by tests only
+			}
+			t.Errorf("%s: SQL against the writer's tables (%s) in test helpers that %s, no test, imports", h.where, h.table, by)
+			continue
+		}
+		t.Errorf("%s: SQL against the writer's tables (%s) outside writer/: add a function to writer/schema and call it", h.where, h.table)
 	}
 	if found < 50 {
 		t.Fatalf("walked %d .go files outside writer/, want the repository's", found)
@@ -93,8 +116,9 @@ type literal struct {
 }
 
 // stringGroups returns the string literals of the Go file at path, each
-// concatenation of literals (a + b + c) as one text with a space between.
-func stringGroups(t *testing.T, path string) []literal {
+// concatenation of literals (a + b + c) as one text with a space between,
+// and the paths the file imports.
+func stringGroups(t *testing.T, path string) (lits []literal, imports []string) {
 	t.Helper()
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
@@ -130,5 +154,10 @@ func stringGroups(t *testing.T, path string) []literal {
 		return true
 	}
 	ast.Inspect(f, walk)
-	return out
+	for _, imp := range f.Imports {
+		if p, err := strconv.Unquote(imp.Path.Value); err == nil {
+			imports = append(imports, p)
+		}
+	}
+	return out, imports
 }

@@ -18,7 +18,7 @@ import (
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/drawverify"
 	"flashsale/sharding/sale"
 )
 
@@ -189,11 +189,11 @@ func TestRaffleOverThreeGateways(t *testing.T) {
 	}
 	pub := waitRevealed(t, s, gws, seed, crowd)
 	for _, g := range gws { // as `flashctl sale draw verify --gateway` does
-		doc, err := ops.FetchDraw(context.Background(), http.DefaultClient, "http://"+g.Addr(), s.sale.ID)
+		doc, err := drawverify.FetchDraw(context.Background(), http.DefaultClient, "http://"+g.Addr(), s.sale.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep, err := ops.CheckDraw(doc, s.sale.ID); err != nil || !rep.Verified || rep.Count != crowd {
+		if rep, err := drawverify.CheckDraw(doc, s.sale.ID); err != nil || !rep.Verified || rep.Count != crowd {
 			t.Fatalf("flashctl's check of the draw: %+v %v", rep, err)
 		}
 	}

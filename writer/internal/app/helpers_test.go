@@ -19,7 +19,7 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/saleops"
 	"flashsale/sharding/orderevent"
 	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
@@ -136,7 +136,7 @@ func newSale(t *testing.T, st *store.Store, rs *stock.Store, shards int, quantit
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := ops.CreateSale(ctx, st.Pool(), rs, s, shards); err != nil {
+	if err := saleops.CreateSale(ctx, st.Pool(), rs, s, shards); err != nil {
 		t.Fatalf("creating sale: %v", err)
 	}
 	t.Cleanup(func() {
