@@ -31,7 +31,7 @@ test: up
 # FAULT_PKGS are the packages with TestFault or TestBrowser tests: the second
 # phase runs only these (with -p 1 every other package's test binary would be
 # linked one after another, to run nothing).
-FAULT_PKGS = ./deploy/e2e ./gateway/internal/app ./gateway/internal/pow ./sharding/ops ./sharding/stock ./writer/internal/app
+FAULT_PKGS = ./deploy/e2e ./gateway/internal/app ./gateway/internal/pow ./sharding/ops/reconcile ./sharding/stock ./writer/internal/app
 
 # chaos runs a seeded fault run of the whole system (deploy/e2e TestFaultChaos;
 # with LAB=1 TestLabChaos, on the lab's hosts, links and clocks: deploy/lab):
@@ -75,7 +75,7 @@ lab-skew: up
 RACE_PKGS = ./bench/internal/app ./bench/internal/load ./bench/internal/tokens ./deploy/testenv \
 	./gateway/internal/app ./gateway/internal/auth ./gateway/internal/catalog ./gateway/internal/httpapi \
 	./gateway/internal/limit ./gateway/internal/obs ./gateway/internal/pow ./gateway/internal/presale ./gateway/internal/room \
-	./gateway/internal/soldout ./sharding/journal ./sharding/ops ./sharding/repeatlog ./sharding/startup \
+	./gateway/internal/soldout ./sharding/journal ./sharding/ops/internal/opstest ./sharding/ops/plan ./sharding/repeatlog ./sharding/startup \
 	./sharding/stock ./sharding/clock ./deploy/lab ./writer/internal/app ./writer/internal/consume ./writer/internal/obs ./writer/internal/outbox
 test-race:
 	source .run/env 2>/dev/null; FLASHSALE_REQUIRE_STACK=$${FLASHSALE_REQUIRE_STACK:-0} $(GO) test -p $(TEST_PAR) -count=1 -race -short -timeout $(TEST_TIMEOUT) $(RACE_PKGS)

@@ -2,7 +2,8 @@
 // Redis Cluster.
 //
 // A sale's state is split over S shards (1..MaxShards). Shard i of a sale has
-// one hash tag, Sale.Shards[i], and every key of that shard carries it:
+// one hash tag, sale.Sale.Shards[i] (package sharding/sale describes a sale), and
+// every key of that shard carries it:
 //
 //	{tag}:stock:<itemId>      units of the item left on the shard (integer)
 //	{tag}:buyers              hash user id -> order id of the users whose home is the shard

@@ -62,7 +62,7 @@ func AppendFenceKey(dst []byte, tag string) []byte {
 }
 
 // AppendHaltKey appends the key that halts purchases on the shard with tag:
-// present ("PAUSED" or "ENDED", sharding.StatePaused or StateEnded) while an
+// present ("PAUSED" or "ENDED", sale.StatePaused or StateEnded) while an
 // operator paused the sale or ended it early. The reserve script refuses a new
 // reservation on a halted shard; pay, cancel, expiry and releases go on.
 func AppendHaltKey(dst []byte, tag string) []byte {

@@ -11,7 +11,12 @@ import (
 )
 
 // acceptedWriterImports are the writer packages code under sharding/ may
-// import: the sale schema flashctl writes sales with (see package ops).
+// import, each with why. writer/schema: flashctl (sharding/cmd/flashctl and
+// sharding/ops) reads and writes PostgreSQL, which the writer owns, and does
+// so only through the writer's schema package, its API for the other
+// binaries (a leaf that imports only sharding and sharding/sale), so that no
+// SQL against the writer's tables is written under sharding/
+// (TestNoSQLOutsideTheWriter in writer/schema). It is the one arrow up.
 var acceptedWriterImports = map[string]bool{"flashsale/writer/schema": true}
 
 // Nothing under sharding/ imports writer code but the accepted exception: the

@@ -20,6 +20,9 @@ func NewOrderID(saleID int64, hi uint64, lo uint32) OrderID {
 	return id
 }
 
+// MaxSaleID is the largest sale id: order ids carry it in 32 bits.
+const MaxSaleID = 1<<32 - 1
+
 // SaleID returns the sale the order belongs to.
 func (id OrderID) SaleID() int64 { return int64(binary.BigEndian.Uint32(id[0:4])) }
 

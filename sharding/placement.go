@@ -102,3 +102,16 @@ func UniformTags(saleID int64, n int) []string {
 	}
 	return tags
 }
+
+// Split returns how q units spread over n shards: as even as possible, the first
+// q%n shards one unit more.
+func Split(q int64, n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = q / int64(n)
+		if int64(i) < q%int64(n) {
+			out[i]++
+		}
+	}
+	return out
+}

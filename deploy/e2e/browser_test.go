@@ -19,7 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flashsale/deploy/testenv"
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // The browser tests drive the sale page in a real headless Chromium
@@ -279,12 +279,12 @@ func (tb *tab) signIn(user string) {
 // with fields) and waits until the gateway serves it: the slow part (the
 // binaries starting) comes before the sale's clock runs, so the countdown
 // is seen even on a loaded machine.
-func startFrontDoor(t *testing.T, units int64, lead time.Duration, fields map[string]any, flags ...string) (*sale, *gateway) {
+func startFrontDoor(t *testing.T, units int64, lead time.Duration, fields map[string]any, flags ...string) (*createdSale, *gateway) {
 	t.Helper()
 	id := newSaleID()
 	topic := testenv.NewTopic(t, "browser")
 	startWriter(t, topic, id)
-	g := startGateway(t, topic, &sale{Sale: &sharding.Sale{ID: id}}, append([]string{"-dev", "-page-media", brandDir()}, flags...)...)
+	g := startGateway(t, topic, &createdSale{Sale: &sale.Sale{ID: id}}, append([]string{"-dev", "-page-media", brandDir()}, flags...)...)
 	g.waitReady(t, 30*time.Second)
 	fields["id"] = id
 	s := createSaleWith(t, units, 1, lead, fields)

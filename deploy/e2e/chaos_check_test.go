@@ -210,7 +210,7 @@ func chaosAudit(t *testing.T, e *chaosEnv, c *chaosCrowd, pool *pgxpool.Pool, rs
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := readAudit(t, &sale{Sale: cur, item: e.sale.item}, pool, rs)
+	a := readAudit(t, &createdSale{Sale: cur, item: e.sale.item}, pool, rs)
 	var waiting []string
 	if a.journal > 0 {
 		waiting = append(waiting, fmt.Sprintf("%d journal entries", a.journal))

@@ -182,7 +182,7 @@ var chaosItemUnits = []int64{400, 300, 300}
 // chaosEnv is the system under the run: one sale of several items, two
 // gateways, two writers on one topic, the run's Kafka and the partitions.
 type chaosEnv struct {
-	sale     *sale
+	sale     *createdSale
 	items    []int64 // the sale's item ids
 	topic    string
 	kafka    *chaosKafka

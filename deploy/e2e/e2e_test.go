@@ -112,7 +112,7 @@ func brokerOutage(t *testing.T, down, up string, seconds int) {
 // gateway's metrics show it while it lasts: the sale's journal backlog holds
 // at least the entries accepted during it, its oldest entry is at least age
 // old, and Kafka failures are counted (alerts are built on these three).
-func checkOutageShows(t *testing.T, g *gateway, s *sale, entries int, age time.Duration) {
+func checkOutageShows(t *testing.T, g *gateway, s *createdSale, entries int, age time.Duration) {
 	t.Helper()
 	sale := `sale="` + strconv.FormatInt(s.ID, 10) + `"`
 	var backlog, oldest, failed float64
@@ -397,7 +397,7 @@ type pauseSeen struct {
 // its first shard lives on the master about to die) and, 100 ms after it
 // returns, pauses it with flashctl, as an operator might in the middle of a
 // failover.
-func pauseThroughTheKill(t *testing.T, s *sale) chan pauseSeen {
+func pauseThroughTheKill(t *testing.T, s *createdSale) chan pauseSeen {
 	t.Helper()
 	p := createSale(t, 10, len(s.Shards), -time.Second)
 	seen := make(chan pauseSeen, 1)
@@ -553,7 +553,7 @@ func TestFaultStartDuringRedisOutage(t *testing.T) {
 
 // sellOut sends users new buyers to g, 200 at a time, and checks that
 // exactly units of them were answered 202, the rest 410, and none 503.
-func sellOut(t *testing.T, s *sale, g *gateway, units, users int, what string) ([]buyer, []answer) {
+func sellOut(t *testing.T, s *createdSale, g *gateway, units, users int, what string) ([]buyer, []answer) {
 	t.Helper()
 	buyers := crowd(t, users)
 	answers := buyAll(s, buyers, 200, func(int) string { return g.addr })
@@ -608,7 +608,7 @@ func checkWaiting(t *testing.T, g *gateway) {
 
 // twoGateways creates an open sale of units over shards, and starts a writer
 // and two gateways on a topic of their own (named from prefix), ready.
-func twoGateways(t *testing.T, units int64, shards int, prefix string) (*sale, *gateway, *gateway) {
+func twoGateways(t *testing.T, units int64, shards int, prefix string) (*createdSale, *gateway, *gateway) {
 	t.Helper()
 	s := createSale(t, units, shards, -time.Second)
 	topic := prefix + randHex()
@@ -646,7 +646,7 @@ func checkAround(t *testing.T, w *waves, at time.Time, what string) (after map[i
 
 // firstShardNodes returns the ports of the master of s's first shard and of
 // its replica.
-func firstShardNodes(t *testing.T, s *sale) (master, replica string) {
+func firstShardNodes(t *testing.T, s *createdSale) (master, replica string) {
 	t.Helper()
 	top, err := stock.Topology(context.Background(), testenv.NewRedis(t))
 	if err != nil {
@@ -753,7 +753,7 @@ type probe struct {
 // probeReady asks g's /readyz and then buys for a new buyer of s, every
 // 50 ms, until /readyz was red, is green again and has stayed so for
 // probeGreen (purchases following each green), or within ends.
-func probeReady(g *gateway, s *sale, buyers []buyer, within time.Duration) []probe {
+func probeReady(g *gateway, s *createdSale, buyers []buyer, within time.Duration) []probe {
 	var out []probe
 	red, start := false, time.Now()
 	var green time.Time

@@ -126,7 +126,7 @@ func TestFaultMasterKillDuringExpiry(t *testing.T) {
 // watchReturns reads the stock of s's shards every 100 ms for a while after
 // the kill and reports the readings that changed (shards that do not answer
 // read -1), so that a failure shows when the expired units came back.
-func watchReturns(rs *stock.Store, s *sale, killed time.Time, within time.Duration) chan string {
+func watchReturns(rs *stock.Store, s *createdSale, killed time.Time, within time.Duration) chan string {
 	out := make(chan string, 1)
 	go func() {
 		var b strings.Builder
@@ -149,7 +149,7 @@ func watchReturns(rs *stock.Store, s *sale, killed time.Time, within time.Durati
 // expired waits until every order of s is PAID or EXPIRED, the journals are
 // empty and Q = S + paid, and returns the audit; it fails t when that does
 // not happen within.
-func expired(t *testing.T, s *sale, q int64, within time.Duration) audit {
+func expired(t *testing.T, s *createdSale, q int64, within time.Duration) audit {
 	t.Helper()
 	pool, rs := testenv.NewPool(t), stock.New(testenv.NewRedis(t))
 	deadline := time.Now().Add(within)
@@ -172,7 +172,7 @@ func expired(t *testing.T, s *sale, q int64, within time.Duration) audit {
 
 // heldBy returns the users who hold an order of s in PostgreSQL, in any
 // status.
-func heldBy(t *testing.T, s *sale) map[uint64]bool {
+func heldBy(t *testing.T, s *createdSale) map[uint64]bool {
 	t.Helper()
 	rows, err := testenv.NewPool(t).Query(context.Background(), `SELECT user_id FROM orders WHERE sale_id = $1`, s.ID)
 	if err != nil {

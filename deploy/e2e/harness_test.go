@@ -32,6 +32,7 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -174,7 +175,7 @@ type gateway struct {
 // startGateway runs a gateway on the default flags but for the test's
 // ports, topic, secret, trusted loopback proxies and, since other tests
 // share the Redis, a relay limited to the test's sale.
-func startGateway(t *testing.T, topic string, s *sale, extra ...string) *gateway {
+func startGateway(t *testing.T, topic string, s *createdSale, extra ...string) *gateway {
 	t.Helper()
 	g := &gateway{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), admin: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	g.args = append([]string{"-listen", g.addr, "-admin", g.admin, "-topic", topic, "-jwt-secret", secret,
@@ -217,13 +218,13 @@ func startWriter(t *testing.T, topic string, saleID int64, extra ...string) *pro
 	return start(t, "writer", args...)
 }
 
-// sale is a sale created through `flashctl sale create`.
-type sale struct {
-	*sharding.Sale
+// createdSale is a sale created through `flashctl sale create`.
+type createdSale struct {
+	*sale.Sale
 	item int64
 }
 
-func createSale(t *testing.T, units int64, shards int, startsIn time.Duration) *sale {
+func createSale(t *testing.T, units int64, shards int, startsIn time.Duration) *createdSale {
 	t.Helper()
 	return createSaleWith(t, units, shards, startsIn, nil)
 }
@@ -233,7 +234,7 @@ func newSaleID() int64 { return rand.Int64N(sharding.MaxSaleID-10_000_000) + 10_
 
 // createSaleWith is createSale with more fields of the sale file (they
 // replace the defaults); fields["item"], a map, adds to the item's.
-func createSaleWith(t *testing.T, units int64, shards int, startsIn time.Duration, fields map[string]any) *sale {
+func createSaleWith(t *testing.T, units int64, shards int, startsIn time.Duration, fields map[string]any) *createdSale {
 	t.Helper()
 	id := newSaleID()
 	if v, ok := fields["id"].(int64); ok { // chosen beforehand, to start the binaries first
@@ -278,7 +279,7 @@ func createSaleWith(t *testing.T, units int64, shards int, startsIn time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &sale{Sale: sl, item: item}
+	return &createdSale{Sale: sl, item: item}
 }
 
 // buyer is one user of a crowd.
@@ -312,10 +313,10 @@ type answer struct {
 var client = &fasthttp.Client{MaxConnsPerHost: 512, MaxConnWaitTimeout: 30 * time.Second,
 	ReadTimeout: 20 * time.Second, WriteTimeout: 20 * time.Second, MaxIdemponentCallAttempts: 1}
 
-func purchase(addr string, s *sale, b buyer) answer { return keyedPurchase(addr, s, b, "") }
+func purchase(addr string, s *createdSale, b buyer) answer { return keyedPurchase(addr, s, b, "") }
 
 // keyedPurchase is purchase with an Idempotency-Key (none when key is "").
-func keyedPurchase(addr string, s *sale, b buyer, key string) answer {
+func keyedPurchase(addr string, s *createdSale, b buyer, key string) answer {
 	return itemPurchase(addr, s.item, b, key)
 }
 
@@ -348,7 +349,7 @@ func itemPurchase(addr string, item int64, b buyer, key string) answer {
 
 // buyAll sends one purchase per buyer, workers at a time, to addr(i), and
 // returns the answers by buyer index.
-func buyAll(s *sale, buyers []buyer, workers int, addr func(i int) string) []answer {
+func buyAll(s *createdSale, buyers []buyer, workers int, addr func(i int) string) []answer {
 	out := make([]answer, len(buyers))
 	var next sync.Mutex
 	i := 0
@@ -381,7 +382,7 @@ type waves struct {
 	done    chan struct{}
 }
 
-func sendWaves(s *sale, buyers []buyer, a, b *gateway) *waves {
+func sendWaves(s *createdSale, buyers []buyer, a, b *gateway) *waves {
 	w := &waves{answers: make([]answer, len(buyers)), sent: make([]time.Time, len(buyers)), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
@@ -433,7 +434,7 @@ type audit struct {
 	journal int64             // entries in the hand-off journals
 }
 
-func readAudit(t *testing.T, s *sale, pool *pgxpool.Pool, rs *stock.Store) audit {
+func readAudit(t *testing.T, s *createdSale, pool *pgxpool.Pool, rs *stock.Store) audit {
 	t.Helper()
 	ctx := context.Background()
 	a := audit{active: map[string]uint64{}, all: map[string]string{}, users: map[string]uint64{}, buyers: map[string]uint64{}}
@@ -484,7 +485,7 @@ func readAudit(t *testing.T, s *sale, pool *pgxpool.Pool, rs *stock.Store) audit
 
 // settled waits until the journal is empty and every buyer record in Redis
 // has its order in PostgreSQL, then returns the audit.
-func settled(t *testing.T, s *sale, within time.Duration) audit {
+func settled(t *testing.T, s *createdSale, within time.Duration) audit {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	pool, rs := testenv.NewPool(t), stock.New(testenv.NewRedis(t)) // once: each holds connections until the test ends
@@ -510,7 +511,7 @@ func settled(t *testing.T, s *sale, within time.Duration) audit {
 // checkInvariants asserts the SPEC's invariants for a sale of q units whose
 // buyers got answers: P <= Q, Q = S + P, every 202 in PostgreSQL, no order
 // for a 503, no user with two active orders.
-func checkInvariants(t *testing.T, s *sale, q int64, a audit, buyers []buyer, answers []answer) {
+func checkInvariants(t *testing.T, s *createdSale, q int64, a audit, buyers []buyer, answers []answer) {
 	t.Helper()
 	p := int64(len(a.active))
 	if p > q || a.redis+p != q {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"flashsale/deploy/testenv"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/ledger"
 )
 
 // benchAudit is what result.json of a bench run says of its audit (package
@@ -75,7 +75,7 @@ func TestLedgerAgreesWithBenchAudit(t *testing.T) {
 	}
 	_, js, _ := runFlashctl("--json", "sale", "report", "--sale", strconv.FormatInt(s.ID, 10), "--gateways", g.admin,
 		"--writer-group", topic+"-writers", "--orders-topic", topic)
-	var rep ops.SaleReport
+	var rep ledger.SaleReport
 	if err := json.Unmarshal([]byte(js), &rep); err != nil {
 		t.Fatal(err)
 	}

@@ -14,14 +14,15 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/api"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/ledger"
+	"flashsale/sharding/ops/reconcile"
 	"flashsale/writer/schema"
 )
 
 // checkHandCount compares the report's ledger with a count by hand: the
 // orders by status and reason in PostgreSQL, the units left in Redis and the
 // reshard's record, and with what the test did.
-func (l *ledgerSale) checkHandCount(t *testing.T, rep *ops.SaleReport) {
+func (l *ledgerSale) checkHandCount(t *testing.T, rep *ledger.SaleReport) {
 	t.Helper()
 	ctx := context.Background()
 	byStatus := map[string]int64{}
@@ -71,7 +72,7 @@ func (l *ledgerSale) checkHandCount(t *testing.T, rep *ops.SaleReport) {
 
 // checkFunnelAndTiming checks the gateways' funnel against what the test
 // sent, and the timing against what it did.
-func (l *ledgerSale) checkFunnelAndTiming(t *testing.T, rep *ops.SaleReport) {
+func (l *ledgerSale) checkFunnelAndTiming(t *testing.T, rep *ledger.SaleReport) {
 	t.Helper()
 	fn := rep.Funnel
 	if fn == nil || len(fn.Gateways) != 2 || len(fn.Errors) > 0 {
@@ -114,7 +115,7 @@ func screenshotReport(t *testing.T, page string) {
 // plantFaults plants three faults one after the other; each must make the
 // report exit 1 naming what is wrong, and the first two, undone, must give
 // the books back with the same hash.
-func (l *ledgerSale) plantFaults(t *testing.T, clean *ops.SaleReport) {
+func (l *ledgerSale) plantFaults(t *testing.T, clean *ledger.SaleReport) {
 	t.Helper()
 	ctx := context.Background()
 	c := l.rs.Client()
@@ -125,7 +126,7 @@ func (l *ledgerSale) plantFaults(t *testing.T, clean *ops.SaleReport) {
 	shard := slices.IndexFunc(rem, func(n int64) bool { return n > 0 })
 	key := string(sharding.AppendStockKey(nil, l.Shards[shard], l.item))
 	l.redis(t, c.B().Decr().Key(key).Build())
-	l.wantFault(t, "a unit removed from a shard", ops.KindUnbalanced, nil)
+	l.wantFault(t, "a unit removed from a shard", ledger.KindUnbalanced, nil)
 	l.redis(t, c.B().Incr().Key(key).Build())
 	l.wantClean(t, clean.Hash)
 
@@ -137,7 +138,7 @@ func (l *ledgerSale) plantFaults(t *testing.T, clean *ops.SaleReport) {
 	buyers := string(sharding.AppendBuyersKey(nil, l.Shards[sharding.HomeShard(uint64(user), l.ID, len(l.Shards))]))
 	u := strconv.FormatInt(user, 10)
 	l.redis(t, c.B().Hdel().Key(buyers).Field(u).Build())
-	l.wantFault(t, "a PAID order's buyer record dropped", ops.KindLostBuyer, []string{paid})
+	l.wantFault(t, "a PAID order's buyer record dropped", reconcile.KindLostBuyer, []string{paid})
 	l.redis(t, c.B().Hset().Key(buyers).FieldValue().FieldValue(u, paid).Build())
 	l.wantClean(t, clean.Hash)
 
@@ -147,7 +148,7 @@ func (l *ledgerSale) plantFaults(t *testing.T, clean *ops.SaleReport) {
 	if _, err := l.pool.Exec(ctx, `DELETE FROM orders WHERE id = ANY($1::uuid[])`, []string{paid, cancelled}); err != nil {
 		t.Fatal(err)
 	}
-	l.wantFault(t, "order rows deleted from PostgreSQL", ops.KindOrderMissing, []string{paid, cancelled})
+	l.wantFault(t, "order rows deleted from PostgreSQL", ledger.KindOrderMissing, []string{paid, cancelled})
 }
 
 func (l *ledgerSale) redis(t *testing.T, cmd rueidis.Completed) {

@@ -19,14 +19,14 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/ledger"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
 
 // ledgerSale is a sale driven through every flow for the closing ledger.
 type ledgerSale struct {
-	*sale
+	*createdSale
 	topic    string
 	a, b     *gateway
 	pool     *pgxpool.Pool
@@ -67,7 +67,7 @@ func newLedgerSale(t *testing.T) *ledgerSale {
 	// A payment window long enough for the flows before the expiries to
 	// finish under a loaded machine, short enough for the test.
 	s := createSaleWith(t, 20, 4, -time.Second, map[string]any{"paymentWindow": "15s"})
-	l := &ledgerSale{sale: s, topic: "ledger-" + randHex(), pool: testenv.NewPool(t), rs: stock.New(testenv.NewRedis(t))}
+	l := &ledgerSale{createdSale: s, topic: "ledger-" + randHex(), pool: testenv.NewPool(t), rs: stock.New(testenv.NewRedis(t))}
 	startWriter(t, l.topic, s.ID, "-ghost-interval", "1s", "-ghost-grace", "10s")
 	l.a, l.b = startGateway(t, l.topic, s), startGateway(t, l.topic, s)
 	l.a.waitReady(t, 30*time.Second)
@@ -139,11 +139,11 @@ func (l *ledgerSale) buyAll(t *testing.T, buyers []buyer) []string {
 	out := make([]string, len(buyers))
 	for i, b := range buyers {
 		g := []*gateway{l.a, l.b}[i%2]
-		ans := purchase(g.addr, l.sale, b)
+		ans := purchase(g.addr, l.createdSale, b)
 		begin := time.Now()
 		for again(ans, begin) {
 			time.Sleep(100 * time.Millisecond)
-			ans = purchase(g.addr, l.sale, b)
+			ans = purchase(g.addr, l.createdSale, b)
 		}
 		if ans.status != 202 {
 			t.Fatalf("buyer %d: %d %s, want 202", i, ans.status, ans.body)
@@ -329,10 +329,10 @@ func (l *ledgerSale) report(t *testing.T, extra ...string) (int, string, string)
 }
 
 // jsonReport takes the report as JSON and returns it with the exit code.
-func (l *ledgerSale) jsonReport(t *testing.T) (int, *ops.SaleReport) {
+func (l *ledgerSale) jsonReport(t *testing.T) (int, *ledger.SaleReport) {
 	t.Helper()
 	code, out, errOut := l.report(t, "--json")
-	var rep ops.SaleReport
+	var rep ledger.SaleReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("flashctl sale report --json: exit %d, %v\n%s%s", code, err, out, errOut)
 	}
@@ -341,7 +341,7 @@ func (l *ledgerSale) jsonReport(t *testing.T) (int, *ops.SaleReport) {
 
 // waitSettled takes the report until it says the sale settled, and wants it
 // balanced with exit 0.
-func (l *ledgerSale) waitSettled(t *testing.T, within time.Duration) *ops.SaleReport {
+func (l *ledgerSale) waitSettled(t *testing.T, within time.Duration) *ledger.SaleReport {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

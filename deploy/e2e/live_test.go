@@ -7,7 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // TestSaleCreatedLive: a sale created with its start already past (a
@@ -25,7 +25,7 @@ func TestSaleCreatedLive(t *testing.T) {
 	id := newSaleID()
 	topic := "e2e-live-" + randHex()
 	startWriter(t, topic, id)
-	g := startGateway(t, topic, &sale{Sale: &sharding.Sale{ID: id}})
+	g := startGateway(t, topic, &createdSale{Sale: &sale.Sale{ID: id}})
 	g.waitReady(t, 30*time.Second)
 	s := createSaleWith(t, units, 4, -time.Second, map[string]any{"id": id})
 	created := time.Now()

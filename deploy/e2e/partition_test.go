@@ -129,7 +129,7 @@ func TestFaultPartitionedGatewayVoid(t *testing.T) {
 }
 
 // startGatewayAs is startGateway with the process's group id set to gid.
-func startGatewayAs(t *testing.T, gid uint32, topic string, s *sale) *gateway {
+func startGatewayAs(t *testing.T, gid uint32, topic string, s *createdSale) *gateway {
 	t.Helper()
 	g := &gateway{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), admin: fmt.Sprintf("127.0.0.1:%d", freePort(t)), gid: gid}
 	g.args = []string{"-listen", g.addr, "-admin", g.admin, "-topic", topic, "-jwt-secret", secret,

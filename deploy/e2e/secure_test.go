@@ -174,7 +174,7 @@ func applyKafkaACLs(t *testing.T, s secureStack, rename map[string]string) {
 
 // createSecureSale runs `flashctl sale create` with the Redis user ops and,
 // since it writes the sale's rows, the writer's PostgreSQL role.
-func createSecureSale(t *testing.T, s secureStack, units int64) *sale {
+func createSecureSale(t *testing.T, s secureStack, units int64) *createdSale {
 	t.Helper()
 	id := int64(time.Now().UnixNano()%(sharding.MaxSaleID-20_000_000)) + 20_000_000
 	item := id*10 + 1
@@ -195,7 +195,7 @@ func createSecureSale(t *testing.T, s secureStack, units int64) *sale {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &sale{Sale: sl, item: item}
+	return &createdSale{Sale: sl, item: item}
 }
 
 // readOnlyDB connects as flashsale_ro, the ops tool's and audit's role.

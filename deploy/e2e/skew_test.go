@@ -97,7 +97,7 @@ func setClock(t *testing.T, admin string, d time.Duration) {
 
 // buyFor sends the next buyers to g, 100 a second, for d, and returns their
 // answers.
-func buyFor(s *sale, g *gateway, buyers []buyer, next *int, d time.Duration) []answer {
+func buyFor(s *createdSale, g *gateway, buyers []buyer, next *int, d time.Duration) []answer {
 	var out []answer
 	end := time.Now().Add(d)
 	for time.Now().Before(end) && *next+10 <= len(buyers) {
@@ -110,7 +110,7 @@ func buyFor(s *sale, g *gateway, buyers []buyer, next *int, d time.Duration) []a
 
 // recoverAfter buys one at a time until a purchase is answered other than
 // 503, and returns how long that took and the answers.
-func recoverAfter(s *sale, g *gateway, buyers []buyer, next *int, within time.Duration) (time.Duration, []answer) {
+func recoverAfter(s *createdSale, g *gateway, buyers []buyer, next *int, within time.Duration) (time.Duration, []answer) {
 	start := time.Now()
 	var out []answer
 	for time.Since(start) < within && *next < len(buyers) {

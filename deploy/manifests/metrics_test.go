@@ -24,7 +24,8 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/saleops"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -127,15 +128,15 @@ func TestMetricsLiveScrape(t *testing.T) {
 	// A live sale of our own, in PostgreSQL and Redis, so the gateway's catalog has an item
 	// (its sold-out and stock gauges) and the writer computes its drift.
 	saleID := randomID(t)
-	sale := &sharding.Sale{
+	s := &sale.Sale{
 		ID: saleID, Name: "deploy-manifests metrics", StartsAt: time.Now().Add(-time.Minute), EndsAt: time.Now().Add(2 * time.Hour),
-		PaymentWindow: sharding.Duration(10 * time.Minute),
-		Items:         []sharding.Item{{ID: randomID(t), Name: "probe", Price: 100, Currency: "EUR", Quantity: 2}},
+		PaymentWindow: sale.Duration(10 * time.Minute),
+		Items:         []sale.Item{{ID: randomID(t), Name: "probe", Price: 100, Currency: "EUR", Quantity: 2}},
 		Shards:        sharding.UniformTags(saleID, 2),
 	}
 	rc := testenv.NewRedis(t)
 	pool := testenv.NewPool(t)
-	if err := ops.CreateSale(ctx, pool, stock.New(rc), sale, 0); err != nil {
+	if err := saleops.CreateSale(ctx, pool, stock.New(rc), s, 0); err != nil {
 		t.Fatalf("creating sale %d: %v", saleID, err)
 	}
 	t.Cleanup(func() {

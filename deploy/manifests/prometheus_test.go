@@ -16,7 +16,8 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/saleops"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -48,8 +49,8 @@ func TestPrometheusDashboard(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 
-	sale := promSale(t, ctx)
-	id := strconv.FormatInt(sale.ID, 10)
+	s := promSale(t, ctx)
+	id := strconv.FormatInt(s.ID, 10)
 	topic := testenv.NewTopic(t, "deploy-prom")
 	secret := randomHex(t)
 	common := []string{"FLASHSALE_REDIS=" + strings.Join(testenv.RedisAddrs(), ","),
@@ -75,12 +76,12 @@ func TestPrometheusDashboard(t *testing.T) {
 	p.waitFor(t, `sum(flashsale_writer_orders_persisted_total) >= 100`, 1, 60*time.Second)
 	// A pause and a resume, so the dashboard's pause annotation has something to show.
 	st := stock.New(testenv.NewRedis(t))
-	if _, err := st.SetState(ctx, sale.ID, sharding.StatePaused); err != nil {
+	if _, err := st.SetState(ctx, s.ID, sale.StatePaused); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor(t, `max(flashsale_gateway_sale_paused{sale="`+id+`"}) == 1`, 1, 20*time.Second)
 	time.Sleep(3 * time.Second) // a few scrapes of it
-	if _, err := st.SetState(ctx, sale.ID, ""); err != nil {
+	if _, err := st.SetState(ctx, s.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	p.waitFor(t, `max(flashsale_gateway_sale_selling{sale="`+id+`"}) == 1`, 1, 20*time.Second)
@@ -104,7 +105,7 @@ func TestPrometheusDashboard(t *testing.T) {
 	}
 	// Plant an oversell: two units too many on a shard.
 	rc := testenv.NewRedis(t)
-	key := string(sharding.AppendStockKey(nil, sale.Shards[0], sale.Items[0].ID))
+	key := string(sharding.AppendStockKey(nil, s.Shards[0], s.Items[0].ID))
 	if err := rc.Do(ctx, rc.B().Incrby().Key(key).Increment(2).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,15 +115,15 @@ func TestPrometheusDashboard(t *testing.T) {
 }
 
 // promSale creates a started sale of 100 units over 4 shards in PostgreSQL and Redis.
-func promSale(t *testing.T, ctx context.Context) *sharding.Sale {
+func promSale(t *testing.T, ctx context.Context) *sale.Sale {
 	t.Helper()
 	id := randomID(t)
-	sale := &sharding.Sale{ID: id, Name: "deploy-manifests prometheus", StartsAt: time.Now().Add(-time.Second), EndsAt: time.Now().Add(time.Hour),
-		PaymentWindow: sharding.Duration(10 * time.Minute),
-		Items:         []sharding.Item{{ID: id*10 + 1, Name: "probe", Price: 100, Currency: "EUR", Quantity: 100}}}
+	s := &sale.Sale{ID: id, Name: "deploy-manifests prometheus", StartsAt: time.Now().Add(-time.Second), EndsAt: time.Now().Add(time.Hour),
+		PaymentWindow: sale.Duration(10 * time.Minute),
+		Items:         []sale.Item{{ID: id*10 + 1, Name: "probe", Price: 100, Currency: "EUR", Quantity: 100}}}
 	rc := testenv.NewRedis(t)
 	pool := testenv.NewPool(t)
-	if err := ops.CreateSale(ctx, pool, stock.New(rc), sale, 4); err != nil {
+	if err := saleops.CreateSale(ctx, pool, stock.New(rc), s, 4); err != nil {
 		t.Fatalf("creating sale %d: %v", id, err)
 	}
 	t.Cleanup(func() {
@@ -130,7 +131,7 @@ func promSale(t *testing.T, ctx context.Context) *sharding.Sale {
 		defer cancel()
 		rc.Do(c, rc.B().Srem().Key(sharding.SalesKey).Member(strconv.FormatInt(id, 10)).Build())
 	})
-	return sale
+	return s
 }
 
 // startPrometheus runs Prometheus with the alert rules, scraping the two admin

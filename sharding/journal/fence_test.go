@@ -12,6 +12,7 @@ import (
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -124,12 +125,12 @@ func loneSetup(t *testing.T) *env {
 	c := testenv.LoneRedis(t)
 	st := stock.New(c)
 	now := time.Now()
-	sale := &sharding.Sale{ID: 77, Name: "fence test", StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
-		Items: []sharding.Item{{ID: 771, Name: "x", Price: 1, Currency: "JPY", Quantity: 100}}, Shards: []string{"s77:0:0"}, Version: 1}
-	if err := st.Preload(context.Background(), sale, false); err != nil {
+	s := &sale.Sale{ID: 77, Name: "fence test", StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		Items: []sale.Item{{ID: 771, Name: "x", Price: 1, Currency: "JPY", Quantity: 100}}, Shards: []string{"s77:0:0"}, Version: 1}
+	if err := st.Preload(context.Background(), s, false); err != nil {
 		t.Fatal(err)
 	}
-	return &env{st: st, sale: sale}
+	return &env{st: st, sale: s}
 }
 
 // idBefore reports whether stream id upto is below the journal entry of r.

@@ -13,6 +13,7 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -44,7 +45,7 @@ func itemsOnPartitions(t *testing.T, saleID int64) (a, b int64, pa, pb int32) {
 func TestRelayAcksOnlyAPrefixKafkaTook(t *testing.T) {
 	e := setup(t, 1)
 	itemA, itemB, pa, _ := itemsOnPartitions(t, e.sale.ID)
-	e.sale.Items = []sharding.Item{{ID: itemA, Name: "a", Price: 1, Currency: "JPY", Quantity: 10},
+	e.sale.Items = []sale.Item{{ID: itemA, Name: "a", Price: 1, Currency: "JPY", Quantity: 10},
 		{ID: itemB, Name: "b", Price: 1, Currency: "JPY", Quantity: 10}}
 	e.stockUp(t)
 	kf, err := kfake.NewCluster(kfake.NumBrokers(2), kfake.SeedTopics(2, e.topic))
@@ -144,7 +145,7 @@ func (e *env) journalOrders(t *testing.T) map[sharding.OrderID]bool {
 func TestRelayChainsEachItemsRecords(t *testing.T) {
 	e := setup(t, 1)
 	itemA, itemB, _, _ := itemsOnPartitions(t, e.sale.ID)
-	e.sale.Items = []sharding.Item{{ID: itemA, Name: "a", Price: 1, Currency: "JPY", Quantity: 100},
+	e.sale.Items = []sale.Item{{ID: itemA, Name: "a", Price: 1, Currency: "JPY", Quantity: 100},
 		{ID: itemB, Name: "b", Price: 1, Currency: "JPY", Quantity: 100}}
 	e.stockUp(t)
 	tag := e.sale.Shards[0]

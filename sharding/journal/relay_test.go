@@ -17,6 +17,7 @@ import (
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -53,7 +54,7 @@ func (c *counts) Failed(k string) { c.mu.Lock(); c.failed[k]++; c.mu.Unlock() }
 
 type env struct {
 	st      *stock.Store
-	sale    *sharding.Sale
+	sale    *sale.Sale
 	topic   string
 	brokers []string // the relay's Kafka
 }
@@ -77,21 +78,21 @@ func setup(t testing.TB, shards int) *env {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	sale := &sharding.Sale{ID: id, Name: "relay test", StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
-		Items: []sharding.Item{{ID: id*10 + 1, Name: "x", Price: 1, Currency: "JPY", Quantity: 1000}}, Shards: tags, Version: 1}
+	s := &sale.Sale{ID: id, Name: "relay test", StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		Items: []sale.Item{{ID: id*10 + 1, Name: "x", Price: 1, Currency: "JPY", Quantity: 1000}}, Shards: tags, Version: 1}
 	// The stock only, not Preload: the sale stays out of the sales index.
 	// Gateways of the tests running beside this package load the index and
 	// beat every live sale's shards, and one that stops uncleanly leaves a
 	// fence mark that holds a shard's relay for the fence time (10 s),
 	// longer than these tests wait for an entry to reach Kafka (seen under
 	// make test's go test -p 4).
-	for i, q := range sharding.Split(sale.Items[0].Quantity, len(tags)) {
-		key := string(sharding.AppendStockKey(nil, tags[i], sale.Items[0].ID))
+	for i, q := range sharding.Split(s.Items[0].Quantity, len(tags)) {
+		key := string(sharding.AppendStockKey(nil, tags[i], s.Items[0].ID))
 		if err := c.Do(ctx, c.B().Set().Key(key).Value(strconv.FormatInt(q, 10)).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &env{st: st, sale: sale, topic: testenv.NewTopic(t, "relay-test"), brokers: testenv.KafkaBrokers()}
+	return &env{st: st, sale: s, topic: testenv.NewTopic(t, "relay-test"), brokers: testenv.KafkaBrokers()}
 }
 
 func (e *env) shards() []journal.Shard {

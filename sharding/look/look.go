@@ -1,6 +1,6 @@
 // Package look is the look of the project's reports: the stylesheet the
 // bench report (bench/internal/report) and flashctl's sale report
-// (sharding/ops) both inline, and the way both write a count (Commas,
+// (sharding/ops/ledger) both inline, and the way both write a count (Commas,
 // Count), so that an operator reads the two the same way. Each page stays
 // self-contained: no file to fetch, no CDN.
 package look

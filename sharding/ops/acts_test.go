@@ -6,7 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"flashsale/sharding"
+	"flashsale/sharding/ops/internal/opstest"
+	"flashsale/sharding/ops/ledger"
+	"flashsale/sharding/ops/reshard"
+	"flashsale/sharding/ops/saleops"
+	"flashsale/sharding/ops/tool"
+	"flashsale/sharding/sale"
 	"flashsale/writer/schema"
 )
 
@@ -15,22 +20,22 @@ import (
 // it moved. Without PostgreSQL the act still stands (the kill switch never
 // waits on it) and the report of the command says it is unrecorded.
 func TestActsAreRecorded(t *testing.T) {
-	e := newEnv(t)
+	e := opstest.NewEnv(t)
 	ctx := context.Background()
-	sale := e.newSale(t, 2, 10)
+	s := e.NewSale(t, 2, 10)
 	t.Cleanup(func() {
-		_, _ = e.pool.Exec(context.Background(), `DELETE FROM sale_events WHERE sale_id = $1`, sale.ID)
+		_, _ = e.Pool.Exec(context.Background(), `DELETE FROM sale_events WHERE sale_id = $1`, s.ID)
 	})
-	for _, state := range []string{sharding.StatePaused, ""} {
-		if rep, err := e.t.SetSaleState(ctx, sale.ID, state); err != nil || rep.Unrecorded != "" {
+	for _, state := range []string{sale.StatePaused, ""} {
+		if rep, err := saleops.SetSaleState(ctx, e.T, s.ID, state); err != nil || rep.Unrecorded != "" {
 			t.Fatalf("%q: %+v %v", state, rep, err)
 		}
 	}
-	if _, err := e.t.Reshard(ctx, sale.ID, 3); err != nil {
+	if _, err := reshard.Reshard(ctx, e.T, s.ID, 3); err != nil {
 		t.Fatal(err)
 	}
-	noDB := NewTool(e.c, nil)
-	rep, err := noDB.SetSaleState(ctx, sale.ID, sharding.StatePaused)
+	noDB := tool.NewTool(e.C, nil)
+	rep, err := saleops.SetSaleState(ctx, noDB, s.ID, sale.StatePaused)
 	if err != nil || !strings.Contains(rep.Unrecorded, "no PostgreSQL") || rep.Status != "PAUSED" {
 		t.Fatalf("pause without PostgreSQL: %+v %v; want it paused, and unrecorded", rep, err)
 	}
@@ -38,7 +43,7 @@ func TestActsAreRecorded(t *testing.T) {
 	if err := rep.Text(&out); err != nil || !strings.Contains(out.String(), "warning: in force, but not recorded for the sale report: no PostgreSQL") {
 		t.Fatalf("text %q (%v)", out.String(), err)
 	}
-	evs, err := schema.SaleEvents(ctx, e.pool, sale.ID)
+	evs, err := schema.SaleEvents(ctx, e.Pool, s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +54,7 @@ func TestActsAreRecorded(t *testing.T) {
 	if strings.Join(kinds, ",") != "pause,resume,reshard" {
 		t.Fatalf("acts %v, want pause, resume, reshard", kinds)
 	}
-	if d, err := parseReshard(string(evs[2].Detail)); err != nil || d.From != 2 || d.To != 3 || d.Units[sale.Items[0].ID] != 10 {
+	if d, err := ledger.ParseReshard(string(evs[2].Detail)); err != nil || d.From != 2 || d.To != 3 || d.Units[s.Items[0].ID] != 10 {
 		t.Fatalf("reshard record %s (%v), want 2 -> 3 shards moving the 10 units", evs[2].Detail, err)
 	}
 }

@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"flashsale/sharding/ops/internal/opstest"
+	"flashsale/sharding/ops/saleops"
+	"flashsale/writer/schema"
 )
 
 const brandedYAML = `
@@ -32,7 +36,7 @@ items:
 `
 
 func TestParseSaleBranded(t *testing.T) {
-	s, err := ParseSale([]byte(brandedYAML), "")
+	s, err := saleops.ParseSale([]byte(brandedYAML), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +45,7 @@ func TestParseSaleBranded(t *testing.T) {
 		it.Image != "https://img.shop.example/sneaker.webp" || !strings.Contains(it.Description, "\nSizes") {
 		t.Fatalf("parsed %+v %+v", b, it)
 	}
-	if _, err := ParseSale([]byte(strings.Replace(brandedYAML, "  banner:", "  bannr:", 1)), ""); err == nil || !strings.Contains(err.Error(), `unknown field "bannr"`) {
+	if _, err := saleops.ParseSale([]byte(strings.Replace(brandedYAML, "  banner:", "  bannr:", 1)), ""); err == nil || !strings.Contains(err.Error(), `unknown field "bannr"`) {
 		t.Fatalf("misspelt brand field: %v", err)
 	}
 }
@@ -82,18 +86,18 @@ func TestSaleCreateRefusesBadBranding(t *testing.T) {
 // and in Redis (Version+1, so every gateway reloads it), and refuses a file
 // that changes anything else, naming the field.
 func TestSaleBrand(t *testing.T) {
-	e := newEnv(t)
+	e := opstest.NewEnv(t)
 	ctx := context.Background()
-	id := randomSaleID()
+	id := opstest.RandomSaleID()
 	item := id*100 + 1
 	doc := strings.NewReplacer("id: 42", fmt.Sprintf("id: %d", id), "id: 4201", fmt.Sprintf("id: %d", item),
 		"2026-12-01T11:00:00Z", "2036-12-01T11:00:00Z").Replace(brandedYAML)
-	s, err := ParseSale([]byte(doc), "")
+	s, err := saleops.ParseSale([]byte(doc), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { e.dropSale(id) })
-	if _, err := e.t.CreateParsedSale(ctx, s, 1); err != nil {
+	t.Cleanup(func() { e.DropSale(id) })
+	if _, err := saleops.CreateParsedSale(ctx, e.T, s, 1); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
@@ -110,7 +114,7 @@ func TestSaleBrand(t *testing.T) {
 	if code != ExitOK || !strings.Contains(out, "https://cdn.other.example") {
 		t.Fatalf("sale brand: exit %d\n%s%s", code, out, errOut)
 	}
-	live, err := e.t.Store.LoadSale(ctx, id)
+	live, err := e.T.Store.LoadSale(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +122,7 @@ func TestSaleBrand(t *testing.T) {
 		live.Items[0].Image != "https://cdn.other.example/sneaker.webp" || live.Items[0].Quantity != 100 {
 		t.Fatalf("live sale after sale brand: version %d, %+v, %+v", live.Version, live.Brand, live.Items[0])
 	}
-	pg, _, _, err := e.t.pgSale(ctx, id)
+	pg, _, _, err := schema.ReadSale(ctx, e.T.DB, id)
 	if err != nil || pg.Brand == nil || pg.Brand.Shop != "Hiroshige Shoes" || pg.Items[0].Image != live.Items[0].Image ||
 		pg.Items[0].Description != s.Items[0].Description {
 		t.Fatalf("PostgreSQL after sale brand: %+v %+v (%v)", pg.Brand, pg.Items, err)
@@ -133,7 +137,7 @@ func TestSaleBrand(t *testing.T) {
 			t.Errorf("%s -> %s: exit %d, %q; want %q", c.from, c.to, code, errOut, c.want)
 		}
 	}
-	if after, _ := e.t.Store.LoadSale(ctx, id); after.Version != 2 {
+	if after, _ := e.T.Store.LoadSale(ctx, id); after.Version != 2 {
 		t.Errorf("a refused sale brand changed the sale: version %d", after.Version)
 	}
 }

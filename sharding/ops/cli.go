@@ -11,12 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/rueidis"
-
 	"flashsale/sharding"
 	shared "flashsale/sharding/config"
-	"flashsale/sharding/stock"
+	"flashsale/sharding/ops/tool"
 )
 
 // Exit codes of Main, documented in the usage text and the package doc.
@@ -51,29 +48,13 @@ func globalSet(cfg *Config) *shared.Set {
 	return set
 }
 
-// UsageError is a bad command line: Main prints it with the command's usage
-// and exits 2.
-type UsageError struct{ Msg string }
-
-func (e *UsageError) Error() string { return e.Msg }
-
-func usagef(format string, args ...any) error {
-	return &UsageError{Msg: fmt.Sprintf(format, args...)}
-}
-
-// ConnectError is a store that could not be reached: Main exits 3.
-type ConnectError struct{ Err error }
-
-func (e *ConnectError) Error() string { return e.Err.Error() }
-func (e *ConnectError) Unwrap() error { return e.Err }
-
 // Main runs flashctl with args (without the program name) and returns the exit
 // code. getenv reads the environment; stdout gets reports and help, stderr
 // errors.
 func Main(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer, clear bool) int {
 	inv, err := parseLine(args, getenv, stdout)
 	inv.stdout, inv.cfg.Clear = stdout, clear
-	var ue *UsageError
+	var ue *tool.UsageError
 	switch {
 	case errors.Is(err, shared.ErrVersion):
 		return ExitOK
@@ -86,7 +67,7 @@ func Main(ctx context.Context, args []string, getenv func(string) string, stdout
 		return ExitUsage
 	}
 	code, err := inv.run(ctx, &inv.cmdEnv)
-	var ce *ConnectError
+	var ce *tool.ConnectError
 	switch {
 	case err == nil:
 		return code
@@ -132,7 +113,7 @@ func parseLine(args []string, getenv func(string) string, stdout io.Writer) (*in
 	}
 	rest := inv.set.Args()
 	if len(rest) == 0 {
-		return inv, usagef("no command given")
+		return inv, tool.Usagef("no command given")
 	}
 	name := rest[0]
 	if name == "help" {
@@ -141,7 +122,7 @@ func parseLine(args []string, getenv func(string) string, stdout io.Writer) (*in
 	for isGroup(name) { // "sale", then "sale presale"
 		inv.path, inv.group = "flashctl "+name, name
 		if len(rest) == 1 {
-			return inv, usagef("%s: give a subcommand", name)
+			return inv, tool.Usagef("%s: give a subcommand", name)
 		}
 		if rest[1] == "-h" || rest[1] == "--help" || rest[1] == "-help" {
 			return inv, flag.ErrHelp
@@ -150,7 +131,7 @@ func parseLine(args []string, getenv func(string) string, stdout io.Writer) (*in
 	}
 	cmd := lookup(name)
 	if cmd == nil {
-		return inv, usagef("unknown command %q", name)
+		return inv, tool.Usagef("unknown command %q", name)
 	}
 	inv.path, inv.cmd, inv.group = "flashctl "+name, cmd, ""
 	inv.fs = flag.NewFlagSet(name, flag.ContinueOnError)
@@ -186,10 +167,10 @@ func (inv *invocation) parseGlobal(args []string, getenv func(string) string, st
 	case errors.Is(err, flag.ErrHelp):
 		return err
 	case err != nil:
-		return usagef("%v", err)
+		return tool.Usagef("%v", err)
 	}
 	if err := inv.cfg.Common.Resolve(); err != nil {
-		return usagef("%v", err)
+		return tool.Usagef("%v", err)
 	}
 	return nil
 }
@@ -246,7 +227,7 @@ func envDefaults(fs *flag.FlagSet, getenv func(string) string) error {
 		}
 		if v := getenv(key); v != "" {
 			if err := f.Value.Set(v); err != nil {
-				return usagef("%s=%q: %v", key, v, err)
+				return tool.Usagef("%s=%q: %v", key, v, err)
 			}
 		}
 	}
@@ -266,7 +247,7 @@ func helpFor(inv *invocation, words []string) (*invocation, error) {
 	}
 	cmd := lookup(name)
 	if cmd == nil {
-		return inv, usagef("help: unknown command %q", name)
+		return inv, tool.Usagef("help: unknown command %q", name)
 	}
 	inv.path, inv.cmd = "flashctl "+name, cmd
 	return inv, flag.ErrHelp
@@ -280,10 +261,10 @@ func parseFlags(fs *flag.FlagSet, args []string, interspersed bool) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return usagef("%s: %v", fs.Name(), err)
+		return tool.Usagef("%s: %v", fs.Name(), err)
 	}
 	if !interspersed && fs.NArg() > 0 {
-		return usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+		return tool.Usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
 	}
 	return nil
 }
@@ -303,7 +284,7 @@ func (s *saleFlag) Set(v string) error {
 
 func needSale(cmd string, s *saleFlag) error {
 	if s.id == 0 {
-		return usagef("%s: --sale is required", cmd)
+		return tool.Usagef("%s: --sale is required", cmd)
 	}
 	return nil
 }
@@ -313,75 +294,7 @@ func checkShards(cmd string, n int, required bool) error {
 		return nil
 	}
 	if n < 1 || n > sharding.MaxShards {
-		return usagef("%s: --shards %d: want 1..%d", cmd, n, sharding.MaxShards)
+		return tool.Usagef("%s: --shards %d: want 1..%d", cmd, n, sharding.MaxShards)
 	}
 	return nil
-}
-
-func dialRedis(r shared.Redis) (rueidis.Client, error) {
-	opt := r.ClientOption()
-	opt.DisableCache = true
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		return nil, &ConnectError{fmt.Errorf("connecting to redis %s: %w", strings.Join(r.Addrs, ","), err)}
-	}
-	return c, nil
-}
-
-// connect opens Redis and PostgreSQL; done closes both. Without needDB a
-// PostgreSQL that cannot be reached is left out (the report then shows Redis
-// only) instead of failing the command.
-func connect(ctx context.Context, cfg Config, needDB bool) (*Tool, func(), error) {
-	c, err := dialRedis(cfg.Redis)
-	if err != nil {
-		return nil, nil, err
-	}
-	db, err := dialPostgres(ctx, cfg.Postgres, needDB)
-	if err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	// The tool's writes (a pause or end, a sale record, a repair) are
-	// acknowledged by a replica, as the gateway's and the writer's are: a
-	// failover right after the command must not undo what it reported done.
-	b := stock.NewBatcher(c, 16, 5*time.Second)
-	b.SetAcks(1, 100*time.Millisecond)
-	t := NewTool(c, db)
-	t.Store.SetBatcher(b)
-	return t, func() {
-		b.Close()
-		if db != nil {
-			db.Close()
-		}
-		c.Close()
-	}, nil
-}
-
-// dialPostgres opens and pings a pool; when the database is optional, one
-// that does not answer within 2 s gives a nil pool.
-func dialPostgres(ctx context.Context, p shared.Postgres, needed bool) (*pgxpool.Pool, error) {
-	pc, err := p.PoolConfig()
-	if err != nil {
-		return nil, usagef("%v", err)
-	}
-	wait := 10 * time.Second
-	if !needed {
-		wait = 2 * time.Second
-	}
-	pctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	db, err := pgxpool.NewWithConfig(pctx, pc)
-	if err == nil {
-		err = db.Ping(pctx)
-	}
-	if err == nil {
-		return db, nil
-	}
-	if db != nil {
-		db.Close()
-	}
-	if !needed {
-		return nil, nil
-	}
-	return nil, &ConnectError{fmt.Errorf("connecting to postgresql: %w", err)}
 }

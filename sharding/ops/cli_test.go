@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -10,8 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/ops/internal/opstest"
+	"flashsale/sharding/ops/plan"
+	"flashsale/sharding/ops/reconcile"
+	"flashsale/sharding/ops/status"
+	"flashsale/sharding/ops/tool"
 	"flashsale/sharding/stock"
 )
 
@@ -19,17 +22,7 @@ func runMain(args ...string) (code int, stdout, stderr string) { return runMainE
 
 // runMainEnv runs flashctl on the stack with extra environment variables.
 func runMainEnv(extra map[string]string, args ...string) (code int, stdout, stderr string) {
-	var out, errb bytes.Buffer
-	env := map[string]string{
-		"FLASHSALE_REDIS": strings.Join(testenv.RedisAddrs(), ","),
-		"DATABASE_URL":    testenv.DatabaseURL(),
-		"KAFKA_BROKERS":   strings.Join(testenv.KafkaBrokers(), ","),
-	}
-	for k, v := range extra {
-		env[k] = v
-	}
-	code = Main(context.Background(), args, func(k string) string { return env[k] }, &out, &errb, false)
-	return code, out.String(), errb.String()
+	return opstest.Run(Main, extra, args...)
 }
 
 // TestUsageErrors: a bad command line exits 2 with a clear message and the
@@ -149,8 +142,8 @@ func TestHelp(t *testing.T) {
 
 // TestExitCodes: one command line per exit code, against the real stack.
 func TestExitCodes(t *testing.T) {
-	e := newEnv(t)
-	sale := e.newSale(t, 2, 5)
+	e := opstest.NewEnv(t)
+	sale := e.NewSale(t, 2, 5)
 	id := strconv.FormatInt(sale.ID, 10)
 	if code, _, errOut := runMain("status", "--sale", id); code != ExitOK {
 		t.Errorf("status of a sale: exit %d, want 0: %s", code, errOut)
@@ -165,7 +158,7 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("unreachable PostgreSQL: exit %d, want 3: %q", code, errOut)
 	}
 	// Drift: one unit too many on a shard (an oversell waiting to happen).
-	c := e.c
+	c := e.C
 	key := string(sharding.AppendStockKey(nil, sale.Shards[0], sale.Items[0].ID))
 	if err := c.Do(context.Background(), c.B().Incr().Key(key).Build()).Error(); err != nil {
 		t.Fatal(err)
@@ -173,7 +166,7 @@ func TestExitCodes(t *testing.T) {
 	if code, out, errOut := runMain("reconcile", "--sale", id); code != ExitFail {
 		t.Errorf("reconcile of a drifted sale: exit %d, want 1\n%s%s", code, out, errOut)
 	}
-	if code, _, errOut := runMain("sale", "resume", "--sale", strconv.FormatInt(randomSaleID(), 10)); code != ExitFail || !strings.Contains(errOut, "unknown sale") {
+	if code, _, errOut := runMain("sale", "resume", "--sale", strconv.FormatInt(opstest.RandomSaleID(), 10)); code != ExitFail || !strings.Contains(errOut, "unknown sale") {
 		t.Errorf("resume of an unknown sale: exit %d, want 1: %q", code, errOut)
 	}
 }
@@ -193,7 +186,7 @@ func TestPlanArithmetic(t *testing.T) {
 		{250000, 0.5, 50000, 2, 6},  // 125k / 25k = 5 -> 6
 	}
 	for _, tc := range cases {
-		rep, err := (&Tool{}).Plan(context.Background(), PlanInput{Rate: tc.rate, RedisFraction: tc.frac, Capacity: tc.capacity, Masters: tc.masters})
+		rep, err := plan.Plan(context.Background(), &tool.Tool{}, plan.PlanInput{Rate: tc.rate, RedisFraction: tc.frac, Capacity: tc.capacity, Masters: tc.masters})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,9 +206,9 @@ func TestPlanArithmetic(t *testing.T) {
 // TestCommandsOnTheStack runs each subcommand through Main against the real
 // services: runtime failures exit 1 with a message, successes 0.
 func TestCommandsOnTheStack(t *testing.T) {
-	e := newEnv(t)
+	e := opstest.NewEnv(t)
 	ctx := context.Background()
-	unknown := strconv.FormatInt(randomSaleID(), 10)
+	unknown := strconv.FormatInt(opstest.RandomSaleID(), 10)
 	for _, args := range [][]string{
 		{"status", "--sale", unknown},
 		{"reconcile", "--sale", unknown},
@@ -231,7 +224,7 @@ func TestCommandsOnTheStack(t *testing.T) {
 		t.Errorf("unreachable redis: exit %d, %q", code, errOut)
 	}
 
-	sale := e.newSale(t, 4, 50, 30)
+	sale := e.NewSale(t, 4, 50, 30)
 	id := strconv.FormatInt(sale.ID, 10)
 	// The sale is live (started a minute ago) and preloaded: refused.
 	code, _, errOut := runMain("preload", "--sale", id)
@@ -243,11 +236,11 @@ func TestCommandsOnTheStack(t *testing.T) {
 	}
 	// Sell three units (one persisted by the "writer"), then force a preload:
 	// the stock is rewritten and reconciled against PostgreSQL.
-	sh := newShopper(e.t.Store, sale)
-	us := users(3)
+	sh := opstest.NewShopper(e.T.Store, sale)
+	us := opstest.Users(3)
 	unpersisted := map[uint64]sharding.OrderID{}
 	for i, u := range us {
-		r, err := sh.buy(ctx, sale.Items[0].ID, u)
+		r, err := sh.Buy(ctx, sale.Items[0].ID, u)
 		if err != nil || r.Outcome != stock.Reserved {
 			t.Fatal(r, err)
 		}
@@ -255,7 +248,7 @@ func TestCommandsOnTheStack(t *testing.T) {
 			unpersisted[u] = r.OrderID
 		}
 		if i == 0 {
-			e.insertOrder(t, sale.ID, sale.Items[0].ID, u, r.OrderID, stock.StatusPending, time.Now())
+			e.InsertOrder(t, sale.ID, sale.Items[0].ID, u, r.OrderID, stock.StatusPending, time.Now())
 		}
 	}
 	code, out, errOut := runMain("preload", "--sale", id, "--force")
@@ -265,7 +258,7 @@ func TestCommandsOnTheStack(t *testing.T) {
 	}
 	// The two unpersisted reservations are younger than the 30 s grace, so
 	// they stay held: Q - 1 persisted - 2 in hand-off.
-	if left, q := e.left(t, sale, sale.Items[0].ID), sale.Items[0].Quantity; left != q-3 {
+	if left, q := e.Left(t, sale, sale.Items[0].ID), sale.Items[0].Quantity; left != q-3 {
 		t.Fatalf("after a forced preload item has %d units, want %d", left, q-3)
 	}
 
@@ -278,7 +271,7 @@ func TestCommandsOnTheStack(t *testing.T) {
 	dec := json.NewDecoder(strings.NewReader(out))
 	frames := 0
 	for dec.More() {
-		var r StatusReport
+		var r status.StatusReport
 		if err := dec.Decode(&r); err != nil {
 			t.Fatalf("status --json: %v\n%s", err, out)
 		}
@@ -299,7 +292,7 @@ func TestCommandsOnTheStack(t *testing.T) {
 	// The two unpersisted reservations moved with their journal entries:
 	// in hand-off on the new layout, not orphans.
 	code, out, errOut = runMain("--json", "reconcile", "--sale", id, "--grace", "1ms")
-	var clean ReconcileReport
+	var clean reconcile.ReconcileReport
 	if err := json.Unmarshal([]byte(out), &clean); err != nil {
 		t.Fatalf("reconcile --json: %v\n%s%s", err, out, errOut)
 	}
@@ -307,22 +300,22 @@ func TestCommandsOnTheStack(t *testing.T) {
 		t.Fatalf("reconcile after the reshard: exit %d, %+v, want clean with 2 in hand-off", code, clean.Before)
 	}
 	// Their entries lost (as by a failover that dropped them): orphans.
-	live, err := e.t.Store.LoadSale(ctx, sale.ID)
+	live, err := e.T.Store.LoadSale(ctx, sale.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for u, oid := range unpersisted {
 		tag := live.Shards[sharding.HomeShard(u, live.ID, len(live.Shards))]
-		rec, found, err := e.t.Store.Order(ctx, tag, u, oid)
+		rec, found, err := e.T.Store.Order(ctx, tag, u, oid)
 		if err != nil || !found {
 			t.Fatalf("order %s on %s: %v %v", oid, tag, found, err)
 		}
-		if n, err := e.c.Do(ctx, e.c.B().Xdel().Key(string(sharding.AppendEventsKey(nil, tag))).Id(rec.Journal).Build()).AsInt64(); err != nil || n != 1 {
+		if n, err := e.C.Do(ctx, e.C.B().Xdel().Key(string(sharding.AppendEventsKey(nil, tag))).Id(rec.Journal).Build()).AsInt64(); err != nil || n != 1 {
 			t.Fatalf("deleting the entry %s of order %s: %d %v", rec.Journal, oid, n, err)
 		}
 	}
 	code, out, errOut = runMain("--json", "reconcile", "--sale", id, "--grace", "1ms")
-	var rep ReconcileReport
+	var rep reconcile.ReconcileReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("reconcile --json: %v\n%s%s", err, out, errOut)
 	}
@@ -331,12 +324,12 @@ func TestCommandsOnTheStack(t *testing.T) {
 	}
 	// The orphans are released once the writers' group reads no lag (here a
 	// group of its own, caught up on a topic of its own).
-	_, group, topic := writerLag(t, 0)
+	_, group, topic := opstest.WriterLag(t, 0)
 	if code, out, _ = runMain("reconcile", "--sale", id, "--grace", "1ms", "--repair", "--writer-group", group, "--orders-topic", topic); code != ExitOK {
 		t.Fatalf("reconcile --repair: exit %d\n%s", code, out)
 	}
 	if code, _, _ = runMain("reconcile", "--sale", id); code != ExitOK {
 		t.Fatalf("reconcile after repair: exit %d", code)
 	}
-	e.assertSettled(t, sale.ID)
+	e.AssertSettled(t, sale.ID)
 }

@@ -4,15 +4,25 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"flashsale/sharding"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/ops/drawverify"
+	"flashsale/sharding/ops/plan"
+	"flashsale/sharding/ops/preload"
+	"flashsale/sharding/ops/reconcile"
+	"flashsale/sharding/ops/reshard"
+	"flashsale/sharding/ops/saleops"
+	"flashsale/sharding/ops/status"
+	"flashsale/sharding/ops/tool"
+	"flashsale/sharding/ops/toolbox"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/sale"
 )
 
 // commands is flashctl's command table, in the order the usage lists it.
@@ -41,17 +51,17 @@ var commands = []command{
 	{name: "sale draw verify", summary: "check a queue's or raffle's published draw (seed, commitment, root, draws, places): exit 1 with the reason when it does not verify",
 		required: []string{"sale"}, flags: drawVerifyFlags},
 	{name: "sale pause", summary: "stop selling now: every shard refuses reservations at once, every gateway answers 503 SALE_PAUSED within 1 s",
-		required: []string{"sale"}, flags: stateFlags(sharding.StatePaused)},
+		required: []string{"sale"}, flags: stateFlags(sale.StatePaused)},
 	{name: "sale resume", summary: "sell again after a pause",
 		required: []string{"sale"}, flags: stateFlags("")},
 	{name: "sale end", summary: "end the sale now, for good: 410 SALE_ENDED (pay and cancel of its orders go on)",
-		required: []string{"sale"}, flags: stateFlags(sharding.StateEnded)},
+		required: []string{"sale"}, flags: stateFlags(sale.StateEnded)},
 	{name: "sale report", summary: "close the books: the unit ledger (exit 1 naming the orders when it does not balance; never repairs), timing, the gateways' funnel",
 		required: []string{"sale"}, flags: saleReportFlags},
 }
 
 func planFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
-	var in PlanInput
+	var in plan.PlanInput
 	var measure bool
 	var sale saleFlag
 	fs.Float64Var(&in.Rate, "rate", 0, "target purchase `requests/s` at the gateways")
@@ -66,33 +76,33 @@ func planFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
 		in.SaleID = sale.id
 		switch {
 		case measure && in.Capacity != 0:
-			return 0, usagef("plan: give --master-capacity or --measure, not both")
+			return 0, tool.Usagef("plan: give --master-capacity or --measure, not both")
 		case !measure && in.Capacity == 0:
-			return 0, usagef("plan: give --master-capacity C (reserve scripts/s of one master) or --measure")
+			return 0, tool.Usagef("plan: give --master-capacity C (reserve scripts/s of one master) or --measure")
 		case !measure && in.Capacity < 0:
-			return 0, usagef("plan: --master-capacity must be positive")
+			return 0, tool.Usagef("plan: --master-capacity must be positive")
 		case in.Rate <= 0:
-			return 0, usagef("plan: --rate must be a positive number of requests/s")
+			return 0, tool.Usagef("plan: --rate must be a positive number of requests/s")
 		case !(in.RedisFraction > 0 && in.RedisFraction <= 1):
-			return 0, usagef("plan: --redis-fraction must be in (0, 1]")
+			return 0, tool.Usagef("plan: --redis-fraction must be in (0, 1]")
 		case !(in.Headroom > 0 && in.Headroom <= 1):
-			return 0, usagef("plan: --headroom must be in (0, 1]")
+			return 0, tool.Usagef("plan: --headroom must be in (0, 1]")
 		}
 		var c rueidis.Client
 		if measure || in.Masters == 0 || in.SaleID != 0 {
 			var err error
-			if c, err = dialRedis(e.cfg.Redis); err != nil {
+			if c, err = tool.DialRedis(e.cfg.Redis); err != nil {
 				return 0, err
 			}
 			defer c.Close()
 		}
 		ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 		defer cancel()
-		rep, err := NewTool(c, nil).Plan(ctx, in)
+		rep, err := plan.Plan(ctx, tool.NewTool(c, nil), in)
 		if err != nil {
 			return 0, err
 		}
-		return ExitOK, Write(e.stdout, rep, e.cfg.JSON)
+		return ExitOK, tool.Write(e.stdout, rep, e.cfg.JSON)
 	}
 }
 
@@ -110,8 +120,8 @@ func preloadFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) 
 		if err := checkShards("preload", shards, false); err != nil {
 			return 0, err
 		}
-		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) {
-			return t.Preload(ctx, sale.id, shards, force)
+		return report(ctx, e, true, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
+			return preload.Preload(ctx, t, sale.id, shards, force)
 		})
 	}
 }
@@ -128,23 +138,23 @@ func statusFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
 			return 0, err
 		}
 		if watch < 0 || count < 0 {
-			return 0, usagef("status: --watch and --count must not be negative")
+			return 0, tool.Usagef("status: --watch and --count must not be negative")
 		}
 		if watch == 0 {
-			return report(ctx, e, false, func(ctx context.Context, t *Tool) (Report, error) { return t.Status(ctx, sale.id) })
+			return report(ctx, e, false, func(ctx context.Context, t *tool.Tool) (tool.Report, error) { return status.Status(ctx, t, sale.id) })
 		}
-		t, done, err := connect(ctx, e.cfg, false)
+		t, done, err := tool.Connect(ctx, e.cfg.Redis, e.cfg.Postgres, false)
 		if err != nil {
 			return 0, err
 		}
 		defer done()
-		return ExitOK, t.Watch(ctx, sale.id, watch, count, func(r *StatusReport) error {
+		return ExitOK, status.Watch(ctx, t, sale.id, watch, count, func(r *status.StatusReport) error {
 			if e.cfg.Clear && !e.cfg.JSON {
 				fmt.Fprint(e.stdout, "\x1b[H\x1b[2J")
 			} else if !e.cfg.JSON {
 				fmt.Fprintln(e.stdout, strings.Repeat("-", 72))
 			}
-			return Write(e.stdout, r, e.cfg.JSON)
+			return tool.Write(e.stdout, r, e.cfg.JSON)
 		})
 	}
 }
@@ -161,13 +171,15 @@ func reshardFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) 
 		if err := checkShards("reshard", shards, true); err != nil {
 			return 0, err
 		}
-		return report(ctx, e, false, func(ctx context.Context, t *Tool) (Report, error) { return t.Reshard(ctx, sale.id, shards) })
+		return report(ctx, e, false, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
+			return reshard.Reshard(ctx, t, sale.id, shards)
+		})
 	}
 }
 
 func reconcileFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
 	var sale saleFlag
-	var opt ReconcileOptions
+	var opt reconcile.ReconcileOptions
 	fs.Var(&sale, "sale", "sale `id`")
 	fs.BoolVar(&opt.Repair, "repair", false, "repair what is found (compare-and-set)")
 	fs.DurationVar(&opt.Grace, "grace", 30*time.Second, "`age` after which a reservation missing from PostgreSQL counts as lost")
@@ -177,23 +189,23 @@ func reconcileFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error
 			return 0, err
 		}
 		if opt.Grace <= 0 {
-			return 0, usagef("reconcile: --grace must be positive")
+			return 0, tool.Usagef("reconcile: --grace must be positive")
 		}
 		if *group == "" || *topic == "" {
-			return 0, usagef("reconcile: --writer-group and --orders-topic must not be empty")
+			return 0, tool.Usagef("reconcile: --writer-group and --orders-topic must not be empty")
 		}
 		if opt.Repair {
 			cl, err := kgo.NewClient(e.cfg.Kafka.Opts()...)
 			if err != nil {
-				return 0, usagef("reconcile: kafka client: %v", err)
+				return 0, tool.Usagef("reconcile: kafka client: %v", err)
 			}
 			defer cl.Close()
 			opt.WriterLag = func(ctx context.Context) (int64, error) { return journal.GroupLag(ctx, cl, *group, *topic) }
 		}
-		var rep *ReconcileReport
-		if _, err := report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) {
+		var rep *reconcile.ReconcileReport
+		if _, err := report(ctx, e, true, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
 			var err error
-			rep, err = t.Reconcile(ctx, sale.id, opt)
+			rep, err = reconcile.Reconcile(ctx, t, sale.id, opt)
 			return rep, err
 		}); err != nil {
 			return 0, err
@@ -223,11 +235,11 @@ func toolboxFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) 
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		switch {
 		case every < time.Second:
-			return 0, usagef("toolbox: --every must be at least 1s")
+			return 0, tool.Usagef("toolbox: --every must be at least 1s")
 		case *group == "" || *topic == "":
-			return 0, usagef("toolbox: --writer-group and --orders-topic must not be empty")
+			return 0, tool.Usagef("toolbox: --writer-group and --orders-topic must not be empty")
 		}
-		return runToolbox(ctx, e, reachOptions{group: *group, topic: *topic, timeout: 10 * time.Second}, once, every)
+		return runToolbox(ctx, e, toolbox.Options{Group: *group, Topic: *topic, Timeout: 10 * time.Second}, once, every)
 	}
 }
 
@@ -238,17 +250,19 @@ func saleCreateFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, erro
 	fs.IntVar(&shards, "shards", 0, "shard `count` of the new sale, 1..256 (default: one per Redis master)")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		if file == "" {
-			return 0, usagef("sale create: --file is required")
+			return 0, tool.Usagef("sale create: --file is required")
 		}
 		if err := checkShards("sale create", shards, false); err != nil {
 			return 0, err
 		}
 		// The file before any store: a bad field is named without a stack.
-		s, err := ReadSaleFile(file)
+		s, err := saleops.ReadSaleFile(file)
 		if err != nil {
 			return 0, err
 		}
-		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) { return t.CreateParsedSale(ctx, s, shards) })
+		return report(ctx, e, true, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
+			return saleops.CreateParsedSale(ctx, t, s, shards)
+		})
 	}
 }
 
@@ -257,25 +271,25 @@ func saleBrandFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error
 	fs.StringVar(&file, "file", "", "the sale's `file`, JSON or YAML, edited for its branding only; - reads standard input")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		if file == "" {
-			return 0, usagef("sale brand: --file is required")
+			return 0, tool.Usagef("sale brand: --file is required")
 		}
-		s, err := ReadSaleFile(file)
+		s, err := saleops.ReadSaleFile(file)
 		if err != nil {
 			return 0, err
 		}
-		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) { return t.BrandSale(ctx, s) })
+		return report(ctx, e, true, func(ctx context.Context, t *tool.Tool) (tool.Report, error) { return saleops.BrandSale(ctx, t, s) })
 	}
 }
 
 func saleListFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
-	var f ListFilter
-	status := fs.String("status", "", "only sales in these `STATES`, comma separated: "+strings.Join(saleStates, ", ")+" (default: all)")
+	var f saleops.ListFilter
+	status := fs.String("status", "", "only sales in these `STATES`, comma separated: "+strings.Join(saleops.SaleStates, ", ")+" (default: all)")
 	fs.IntVar(&f.Last, "last", 0, "only the `N` sales that start last (after --status; 0: all)")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
-		if err := f.parse(*status); err != nil {
+		if err := f.Parse(*status); err != nil {
 			return 0, err
 		}
-		return report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) { return t.ListSales(ctx, f) })
+		return report(ctx, e, true, func(ctx context.Context, t *tool.Tool) (tool.Report, error) { return saleops.ListSales(ctx, t, f) })
 	}
 }
 
@@ -286,7 +300,7 @@ func saleShowFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error)
 		if err := needSale("sale show", &sale); err != nil {
 			return 0, err
 		}
-		return report(ctx, e, false, func(ctx context.Context, t *Tool) (Report, error) { return t.ShowSale(ctx, sale.id) })
+		return report(ctx, e, false, func(ctx context.Context, t *tool.Tool) (tool.Report, error) { return saleops.ShowSale(ctx, t, sale.id) })
 	}
 }
 
@@ -300,15 +314,17 @@ func stateFlags(state string) func(*flag.FlagSet) func(context.Context, *cmdEnv)
 			if err := needSale(fs.Name(), &sale); err != nil {
 				return 0, err
 			}
-			return report(ctx, e, false, func(ctx context.Context, t *Tool) (Report, error) { return t.SetSaleState(ctx, sale.id, state) })
+			return report(ctx, e, false, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
+				return saleops.SetSaleState(ctx, t, sale.id, state)
+			})
 		}
 	}
 }
 
 // report connects (to PostgreSQL too when needDB), runs do within the
 // configured timeout and writes the report it returns.
-func report(ctx context.Context, e *cmdEnv, needDB bool, do func(context.Context, *Tool) (Report, error)) (int, error) {
-	t, done, err := connect(ctx, e.cfg, needDB)
+func report(ctx context.Context, e *cmdEnv, needDB bool, do func(context.Context, *tool.Tool) (tool.Report, error)) (int, error) {
+	t, done, err := tool.Connect(ctx, e.cfg.Redis, e.cfg.Postgres, needDB)
 	if err != nil {
 		return 0, err
 	}
@@ -319,5 +335,93 @@ func report(ctx context.Context, e *cmdEnv, needDB bool, do func(context.Context
 	if err != nil {
 		return 0, err
 	}
-	return ExitOK, Write(e.stdout, rep, e.cfg.JSON)
+	return ExitOK, tool.Write(e.stdout, rep, e.cfg.JSON)
+}
+
+func drawVerifyFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var sale saleFlag
+	var gateway, file string
+	fs.Var(&sale, "sale", "sale `id`")
+	fs.StringVar(&gateway, "gateway", drawverify.DefaultGateway, "`URL` of a gateway that serves the draw (env FLASHCTL_GATEWAY)")
+	fs.StringVar(&file, "file", "", "verify the draw saved whole in this JSON `file` instead of asking a gateway; - reads standard input")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if err := needSale("sale draw verify", &sale); err != nil {
+			return 0, err
+		}
+		base, err := drawverify.GatewayURL(gateway)
+		if err != nil && file == "" {
+			return 0, err
+		}
+		ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+		defer cancel()
+		doc, src := (*drawverify.DrawPage)(nil), file
+		if file != "" {
+			doc, err = drawverify.ReadDrawFile(file)
+		} else {
+			src = base
+			doc, err = drawverify.FetchDraw(ctx, &http.Client{Timeout: 30 * time.Second}, base, sale.id)
+		}
+		if err != nil {
+			return 0, err
+		}
+		rep, err := drawverify.CheckDraw(doc, sale.id)
+		if err != nil {
+			return 0, err
+		}
+		rep.Source = src
+		drawverify.DescribedCommitment(ctx, e.cfg.Redis, rep)
+		if err := tool.Write(e.stdout, rep, e.cfg.JSON); err != nil || !rep.Verified {
+			return ExitFail, err
+		}
+		return ExitOK, nil
+	}
+}
+
+func presaleLoadFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var sale saleFlag
+	var file string
+	fs.Var(&sale, "sale", "sale `id`")
+	fs.StringVar(&file, "users", "", "`file` of user ids, one decimal id per line (blank lines and # comments ignored); - reads standard input")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if err := needSale("sale presale load", &sale); err != nil {
+			return 0, err
+		}
+		if file == "" {
+			return 0, tool.Usagef("sale presale load: --users is required")
+		}
+		// The whole file before any store: a bad line loads nothing.
+		users, err := saleops.ReadPresaleFile(file)
+		if err != nil {
+			return 0, err
+		}
+		return report(ctx, e, false, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
+			return saleops.LoadPresale(ctx, t, sale.id, users)
+		})
+	}
+}
+
+// runToolbox checks once, then every `every` until ctx ends (SIGTERM), and
+// returns ExitOK; with once it checks once and returns ExitFail when a store
+// did not answer (the pod's readiness probe).
+func runToolbox(ctx context.Context, e *cmdEnv, o toolbox.Options, once bool, every time.Duration) (int, error) {
+	for {
+		r := toolbox.Check(ctx, e.cfg.Common, o)
+		if ctx.Err() != nil {
+			return ExitOK, nil
+		}
+		if err := tool.Write(e.stdout, r, e.cfg.JSON); err != nil {
+			return 0, err
+		}
+		if once {
+			if !r.OK {
+				return ExitFail, nil
+			}
+			return ExitOK, nil
+		}
+		select {
+		case <-ctx.Done():
+			return ExitOK, nil
+		case <-time.After(every):
+		}
+	}
 }

@@ -10,70 +10,74 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/ops/internal/opstest"
+	"flashsale/sharding/ops/ledger"
+	"flashsale/sharding/ops/reconcile"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
 // writerOrder plays the writer for one order: its row in status, its
 // history (PENDING, then status) and, for an ended order, its outbox row,
 // applied (the unit returned to Redis by release.lua, as the outbox does).
-func (e *env) writerOrder(t testing.TB, sale *sharding.Sale, item int64, user uint64, id sharding.OrderID, status string) {
+func writerOrder(e *opstest.Env, t testing.TB, sale *sale.Sale, item int64, user uint64, id sharding.OrderID, status string) {
 	t.Helper()
 	ctx := context.Background()
-	e.insertOrder(t, sale.ID, item, user, id, status, time.Now())
+	e.InsertOrder(t, sale.ID, item, user, id, status, time.Now())
 	for _, st := range []string{stock.StatusPending, status} {
 		cause := map[string]string{stock.StatusPending: "reserve", stock.StatusPaid: "pay", stock.StatusCancelled: "cancel", stock.StatusExpired: "expiry"}[st]
-		must(t, pgExec(ctx, e, `INSERT INTO order_history (order_id, sale_id, item_id, user_id, status, cause) VALUES ($1::uuid, $2, $3, $4, $5, $6)
+		opstest.Must(t, pgExec(ctx, e, `INSERT INTO order_history (order_id, sale_id, item_id, user_id, status, cause) VALUES ($1::uuid, $2, $3, $4, $5, $6)
 			ON CONFLICT DO NOTHING`, id.String(), sale.ID, item, int64(user), st, cause))
 	}
 	if status != stock.StatusExpired && status != stock.StatusCancelled {
 		return
 	}
 	tag := sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))]
-	if ok, err := e.t.Store.Release(ctx, tag, item, user, id, status); err != nil || !ok {
+	if ok, err := e.T.Store.Release(ctx, tag, item, user, id, status); err != nil || !ok {
 		t.Fatalf("releasing %s: %v %v", id, ok, err)
 	}
-	must(t, pgExec(ctx, e, `INSERT INTO releases (order_id, sale_id, item_id, user_id, status, done_at) VALUES ($1::uuid, $2, $3, $4, $5, now())`,
+	opstest.Must(t, pgExec(ctx, e, `INSERT INTO releases (order_id, sale_id, item_id, user_id, status, done_at) VALUES ($1::uuid, $2, $3, $4, $5, now())`,
 		id.String(), sale.ID, item, int64(user), status))
 }
 
-func pgExec(ctx context.Context, e *env, sql string, args ...any) error {
-	_, err := e.pool.Exec(ctx, sql, args...)
+func pgExec(ctx context.Context, e *opstest.Env, sql string, args ...any) error {
+	_, err := e.Pool.Exec(ctx, sql, args...)
 	return err
 }
 
 // reportSale is a sale of 10 units over 2 shards whose 6 buyers reached
 // PostgreSQL through a hand-played writer: 3 paid, 1 pending, 1 cancelled
 // and 1 expired (their units back), so Q 10 = paid 3 + pending 1 + unsold 6.
-func reportSale(t *testing.T, e *env) (*sharding.Sale, map[string]sharding.OrderID, map[string]uint64) {
+func reportSale(t *testing.T, e *opstest.Env) (*sale.Sale, map[string]sharding.OrderID, map[string]uint64) {
 	t.Helper()
-	sale := e.newSale(t, 2, 10)
+	sale := e.NewSale(t, 2, 10)
 	t.Cleanup(func() {
-		_, _ = e.pool.Exec(context.Background(), `DELETE FROM order_history WHERE sale_id = $1`, sale.ID)
-		_, _ = e.pool.Exec(context.Background(), `DELETE FROM releases WHERE sale_id = $1`, sale.ID)
+		_, _ = e.Pool.Exec(context.Background(), `DELETE FROM order_history WHERE sale_id = $1`, sale.ID)
+		_, _ = e.Pool.Exec(context.Background(), `DELETE FROM releases WHERE sale_id = $1`, sale.ID)
 	})
 	item := sale.Items[0].ID
-	sh := newShopper(e.t.Store, sale)
+	sh := opstest.NewShopper(e.T.Store, sale)
 	ids, owners := map[string]sharding.OrderID{}, map[string]uint64{}
-	for i, u := range users(6) {
-		r, err := sh.buy(context.Background(), item, u)
+	for i, u := range opstest.Users(6) {
+		r, err := sh.Buy(context.Background(), item, u)
 		if err != nil || r.Outcome != stock.Reserved {
 			t.Fatalf("buy: %+v %v", r, err)
 		}
 		status := []string{stock.StatusPaid, stock.StatusPaid, stock.StatusPaid, stock.StatusPending, stock.StatusCancelled, stock.StatusExpired}[i]
-		e.writerOrder(t, sale, item, u, r.OrderID, status)
+		writerOrder(e, t, sale, item, u, r.OrderID, status)
 		ids[status], owners[status] = r.OrderID, u
 	}
-	e.syncSold(t, sale.ID)
+	e.SyncSold(t, sale.ID)
 	return sale, ids, owners
 }
 
 // saleReport runs `flashctl --json sale report` on sale and returns the exit
 // code and the report.
-func saleReport(t *testing.T, sale int64, group, topic string) (int, *SaleReport) {
+func saleReport(t *testing.T, sale int64, group, topic string) (int, *ledger.SaleReport) {
 	t.Helper()
 	code, out, errOut := runMain("--json", "sale", "report", "--sale", strconv.FormatInt(sale, 10), "--grace", "1ms",
 		"--writer-group", group, "--orders-topic", topic)
-	var rep SaleReport
+	var rep ledger.SaleReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("sale report: exit %d, %v: %s %s", code, err, out, errOut)
 	}
@@ -84,9 +88,9 @@ func saleReport(t *testing.T, sale int64, group, topic string) (int, *SaleReport
 // exits 0, counts what the hand-played writer did, and gives the same hash
 // when taken again.
 func TestReportBalances(t *testing.T) {
-	e := newEnv(t)
+	e := opstest.NewEnv(t)
 	sale, _, _ := reportSale(t, e)
-	_, group, topic := writerLag(t, 0)
+	_, group, topic := opstest.WriterLag(t, 0)
 	code, rep := saleReport(t, sale.ID, group, topic)
 	it := rep.Ledger.Items[0]
 	got := []int64{it.Q, it.Paid, it.Pending, it.Unsold, it.InFlight.Units(), it.Balance, it.Flows.Reserved, it.Flows.Expired.Returned, it.Flows.Cancelled.Returned}
@@ -96,7 +100,7 @@ func TestReportBalances(t *testing.T) {
 	// Again with --json after the command, where kubectl's users put it.
 	code, out, errOut := runMain("sale", "report", "--sale", strconv.FormatInt(sale.ID, 10), "--grace", "1ms",
 		"--writer-group", group, "--orders-topic", topic, "--json")
-	var again SaleReport
+	var again ledger.SaleReport
 	if err := json.Unmarshal([]byte(out), &again); err != nil || code != ExitOK {
 		t.Fatalf("sale report ... --json: exit %d, %v: %s %s", code, err, out, errOut)
 	}
@@ -112,11 +116,11 @@ func TestReportBalances(t *testing.T) {
 // order's row deleted (its unit came back, so only its history can tell).
 // Undone, each gives the clean books back with the same hash.
 func TestReportPlantedFaults(t *testing.T) {
-	e := newEnv(t)
+	e := opstest.NewEnv(t)
 	ctx := context.Background()
 	sale, ids, owners := reportSale(t, e)
 	item := sale.Items[0].ID
-	_, group, topic := writerLag(t, 0)
+	_, group, topic := opstest.WriterLag(t, 0)
 	_, clean := saleReport(t, sale.ID, group, topic)
 	if !clean.Balanced {
 		t.Fatalf("not balanced before the faults: %+v", clean.Ledger.Discrepancies)
@@ -131,24 +135,24 @@ func TestReportPlantedFaults(t *testing.T) {
 		plant      func() error
 		undo       func() error
 	}{
-		{"a unit taken from a shard", KindUnbalanced, nil,
-			func() error { return e.c.Do(ctx, e.c.B().Decr().Key(stockKey).Build()).Error() },
-			func() error { return e.c.Do(ctx, e.c.B().Incr().Key(stockKey).Build()).Error() }},
-		{"a PAID order's buyer record dropped", KindLostBuyer, []string{ids[stock.StatusPaid].String()},
-			func() error { return e.c.Do(ctx, e.c.B().Hdel().Key(buyers).Field(paidUser).Build()).Error() },
+		{"a unit taken from a shard", ledger.KindUnbalanced, nil,
+			func() error { return e.C.Do(ctx, e.C.B().Decr().Key(stockKey).Build()).Error() },
+			func() error { return e.C.Do(ctx, e.C.B().Incr().Key(stockKey).Build()).Error() }},
+		{"a PAID order's buyer record dropped", reconcile.KindLostBuyer, []string{ids[stock.StatusPaid].String()},
+			func() error { return e.C.Do(ctx, e.C.B().Hdel().Key(buyers).Field(paidUser).Build()).Error() },
 			func() error {
-				return e.c.Do(ctx, e.c.B().Hset().Key(buyers).FieldValue().FieldValue(paidUser, ids[stock.StatusPaid].String()).Build()).Error()
+				return e.C.Do(ctx, e.C.B().Hset().Key(buyers).FieldValue().FieldValue(paidUser, ids[stock.StatusPaid].String()).Build()).Error()
 			}},
-		{"a CANCELLED order's row deleted", KindOrderMissing, []string{ids[stock.StatusCancelled].String()},
+		{"a CANCELLED order's row deleted", ledger.KindOrderMissing, []string{ids[stock.StatusCancelled].String()},
 			func() error {
-				return e.pool.QueryRow(ctx, `DELETE FROM orders WHERE id = $1::uuid RETURNING status`, ids[stock.StatusCancelled].String()).Scan(new(string))
+				return e.Pool.QueryRow(ctx, `DELETE FROM orders WHERE id = $1::uuid RETURNING status`, ids[stock.StatusCancelled].String()).Scan(new(string))
 			},
 			func() error {
-				e.insertOrder(t, sale.ID, item, owners[stock.StatusCancelled], ids[stock.StatusCancelled], stock.StatusCancelled, time.Now())
+				e.InsertOrder(t, sale.ID, item, owners[stock.StatusCancelled], ids[stock.StatusCancelled], stock.StatusCancelled, time.Now())
 				return nil
 			}},
 	} {
-		must(t, f.plant())
+		opstest.Must(t, f.plant())
 		code, rep := saleReport(t, sale.ID, group, topic)
 		var named []string
 		found := false
@@ -161,10 +165,10 @@ func TestReportPlantedFaults(t *testing.T) {
 		if code != ExitFail || rep.Balanced || !found || !slices.Equal(named, f.orders) {
 			t.Fatalf("%s: exit %d, balanced %v, discrepancies %+v; want exit 1 and %s naming %v", f.what, code, rep.Balanced, rep.Ledger.Discrepancies, f.kind, f.orders)
 		}
-		if f.kind == KindUnbalanced && !strings.Contains(rep.Ledger.Discrepancies[0].Detail, "per shard") {
+		if f.kind == ledger.KindUnbalanced && !strings.Contains(rep.Ledger.Discrepancies[0].Detail, "per shard") {
 			t.Fatalf("%s: the discrepancy does not show the shards: %s", f.what, rep.Ledger.Discrepancies[0].Detail)
 		}
-		must(t, f.undo())
+		opstest.Must(t, f.undo())
 		if code, rep := saleReport(t, sale.ID, group, topic); code != ExitOK || rep.Hash != clean.Hash {
 			t.Fatalf("%s undone: exit %d, hash %s, want 0 and %s: %+v", f.what, code, rep.Hash, clean.Hash, rep.Ledger.Discrepancies)
 		}

@@ -12,6 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"flashsale/sharding/journal"
+	"flashsale/sharding/ops/funnel"
+	"flashsale/sharding/ops/ledger"
+	"flashsale/sharding/ops/tool"
 )
 
 // reportFlags are the checked flags of `sale report`.
@@ -40,7 +43,7 @@ func saleReportFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, erro
 		}
 		cl, err := kgo.NewClient(e.cfg.Kafka.Opts()...)
 		if err != nil {
-			return 0, usagef("sale report: kafka client: %v", err)
+			return 0, tool.Usagef("sale report: kafka client: %v", err)
 		}
 		defer cl.Close()
 		opt.WriterLag = func(ctx context.Context) (int64, error) { return journal.GroupLag(ctx, cl, *f.group, *f.topic) }
@@ -49,22 +52,22 @@ func saleReportFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, erro
 }
 
 // options checks the flags and returns the report's options.
-func (f *reportFlags) options() (SaleReportOptions, error) {
-	var opt SaleReportOptions
+func (f *reportFlags) options() (ledger.SaleReportOptions, error) {
+	var opt ledger.SaleReportOptions
 	switch {
 	case f.sale.id == 0:
-		return opt, usagef("sale report: --sale is required")
+		return opt, tool.Usagef("sale report: --sale is required")
 	case f.grace <= 0:
-		return opt, usagef("sale report: --grace must be positive")
+		return opt, tool.Usagef("sale report: --grace must be positive")
 	case *f.group == "" || *f.topic == "":
-		return opt, usagef("sale report: --writer-group and --orders-topic must not be empty")
+		return opt, tool.Usagef("sale report: --writer-group and --orders-topic must not be empty")
 	case f.gateways != "" && f.prometheus != "":
-		return opt, usagef("sale report: give --gateways or --prometheus, not both")
+		return opt, tool.Usagef("sale report: give --gateways or --prometheus, not both")
 	}
 	if f.prometheus != "" {
 		u, err := url.Parse(f.prometheus)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return opt, usagef("sale report: --prometheus %q: want an http or https URL", f.prometheus)
+			return opt, tool.Usagef("sale report: --prometheus %q: want an http or https URL", f.prometheus)
 		}
 		opt.Prometheus = f.prometheus
 	}
@@ -73,10 +76,10 @@ func (f *reportFlags) options() (SaleReportOptions, error) {
 			break
 		}
 		if gw = strings.TrimSpace(gw); gw == "" || strings.ContainsAny(gw, " \t") {
-			return opt, usagef("sale report: --gateways %q: want admin addresses separated by commas, none empty", f.gateways)
+			return opt, tool.Usagef("sale report: --gateways %q: want admin addresses separated by commas, none empty", f.gateways)
 		}
-		if _, err := url.Parse(metricsURL(gw)); err != nil {
-			return opt, usagef("sale report: --gateways: %q is not an address: %v", gw, err)
+		if _, err := url.Parse(funnel.MetricsURL(gw)); err != nil {
+			return opt, tool.Usagef("sale report: --gateways: %q is not an address: %v", gw, err)
 		}
 		opt.Gateways = append(opt.Gateways, gw)
 	}
@@ -87,7 +90,7 @@ func (f *reportFlags) options() (SaleReportOptions, error) {
 // runSaleReport takes the report, writes it (and the HTML page to html when
 // set; the file is created first, so a bad path fails before the work) and
 // exits 0 when the ledger balances, 1 when it does not.
-func runSaleReport(ctx context.Context, e *cmdEnv, id int64, html string, opt SaleReportOptions) (int, error) {
+func runSaleReport(ctx context.Context, e *cmdEnv, id int64, html string, opt ledger.SaleReportOptions) (int, error) {
 	var page *os.File
 	if html != "" {
 		var err error
@@ -96,10 +99,10 @@ func runSaleReport(ctx context.Context, e *cmdEnv, id int64, html string, opt Sa
 		}
 		defer page.Close()
 	}
-	var rep *SaleReport
-	if _, err := report(ctx, e, true, func(ctx context.Context, t *Tool) (Report, error) {
+	var rep *ledger.SaleReport
+	if _, err := report(ctx, e, true, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
 		var err error
-		rep, err = t.SaleReport(ctx, id, opt)
+		rep, err = ledger.TakeReport(ctx, t, id, opt)
 		return rep, err
 	}); err != nil {
 		return 0, err

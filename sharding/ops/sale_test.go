@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/ops/internal/opstest"
+	"flashsale/sharding/ops/saleops"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
@@ -23,9 +26,9 @@ import (
 // it, then pauses, resumes and ends it: each state shows in `sale show`, in
 // the description in Redis and in every shard's halt key.
 func TestSaleCommands(t *testing.T) {
-	e := newEnv(t)
+	e := opstest.NewEnv(t)
 	ctx := context.Background()
-	id := randomSaleID()
+	id := opstest.RandomSaleID()
 	sid := strconv.FormatInt(id, 10)
 	dir := t.TempDir()
 	doc := fmt.Sprintf("id: %d\nname: CLI sale\nstartsAt: 2026-01-01T10:00:00Z\nendsAt: 2036-01-01T10:00:00Z\npaymentWindow: 2m\n"+
@@ -40,10 +43,10 @@ func TestSaleCommands(t *testing.T) {
 	if code, _, errOut := runMain("sale", "create", "--file", bad); code != ExitFail || !strings.Contains(errOut, "quantity 0") {
 		t.Fatalf("bad file: exit %d, %q", code, errOut)
 	}
-	if ok, err := schema.SaleExists(ctx, e.pool, id); err != nil || ok {
+	if ok, err := schema.SaleExists(ctx, e.Pool, id); err != nil || ok {
 		t.Fatalf("the bad file wrote the sale (%v, %v)", ok, err)
 	}
-	t.Cleanup(func() { e.dropSale(id) })
+	t.Cleanup(func() { e.DropSale(id) })
 	code, out, errOut := runMain("sale", "create", "--file", good, "--shards", "4")
 	if code != ExitOK || !strings.Contains(out, "created") {
 		t.Fatalf("create: exit %d, %s%s", code, out, errOut)
@@ -52,7 +55,7 @@ func TestSaleCommands(t *testing.T) {
 		t.Fatalf("second create: exit %d, %q", code, errOut)
 	}
 	code, out, _ = runMain("--json", "sale", "list")
-	var list SaleList
+	var list saleops.SaleList
 	if err := json.Unmarshal([]byte(out), &list); code != ExitOK || err != nil {
 		t.Fatalf("sale list --json: exit %d, %v\n%s", code, err, out)
 	}
@@ -68,14 +71,14 @@ func TestSaleCommands(t *testing.T) {
 	setStock := func(units ...int64) {
 		for i, tag := range shardsOf(t, sid) {
 			k := string(sharding.AppendStockKey(nil, tag, id*100+1))
-			if err := e.c.Do(ctx, e.c.B().Set().Key(k).Value(strconv.FormatInt(units[i], 10)).Build()).Error(); err != nil {
+			if err := e.C.Do(ctx, e.C.B().Set().Key(k).Value(strconv.FormatInt(units[i], 10)).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	listed := func() string {
 		code, out, _ := runMain("--json", "sale", "list")
-		var list SaleList
+		var list saleops.SaleList
 		if err := json.Unmarshal([]byte(out), &list); code != ExitOK || err != nil {
 			t.Fatalf("sale list --json: exit %d, %v\n%s", code, err, out)
 		}
@@ -91,18 +94,18 @@ func TestSaleCommands(t *testing.T) {
 		t.Fatalf("sale list with no unit left: %s, want SOLD_OUT", st)
 	}
 	// --status keeps the sales in those states (any case), --last the newest.
-	filtered := func(args ...string) []SaleLine {
+	filtered := func(args ...string) []saleops.SaleLine {
 		code, out, errOut := runMain(append([]string{"--json", "sale", "list"}, args...)...)
-		var list SaleList
+		var list saleops.SaleList
 		if err := json.Unmarshal([]byte(out), &list); code != ExitOK || err != nil {
 			t.Fatalf("sale list %v: exit %d, %v\n%s%s", args, code, err, out, errOut)
 		}
 		return list.Sales
 	}
-	has := func(ls []SaleLine) bool {
-		return slices.ContainsFunc(ls, func(l SaleLine) bool { return l.Sale == id })
+	has := func(ls []saleops.SaleLine) bool {
+		return slices.ContainsFunc(ls, func(l saleops.SaleLine) bool { return l.Sale == id })
 	}
-	if ls := filtered("--status", "sold_out,paused"); !has(ls) || slices.ContainsFunc(ls, func(l SaleLine) bool { return l.Status != "SOLD_OUT" && l.Status != "PAUSED" }) {
+	if ls := filtered("--status", "sold_out,paused"); !has(ls) || slices.ContainsFunc(ls, func(l saleops.SaleLine) bool { return l.Status != "SOLD_OUT" && l.Status != "PAUSED" }) {
 		t.Fatalf("--status sold_out,paused: %+v", ls)
 	}
 	if ls := filtered("--status", "ENDED"); has(ls) {
@@ -125,15 +128,15 @@ func TestSaleCommands(t *testing.T) {
 		t.Fatalf("show: no journals line or drift line for a sale no writer reads:\n%s", out)
 	}
 	// The writer's drift reading shows per item, with its age.
-	if err := e.t.Store.PublishDrift(ctx, id, stock.DriftReading{At: time.Now().Add(-2 * time.Second), Items: map[int64]int64{id*100 + 1: -3}}); err != nil {
+	if err := e.T.Store.PublishDrift(ctx, id, stock.DriftReading{At: time.Now().Add(-2 * time.Second), Items: map[int64]int64{id*100 + 1: -3}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		c := e.t.Store.Client()
+		c := e.T.Store.Client()
 		c.Do(context.Background(), c.B().Del().Key(sharding.DriftKey(id)).Build())
 	})
 	code, out, _ = runMain("--json", "sale", "show", "--sale", sid)
-	var withDrift SaleShown
+	var withDrift saleops.SaleShown
 	if err := json.Unmarshal([]byte(out), &withDrift); code != ExitOK || err != nil || len(withDrift.Items) != 1 || len(withDrift.Journals) != 4 {
 		t.Fatalf("sale show --json: exit %d, %v\n%s", code, err, out)
 	}
@@ -144,7 +147,7 @@ func TestSaleCommands(t *testing.T) {
 		t.Fatalf("show with a drift reading: exit %d\n%s", code, out)
 	}
 	// A mangled drift reading is a warning; the report is still shown.
-	if err := e.t.Store.Client().Do(ctx, e.t.Store.Client().B().Hset().Key(sharding.DriftKey(id)).FieldValue().FieldValue("at", "soon").Build()).Error(); err != nil {
+	if err := e.T.Store.Client().Do(ctx, e.T.Store.Client().B().Hset().Key(sharding.DriftKey(id)).FieldValue().FieldValue("at", "soon").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, _ = runMain("sale", "show", "--sale", sid); code != ExitOK || !strings.Contains(out, `warning: reading the drift of sale `+sid+`: field "at" is "soon"`) ||
@@ -152,15 +155,15 @@ func TestSaleCommands(t *testing.T) {
 		t.Fatalf("show with a mangled drift reading: exit %d\n%s", code, out)
 	}
 	for _, step := range []struct{ cmd, state, status string }{
-		{"pause", sharding.StatePaused, "PAUSED"}, {"pause", sharding.StatePaused, "PAUSED"}, // again: no error
-		{"resume", "", "ACTIVE"}, {"end", sharding.StateEnded, "ENDED"},
+		{"pause", sale.StatePaused, "PAUSED"}, {"pause", sale.StatePaused, "PAUSED"}, // again: no error
+		{"resume", "", "ACTIVE"}, {"end", sale.StateEnded, "ENDED"},
 	} {
 		if step.cmd == "pause" && countSet(halts(t, sid)) == 4 {
 			// A pause that failed half way (a master away until the
 			// retries gave up) leaves a shard without its halt key: show
 			// warns, and the pause run again completes it.
 			k := string(sharding.AppendHaltKey(nil, shardsOf(t, sid)[2]))
-			if err := e.c.Do(context.Background(), e.c.B().Del().Key(k).Build()).Error(); err != nil {
+			if err := e.C.Do(context.Background(), e.C.B().Del().Key(k).Build()).Error(); err != nil {
 				t.Fatal(err)
 			}
 			if code, out, _ := runMain("sale", "show", "--sale", sid); code != ExitOK ||
@@ -173,7 +176,7 @@ func TestSaleCommands(t *testing.T) {
 			t.Fatalf("sale %s: exit %d, %s%s", step.cmd, code, out, errOut)
 		}
 		code, out, _ = runMain("--json", "sale", "show", "--sale", sid)
-		var shown SaleShown
+		var shown saleops.SaleShown
 		if err := json.Unmarshal([]byte(out), &shown); code != ExitOK || err != nil {
 			t.Fatalf("sale show --json: exit %d, %v", code, err)
 		}
@@ -203,10 +206,10 @@ func shardsOf(t *testing.T, sid string) []string {
 	return shown(t, sid).Shards
 }
 
-func shown(t *testing.T, sid string) SaleShown {
+func shown(t *testing.T, sid string) saleops.SaleShown {
 	t.Helper()
 	code, out, _ := runMain("--json", "sale", "show", "--sale", sid)
-	var s SaleShown
+	var s saleops.SaleShown
 	if err := json.Unmarshal([]byte(out), &s); code != ExitOK || err != nil {
 		t.Fatalf("sale show --json: exit %d, %v", code, err)
 	}
@@ -217,22 +220,22 @@ func shown(t *testing.T, sid string) SaleShown {
 // before PostgreSQL's commit left the sale in Redis alone; the same file again
 // finishes it, while another file, or a sale with a unit sold, is refused.
 func TestCreateFinishesAnUnfinishedCreate(t *testing.T) {
-	e := newEnv(t)
+	e := opstest.NewEnv(t)
 	ctx := context.Background()
-	top, err := stock.Topology(ctx, e.c)
+	top, err := stock.Topology(ctx, e.C)
 	if err != nil {
 		t.Fatal(err)
 	}
-	unfinished := func(qty int64) *sharding.Sale { // in Redis only, as a stopped create leaves it
-		id := randomSaleID()
-		t.Cleanup(func() { e.dropSale(id) })
+	unfinished := func(qty int64) *sale.Sale { // in Redis only, as a stopped create leaves it
+		id := opstest.RandomSaleID()
+		t.Cleanup(func() { e.DropSale(id) })
 		now := time.Now().UTC().Truncate(time.Second)
-		s := &sharding.Sale{ID: id, Name: "stopped", StartsAt: now, EndsAt: now.Add(time.Hour), Version: 1,
-			Items: []sharding.Item{{ID: id*10 + 1, Name: "x", Price: 1, Currency: "JPY", Quantity: qty}}}
+		s := &sale.Sale{ID: id, Name: "stopped", StartsAt: now, EndsAt: now.Add(time.Hour), Version: 1,
+			Items: []sale.Item{{ID: id*10 + 1, Name: "x", Price: 1, Currency: "JPY", Quantity: qty}}}
 		if s.Shards, err = sharding.PlaceTags(id, 2, top); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.t.Store.Preload(ctx, s, false); err != nil {
+		if err := e.T.Store.Preload(ctx, s, false); err != nil {
 			t.Fatal(err)
 		}
 		f := *s
@@ -241,43 +244,54 @@ func TestCreateFinishesAnUnfinishedCreate(t *testing.T) {
 	}
 
 	s := unfinished(5)
-	if err := CreateSale(ctx, e.pool, e.t.Store, s, 0); err != nil {
+	if err := saleops.CreateSale(ctx, e.Pool, e.T.Store, s, 0); err != nil {
 		t.Fatalf("the same sale again: %v", err)
 	}
-	if ok, err := schema.SaleExists(ctx, e.pool, s.ID); err != nil || !ok {
+	if ok, err := schema.SaleExists(ctx, e.Pool, s.ID); err != nil || !ok {
 		t.Fatalf("PostgreSQL holds the sale: %v %v", ok, err)
 	}
-	stored, err := e.t.Store.LoadSale(ctx, s.ID)
+	stored, err := e.T.Store.LoadSale(ctx, s.ID)
 	if err != nil || len(stored.Shards) != 2 {
 		t.Fatalf("redis: %+v %v", stored, err)
 	}
-	if left := e.left(t, stored, s.Items[0].ID); left != 5 {
+	if left := e.Left(t, stored, s.Items[0].ID); left != 5 {
 		t.Fatalf("units %d, want 5", left)
 	}
 
 	other := unfinished(5)
 	other.Items[0].Quantity = 6
-	if err := CreateSale(ctx, e.pool, e.t.Store, other, 0); !errors.Is(err, schema.ErrSaleExists) || !strings.Contains(err.Error(), "differs") {
+	if err := saleops.CreateSale(ctx, e.Pool, e.T.Store, other, 0); !errors.Is(err, schema.ErrSaleExists) || !strings.Contains(err.Error(), "differs") {
 		t.Fatalf("another file: %v, want ErrSaleExists (differs)", err)
 	}
 
 	sold := unfinished(5)
-	placed, err := e.t.Store.LoadSale(ctx, sold.ID)
+	placed, err := e.T.Store.LoadSale(ctx, sold.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tag := placed.Shards[sharding.HomeShard(7, sold.ID, 2)]
 	now := time.Now()
-	if r, err := e.t.Store.Reserve(ctx, stock.Reservation{Tag: tag, SaleID: sold.ID, ItemID: sold.Items[0].ID, UserID: 7,
+	if r, err := e.T.Store.Reserve(ctx, stock.Reservation{Tag: tag, SaleID: sold.ID, ItemID: sold.Items[0].ID, UserID: 7,
 		OrderID: sharding.NewOrderID(sold.ID, 7, 7), Attempt: 1, Created: now, Expires: now.Add(time.Minute), TTL: time.Hour}); err != nil || r.Outcome != stock.Reserved {
 		t.Fatalf("reserve: %+v %v", r, err)
 	}
-	if err := CreateSale(ctx, e.pool, e.t.Store, sold, 0); !errors.Is(err, schema.ErrSaleExists) || !strings.Contains(err.Error(), "4 of its 5 units") {
+	if err := saleops.CreateSale(ctx, e.Pool, e.T.Store, sold, 0); !errors.Is(err, schema.ErrSaleExists) || !strings.Contains(err.Error(), "4 of its 5 units") {
 		t.Fatalf("a sale with a unit sold: %v, want ErrSaleExists (4 of its 5 units)", err)
 	}
 	for _, id := range []int64{other.ID, sold.ID} {
-		if ok, _ := schema.SaleExists(ctx, e.pool, id); ok {
+		if ok, _ := schema.SaleExists(ctx, e.Pool, id); ok {
 			t.Fatalf("sale %d was written to PostgreSQL", id)
 		}
 	}
+}
+
+// countSet counts the halt keys set (the non-empty strings of v).
+func countSet(v []string) int {
+	n := 0
+	for _, s := range v {
+		if s != "" {
+			n++
+		}
+	}
+	return n
 }

@@ -11,6 +11,10 @@ import (
 	"time"
 
 	"flashsale/deploy/testenv"
+	"flashsale/sharding/ops/internal/opstest"
+	"flashsale/sharding/ops/saleops"
+	"flashsale/sharding/ops/tool"
+	"flashsale/sharding/ops/toolbox"
 	"flashsale/writer/schema"
 )
 
@@ -19,9 +23,9 @@ import (
 // what answered: exit 0 with every node of the cluster and the writers' lag,
 // exit 1 and the failing store named when one does not answer.
 func TestToolboxChecksTheStores(t *testing.T) {
-	newEnv(t)
+	opstest.NewEnv(t)
 	testenv.Require(t, "kafka")
-	_, group, topic := writerLag(t, 3)
+	_, group, topic := opstest.WriterLag(t, 3)
 	code, out, errOut := runMain("toolbox", "--once", "--writer-group", group, "--orders-topic", topic)
 	if code != ExitOK || !strings.Contains(out, "toolbox ok") || !strings.Contains(out, "redis ok (6 nodes answer)") ||
 		!strings.Contains(out, "postgresql ok") || !strings.Contains(out, fmt.Sprintf("group %s has 3 records of %s to persist", group, topic)) {
@@ -34,7 +38,7 @@ func TestToolboxChecksTheStores(t *testing.T) {
 	}
 	// A group no writer committed for yet is reached all the same.
 	code, out, _ = runMain("--json", "toolbox", "--once", "--writer-group", group+"-never", "--orders-topic", topic)
-	var r Reach
+	var r toolbox.Reach
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != ExitOK || !r.OK || !strings.Contains(r.Kafka, "has not committed an offset yet") {
 		t.Fatalf("toolbox --once, new group: exit %d, %v\n%s", code, err, out)
 	}
@@ -50,9 +54,9 @@ func TestToolboxChecksTheStores(t *testing.T) {
 // interval and exits 0 when it is told to stop (SIGTERM cancels Main's
 // context), so that the pod restarts cleanly.
 func TestToolboxRunsUntilStopped(t *testing.T) {
-	newEnv(t)
+	opstest.NewEnv(t)
 	testenv.Require(t, "kafka")
-	_, group, topic := writerLag(t, 0)
+	_, group, topic := opstest.WriterLag(t, 0)
 	// 4 s: the first check runs at once, the second 1 s after the first
 	// ends; a check dials all three stores, slower on a loaded machine.
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
@@ -76,26 +80,26 @@ func TestToolboxRunsUntilStopped(t *testing.T) {
 // create --file - < sale.yaml`); empty or oversized input is refused with
 // nothing written.
 func TestSaleCreateFromStandardInput(t *testing.T) {
-	e := newEnv(t)
-	defer func(r io.Reader) { stdin = r }(stdin)
-	id := randomSaleID()
+	e := opstest.NewEnv(t)
+	defer func(r io.Reader) { tool.Stdin = r }(tool.Stdin)
+	id := opstest.RandomSaleID()
 	doc := fmt.Sprintf("id: %d\nname: piped sale\nstartsAt: 2026-01-01T10:00:00Z\nendsAt: 2036-01-01T10:00:00Z\n"+
 		"items:\n  - {id: %d, name: Hat, price: 500, currency: EUR, quantity: 5}\n", id, id*100+1)
 	for _, bad := range []struct{ in, want string }{
 		{"", "sale file is empty"},
-		{strings.Repeat("#", maxSaleFile+1), fmt.Sprintf("reading sale file: more than %d bytes", maxSaleFile)},
+		{strings.Repeat("#", saleops.MaxSaleFile+1), fmt.Sprintf("reading sale file: more than %d bytes", saleops.MaxSaleFile)},
 	} {
-		stdin = strings.NewReader(bad.in)
+		tool.Stdin = strings.NewReader(bad.in)
 		if code, _, errOut := runMain("sale", "create", "--file", "-"); code != ExitFail || !strings.Contains(errOut, bad.want) {
 			t.Errorf("sale create from %d bytes: exit %d, %q; want %q", len(bad.in), code, errOut, bad.want)
 		}
 	}
-	t.Cleanup(func() { e.dropSale(id) })
-	stdin = strings.NewReader(doc)
+	t.Cleanup(func() { e.DropSale(id) })
+	tool.Stdin = strings.NewReader(doc)
 	if code, out, errOut := runMain("sale", "create", "--file", "-", "--shards", "2"); code != ExitOK || !strings.Contains(out, "created") {
 		t.Fatalf("sale create --file -: exit %d\n%s%s", code, out, errOut)
 	}
-	if ok, err := schema.SaleExists(context.Background(), e.pool, id); err != nil || !ok {
+	if ok, err := schema.SaleExists(context.Background(), e.Pool, id); err != nil || !ok {
 		t.Fatalf("the piped sale is not in PostgreSQL (%v, %v)", ok, err)
 	}
 }

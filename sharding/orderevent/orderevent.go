@@ -67,7 +67,7 @@ func (t Type) String() string {
 // The ranges Decode accepts. Times are unix milliseconds: MinUnixMilli is
 // 2020-01-01T00:00:00Z and MaxUnixMilli 2200-01-01T00:00:00Z, far from any
 // real clock on either side. MaxPaymentWindow bounds expiresAt - createdAt:
-// a payment window is minutes (sharding.DefaultPaymentWindow is 10), and a
+// a payment window is minutes (sale.DefaultPaymentWindow is 10), and a
 // week leaves room for any sale an operator means while refusing a record
 // that would hold a unit for years.
 const (

@@ -10,6 +10,7 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/backoff"
+	"flashsale/sharding/sale"
 )
 
 // The kill switch. An operator pauses a sale, resumes it, or ends it early for
@@ -33,19 +34,19 @@ import (
 // ErrStateChange is a state change the sale's current state does not allow.
 var ErrStateChange = errors.New("state change not allowed")
 
-// SetState moves sale id to state ("" resumes, sharding.StatePaused,
-// sharding.StateEnded) and returns the stored description. Setting the state
+// SetState moves sale id to state ("" resumes, sale.StatePaused,
+// sale.StateEnded) and returns the stored description. Setting the state
 // the sale is already in is done again (it repairs a crashed change) and is
 // not an error; an ended sale cannot be paused or resumed.
-func (s *Store) SetState(ctx context.Context, id int64, state string) (*sharding.Sale, error) {
-	if state != "" && state != sharding.StatePaused && state != sharding.StateEnded {
+func (s *Store) SetState(ctx context.Context, id int64, state string) (*sale.Sale, error) {
+	if state != "" && state != sale.StatePaused && state != sale.StateEnded {
 		return nil, fmt.Errorf("state %q: %w", state, ErrStateChange)
 	}
-	sale, err := s.LoadSale(ctx, id)
+	sl, err := s.LoadSale(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if sale.State == sharding.StateEnded && state != sharding.StateEnded {
+	if sl.State == sale.StateEnded && state != sale.StateEnded {
 		return nil, fmt.Errorf("sale %d was ended by an operator and cannot be paused or resumed: %w", id, ErrStateChange)
 	}
 	if j, err := s.loadJournal(ctx, id); err != nil {
@@ -53,13 +54,13 @@ func (s *Store) SetState(ctx context.Context, id int64, state string) (*sharding
 	} else if j != nil {
 		return nil, fmt.Errorf("sale %d: %w; finish it first", id, ErrReshardRunning)
 	}
-	next := *sale
+	next := *sl
 	if next.State != state {
-		next.State, next.Version = state, sale.Version+1
+		next.State, next.Version = state, sl.Version+1
 	}
 	// The halt keys first: a pause is exact from here, and a resume lets the
 	// scripts sell before the gateways' copies of the description say so.
-	if err := s.setHalt(ctx, sale.Shards, state); err != nil {
+	if err := s.setHalt(ctx, sl.Shards, state); err != nil {
 		return nil, err
 	}
 	return &next, s.StoreSale(ctx, &next)
@@ -76,7 +77,7 @@ var haltBackoff = backoff.Policy{First: 100 * time.Millisecond, Max: 2 * time.Se
 // StateAction names what moving a sale to state does: "resumed", "paused" or
 // "ended".
 func StateAction(state string) string {
-	return map[string]string{"": "resumed", sharding.StatePaused: "paused", sharding.StateEnded: "ended"}[state]
+	return map[string]string{"": "resumed", sale.StatePaused: "paused", sale.StateEnded: "ended"}[state]
 }
 
 // setHalt writes state to the halt key of every shard in tags, or deletes the
@@ -123,7 +124,7 @@ func (s *Store) setHalt(ctx context.Context, tags []string, state string) error 
 
 // Halts returns the halt key of every shard of sale ("" where none), so a
 // check can compare them with the description.
-func (s *Store) Halts(ctx context.Context, sale *sharding.Sale) ([]string, error) {
+func (s *Store) Halts(ctx context.Context, sale *sale.Sale) ([]string, error) {
 	cmds := make(rueidis.Commands, len(sale.Shards))
 	for i, tag := range sale.Shards {
 		cmds[i] = s.c.B().Get().Key(string(sharding.AppendHaltKey(nil, tag))).Build()

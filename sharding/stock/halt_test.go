@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -17,18 +18,18 @@ import (
 func TestHaltInTheScript(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()
-	sale := newSale(t, s, c, 2, 10)
-	tag := sale.Shards[0]
-	held := sharding.NewOrderID(sale.ID, 1, 1)
+	sl := newSale(t, s, c, 2, 10)
+	tag := sl.Shards[0]
+	held := sharding.NewOrderID(sl.ID, 1, 1)
 	if r, err := s.Reserve(ctx, reservation(tag, 1, 1, held)); err != nil || r.Outcome != stock.Reserved {
 		t.Fatalf("reserve before the pause: %+v %v", r, err)
 	}
-	got, err := s.SetState(ctx, sale.ID, sharding.StatePaused)
-	if err != nil || got.State != sharding.StatePaused || got.Version != sale.Version+1 {
+	got, err := s.SetState(ctx, sl.ID, sale.StatePaused)
+	if err != nil || got.State != sale.StatePaused || got.Version != sl.Version+1 {
 		t.Fatalf("pause: %+v %v", got, err)
 	}
-	before, _ := total(t, s, sale, 1)
-	if r, err := s.Reserve(ctx, reservation(tag, 1, 2, sharding.NewOrderID(sale.ID, 2, 2))); err != nil || r.Outcome != stock.Paused {
+	before, _ := total(t, s, sl, 1)
+	if r, err := s.Reserve(ctx, reservation(tag, 1, 2, sharding.NewOrderID(sl.ID, 2, 2))); err != nil || r.Outcome != stock.Paused {
 		t.Fatalf("reserve while paused: %+v %v, want Paused", r, err)
 	}
 	// The replay of the reservation made before the pause is still true.
@@ -37,23 +38,23 @@ func TestHaltInTheScript(t *testing.T) {
 	}
 	// A borrow's credit arrives even though the reservation is refused:
 	// the donor's journal is cleared as the gateway does, and no unit is lost.
-	id, k, err := s.MoveOut(ctx, 1, sale.Shards[1], tag, 1)
+	id, k, err := s.MoveOut(ctx, 1, sl.Shards[1], tag, 1)
 	if err != nil || k != 1 {
 		t.Fatalf("move out: %d %v", k, err)
 	}
-	r := reservation(tag, 1, 3, sharding.NewOrderID(sale.ID, 3, 3))
+	r := reservation(tag, 1, 3, sharding.NewOrderID(sl.ID, 3, 3))
 	r.Credit = stock.Credit{MoveID: id, Units: 1}
 	if r, err := s.Reserve(ctx, r); err != nil || r.Outcome != stock.Paused {
 		t.Fatalf("borrowing reserve while paused: %+v %v, want Paused", r, err)
 	}
-	if err := s.DropMove(ctx, sale.Shards[1], id); err != nil {
+	if err := s.DropMove(ctx, sl.Shards[1], id); err != nil {
 		t.Fatal(err)
 	}
-	if after, per := total(t, s, sale, 1); after != before {
+	if after, per := total(t, s, sl, 1); after != before {
 		t.Fatalf("stock %d (%v) after the refused reservations, want %d unchanged", after, per, before)
 	}
-	ls, err := s.LoadSale(ctx, sale.ID)
-	if err != nil || ls.State != sharding.StatePaused {
+	ls, err := s.LoadSale(ctx, sl.ID)
+	if err != nil || ls.State != sale.StatePaused {
 		t.Fatalf("stored description: %+v %v", ls, err)
 	}
 	// A reshard while paused keeps the pause on the new shards.
@@ -61,35 +62,35 @@ func TestHaltInTheScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, _, err := s.Reshard(ctx, sale.ID, 3, top)
+	next, _, err := s.Reshard(ctx, sl.ID, 3, top)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if halts, err := s.Halts(ctx, next); err != nil || halts[0] != sharding.StatePaused || halts[2] != sharding.StatePaused || next.State != sharding.StatePaused {
+	if halts, err := s.Halts(ctx, next); err != nil || halts[0] != sale.StatePaused || halts[2] != sale.StatePaused || next.State != sale.StatePaused {
 		t.Fatalf("halts after the reshard: %v %v (state %q)", halts, err, next.State)
 	}
-	if _, err := s.SetState(ctx, sale.ID, ""); err != nil {
+	if _, err := s.SetState(ctx, sl.ID, ""); err != nil {
 		t.Fatal(err)
 	}
 	if halts, _ := s.Halts(ctx, next); halts[0] != "" || halts[1] != "" || halts[2] != "" {
 		t.Fatalf("halts after resume: %v", halts)
 	}
-	home := next.Shards[sharding.HomeShard(4, sale.ID, 3)]
-	if r, err := s.Reserve(ctx, reservation(home, 1, 4, sharding.NewOrderID(sale.ID, 4, 4))); err != nil || r.Outcome != stock.Reserved {
+	home := next.Shards[sharding.HomeShard(4, sl.ID, 3)]
+	if r, err := s.Reserve(ctx, reservation(home, 1, 4, sharding.NewOrderID(sl.ID, 4, 4))); err != nil || r.Outcome != stock.Reserved {
 		t.Fatalf("reserve after resume: %+v %v", r, err)
 	}
-	if _, err := s.SetState(ctx, sale.ID, sharding.StateEnded); err != nil {
+	if _, err := s.SetState(ctx, sl.ID, sale.StateEnded); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := s.Reserve(ctx, reservation(home, 1, 5, sharding.NewOrderID(sale.ID, 5, 5))); err != nil || r.Outcome != stock.Ended {
+	if r, err := s.Reserve(ctx, reservation(home, 1, 5, sharding.NewOrderID(sl.ID, 5, 5))); err != nil || r.Outcome != stock.Ended {
 		t.Fatalf("reserve after end: %+v %v, want Ended", r, err)
 	}
-	for _, st := range []string{"", sharding.StatePaused} {
-		if _, err := s.SetState(ctx, sale.ID, st); !errors.Is(err, stock.ErrStateChange) {
+	for _, st := range []string{"", sale.StatePaused} {
+		if _, err := s.SetState(ctx, sl.ID, st); !errors.Is(err, stock.ErrStateChange) {
 			t.Fatalf("state %q after end: %v, want ErrStateChange", st, err)
 		}
 	}
-	if _, err := s.SetState(ctx, sale.ID, "GONE"); !errors.Is(err, stock.ErrStateChange) {
+	if _, err := s.SetState(ctx, sl.ID, "GONE"); !errors.Is(err, stock.ErrStateChange) {
 		t.Fatalf("unknown state: %v", err)
 	}
 }
@@ -100,17 +101,17 @@ func TestHaltInTheScript(t *testing.T) {
 func TestPauseIsAcknowledged(t *testing.T) {
 	s, c := newStore(t)
 	ctx := context.Background()
-	sale := storedSale(t, s, c, 2, 10)
+	sl := storedSale(t, s, c, 2, 10)
 	ops, _, user := unconfirmedStore(t)
-	if _, err := ops.SetState(ctx, sale.ID, sharding.StatePaused); !errors.Is(err, stock.ErrUnconfirmed) {
+	if _, err := ops.SetState(ctx, sl.ID, sale.StatePaused); !errors.Is(err, stock.ErrUnconfirmed) {
 		t.Fatalf("pause whose WAIT failed: %v, want ErrUnconfirmed", err)
 	}
 	user.Set("+wait")
-	got, err := ops.SetState(ctx, sale.ID, sharding.StatePaused)
-	if err != nil || got.State != sharding.StatePaused {
+	got, err := ops.SetState(ctx, sl.ID, sale.StatePaused)
+	if err != nil || got.State != sale.StatePaused {
 		t.Fatalf("pause: %+v %v", got, err)
 	}
-	if halts, err := s.Halts(ctx, got); err != nil || halts[0] != sharding.StatePaused || halts[1] != sharding.StatePaused {
+	if halts, err := s.Halts(ctx, got); err != nil || halts[0] != sale.StatePaused || halts[1] != sale.StatePaused {
 		t.Fatalf("halt keys %v %v", halts, err)
 	}
 }

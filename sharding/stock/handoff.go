@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // The hand-off: every change a client is told 202 about (a reservation, a pay
@@ -363,7 +364,7 @@ type Journals struct {
 // drift's "in flight"). An entry whose item does not parse is an error, and
 // the backlog and oldest entries are returned with it (Units then misses
 // that entry).
-func (s *Store) ReadJournals(ctx context.Context, sale *sharding.Sale) (Journals, error) {
+func (s *Store) ReadJournals(ctx context.Context, sale *sale.Sale) (Journals, error) {
 	cmds := make(rueidis.Commands, len(sale.Shards))
 	for i, tag := range sale.Shards {
 		cmds[i] = s.c.B().Xrange().Key(string(sharding.AppendEventsKey(nil, tag))).Start("-").End("+").Build()

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // Moving units between shards.
@@ -118,7 +119,7 @@ type PendingMove struct {
 }
 
 // PendingMoves lists the unfinished moves journaled on sale's shards.
-func (s *Store) PendingMoves(ctx context.Context, sale *sharding.Sale) ([]PendingMove, error) {
+func (s *Store) PendingMoves(ctx context.Context, sale *sale.Sale) ([]PendingMove, error) {
 	return s.pendingMoves(ctx, sale.Shards)
 }
 
@@ -149,7 +150,7 @@ func (s *Store) pendingMoves(ctx context.Context, tags []string) ([]PendingMove,
 // RecoverMoves finishes every move journaled on sale's shards, as after a crash,
 // and returns how many it finished. Safe to run while moves are in flight: each
 // step is idempotent by move id.
-func (s *Store) RecoverMoves(ctx context.Context, sale *sharding.Sale) (int, error) {
+func (s *Store) RecoverMoves(ctx context.Context, sale *sale.Sale) (int, error) {
 	return s.recoverMoves(ctx, sale.Shards, false)
 }
 
@@ -174,7 +175,7 @@ func (s *Store) recoverMoves(ctx context.Context, tags []string, force bool) (in
 // draining the richest one; a stale view only costs a move of 0 units. It is
 // the answer to stranded stock: a user whose home shard ran dry is served from
 // the rest of the item's stock.
-func (s *Store) Borrow(ctx context.Context, sale *sharding.Sale, itemID int64, home int, remaining []int64) (int64, error) {
+func (s *Store) Borrow(ctx context.Context, sale *sale.Sale, itemID int64, home int, remaining []int64) (int64, error) {
 	var sum int64
 	for i, r := range remaining {
 		if i != home && r > 0 {
@@ -208,7 +209,7 @@ func (s *Store) Borrow(ctx context.Context, sale *sharding.Sale, itemID int64, h
 // between the reading of its receiver and of its donor hides its units from
 // that reading. A total of zero is therefore confirmed by a second reading
 // (one more round trip, only when the item looks sold out).
-func (s *Store) Available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+func (s *Store) Available(ctx context.Context, sale *sale.Sale, itemID int64) ([]int64, error) {
 	out, err := s.confirmed(ctx, sale, itemID)
 	if err != nil {
 		return nil, err
@@ -224,7 +225,7 @@ const Unknown = -1
 // count, so that units returned to the shards that are up are seen at once.
 // It fails only when no shard answered or a reply is malformed. A total of
 // zero is confirmed by a second reading only with every shard read.
-func (s *Store) ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+func (s *Store) ReadStock(ctx context.Context, sale *sale.Sale, itemID int64) ([]int64, error) {
 	out, err := s.confirmed(ctx, sale, itemID)
 	if out == nil {
 		return nil, err
@@ -241,7 +242,7 @@ func (s *Store) ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64
 // total is zero (see Available). With an error, out is the reading of the
 // shards that answered (Unknown for the others), or nil for a malformed
 // reply.
-func (s *Store) confirmed(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+func (s *Store) confirmed(ctx context.Context, sale *sale.Sale, itemID int64) ([]int64, error) {
 	out, err := s.available(ctx, sale, itemID)
 	if err != nil || len(sale.Shards) < 2 {
 		return out, err
@@ -257,7 +258,7 @@ func (s *Store) confirmed(ctx context.Context, sale *sharding.Sale, itemID int64
 // available reads each shard's stock of itemID plus the units moving to it.
 // A shard whose reading failed reads Unknown and the first failure is
 // returned with the reading; a malformed reply returns no reading.
-func (s *Store) available(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+func (s *Store) available(ctx context.Context, sale *sale.Sale, itemID int64) ([]int64, error) {
 	n := len(sale.Shards)
 	cmds := make(rueidis.Commands, 0, 2*n)
 	for _, tag := range sale.Shards {

@@ -16,10 +16,11 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/lua"
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
-func newSale(t *testing.T, s *stock.Store, c rueidis.Client, shards int, qty ...int64) *sharding.Sale {
+func newSale(t *testing.T, s *stock.Store, c rueidis.Client, shards int, qty ...int64) *sale.Sale {
 	t.Helper()
 	ctx := context.Background()
 	top, err := stock.Topology(ctx, c)
@@ -32,17 +33,17 @@ func newSale(t *testing.T, s *stock.Store, c rueidis.Client, shards int, qty ...
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	sale := &sharding.Sale{ID: id, Name: "t", StartsAt: now, EndsAt: now.Add(time.Hour), Shards: tags}
+	sl := &sale.Sale{ID: id, Name: "t", StartsAt: now, EndsAt: now.Add(time.Hour), Shards: tags}
 	for i, q := range qty {
-		sale.Items = append(sale.Items, sharding.Item{ID: int64(i + 1), Quantity: q})
+		sl.Items = append(sl.Items, sale.Item{ID: int64(i + 1), Quantity: q})
 	}
-	if err := s.Preload(ctx, sale, false); err != nil {
+	if err := s.Preload(ctx, sl, false); err != nil {
 		t.Fatal(err)
 	}
-	return sale
+	return sl
 }
 
-func total(t *testing.T, s *stock.Store, sale *sharding.Sale, item int64) (sum int64, per []int64) {
+func total(t *testing.T, s *stock.Store, sale *sale.Sale, item int64) (sum int64, per []int64) {
 	t.Helper()
 	per, err := s.Remaining(context.Background(), sale, item)
 	if err != nil {
@@ -191,13 +192,13 @@ func TestReshardWhilePurchasing(t *testing.T) {
 	// Enough stock for about 9 s of purchases: the reshards must run under
 	// load, also when a loaded machine makes them slow.
 	const units = 30000 + 5000
-	sale := newSale(t, s, c, 4, 30000, 5000)
+	sd := newSale(t, s, c, 4, 30000, 5000)
 	top, err := stock.Topology(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cur atomic.Pointer[sharding.Sale]
-	cur.Store(sale)
+	var cur atomic.Pointer[sale.Sale]
+	cur.Store(sd)
 	var reserved, frozen atomic.Int64
 	winners := sync.Map{}
 	var next atomic.Uint64
@@ -239,7 +240,7 @@ func TestReshardWhilePurchasing(t *testing.T) {
 		if reserved.Load() >= units {
 			t.Fatal("sold out before the reshard: the test would not show a reshard under load")
 		}
-		got, rep, err := s.Reshard(ctx, sale.ID, n, top)
+		got, rep, err := s.Reshard(ctx, sd.ID, n, top)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,8 +251,8 @@ func TestReshardWhilePurchasing(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond)
 	shoppers.Stop()
-	final, err := s.LoadSale(ctx, sale.ID)
-	if err != nil || len(final.Shards) != 4 || final.Version != sale.Version+2 {
+	final, err := s.LoadSale(ctx, sd.ID)
+	if err != nil || len(final.Shards) != 4 || final.Version != sd.Version+2 {
 		t.Fatalf("final sale %+v %v", final, err)
 	}
 	var left int64
@@ -286,7 +287,7 @@ func TestReshardWhilePurchasing(t *testing.T) {
 	if int64(buyers) != reserved.Load() || left+reserved.Load() != units {
 		t.Fatalf("units left %d + reserved %d != %d, buyers %d", left, reserved.Load(), units, buyers)
 	}
-	for _, tag := range sale.Shards {
+	for _, tag := range sd.Shards {
 		if n, _ := c.Do(ctx, c.B().Exists().Key(string(sharding.AppendStockKey(nil, tag, 1))).Build()).AsInt64(); n != 0 {
 			t.Fatalf("old shard %s still has stock", tag)
 		}

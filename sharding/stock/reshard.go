@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // Resharding: changing a sale's shard count S before or during the sale.
@@ -79,7 +80,7 @@ type ReshardReport struct {
 
 // Reshard changes sale saleID to n shards placed over top's masters. It resumes
 // a reshard that crashed (its journal names the target; n must match).
-func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.Topology) (*sharding.Sale, ReshardReport, error) {
+func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.Topology) (*sale.Sale, ReshardReport, error) {
 	rep := ReshardReport{To: n, Units: map[int64]int64{}}
 	sale, err := s.LoadSale(ctx, saleID)
 	if err != nil {
@@ -130,7 +131,7 @@ func (s *Store) Reshard(ctx context.Context, saleID int64, n int, top *sharding.
 // journal that names them, in phase "copying" (step 1). The journal is
 // written with NX, so that only one reshard of a sale runs at a time: one
 // already there is ErrReshardRunning.
-func (s *Store) startReshard(ctx context.Context, sale *sharding.Sale, n int, top *sharding.Topology) (*reshardJournal, error) {
+func (s *Store) startReshard(ctx context.Context, sale *sale.Sale, n int, top *sharding.Topology) (*reshardJournal, error) {
 	to, err := sharding.PlaceTagsVersion(sale.ID, sale.Version+1, n, top)
 	if err != nil {
 		return nil, err
@@ -150,7 +151,7 @@ func (s *Store) startReshard(ctx context.Context, sale *sharding.Sale, n int, to
 // resume takes up the unfinished reshard j of sale, noting in rep that it is
 // resumed and what it reshards from. A resumed reshard must target n shards,
 // as the crashed one did: a different count is ErrReshardRunning.
-func (j *reshardJournal) resume(sale *sharding.Sale, n int, rep *ReshardReport) error {
+func (j *reshardJournal) resume(sale *sale.Sale, n int, rep *ReshardReport) error {
 	rep.Resumed = true
 	if len(j.To) != n {
 		return fmt.Errorf("%w: it targets %d shards, not %d", ErrReshardRunning, len(j.To), n)
@@ -171,7 +172,7 @@ func (j *reshardJournal) resume(sale *sharding.Sale, n int, rep *ReshardReport) 
 // stores the description with the new tags and moves the journal to phase
 // "published". It returns the published sale; until the journal says
 // "published" a failure leaves a reshard that the same command resumes.
-func (s *Store) publishReshard(ctx context.Context, sale *sharding.Sale, j *reshardJournal, top *sharding.Topology, rep *ReshardReport) (*sharding.Sale, error) {
+func (s *Store) publishReshard(ctx context.Context, sale *sale.Sale, j *reshardJournal, top *sharding.Topology, rep *ReshardReport) (*sale.Sale, error) {
 	if err := s.fence(ctx, j.From, j.Version); err != nil {
 		return nil, err
 	}
@@ -294,7 +295,7 @@ type copied struct {
 // those writes could still drop the copy on a promoted replica that then
 // takes the stock keys, so the copy is read back from the masters that
 // acknowledged them (copyCheck).
-func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJournal, top *sharding.Topology, rep *ReshardReport) error {
+func (s *Store) copyShards(ctx context.Context, sale *sale.Sale, j *reshardJournal, top *sharding.Topology, rep *ReshardReport) error {
 	stockCmds, err := s.copyStock(ctx, sale, j, rep)
 	if err != nil {
 		return err
@@ -358,10 +359,10 @@ func (s *Store) copyShards(ctx context.Context, sale *sharding.Sale, j *reshardJ
 
 // copyStock returns the writes of each item's units, its total over the old
 // shards split evenly over the new ones.
-func (s *Store) copyStock(ctx context.Context, sale *sharding.Sale, j *reshardJournal, rep *ReshardReport) (rueidis.Commands, error) {
-	old := &sharding.Sale{ID: sale.ID, Shards: j.From}
+func (s *Store) copyStock(ctx context.Context, sl *sale.Sale, j *reshardJournal, rep *ReshardReport) (rueidis.Commands, error) {
+	old := &sale.Sale{ID: sl.ID, Shards: j.From}
 	var cmds rueidis.Commands
-	for _, it := range sale.Items {
+	for _, it := range sl.Items {
 		rem, err := s.Remaining(ctx, old, it.ID)
 		if err != nil {
 			return nil, err
@@ -633,7 +634,7 @@ func (s *Store) copyFenceMarks(ctx context.Context, from, to []string) (rueidis.
 	return cmds, nil
 }
 
-func (s *Store) dropShards(ctx context.Context, sale *sharding.Sale, tags []string, top *sharding.Topology) error {
+func (s *Store) dropShards(ctx context.Context, sale *sale.Sale, tags []string, top *sharding.Topology) error {
 	var cmds rueidis.Commands
 	for _, tag := range tags {
 		for _, it := range sale.Items {

@@ -13,6 +13,7 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/lua"
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -148,7 +149,7 @@ func TestReshardResumedAfterPublishDoesNotCopyAgain(t *testing.T) {
 }
 
 // storedSale is newSale with its description stored, as flashctl creates one.
-func storedSale(t *testing.T, s *stock.Store, c rueidis.Client, shards int, qty ...int64) *sharding.Sale {
+func storedSale(t *testing.T, s *stock.Store, c rueidis.Client, shards int, qty ...int64) *sale.Sale {
 	t.Helper()
 	sale := newSale(t, s, c, shards, qty...)
 	if err := s.StoreSale(context.Background(), sale); err != nil {
@@ -159,7 +160,7 @@ func storedSale(t *testing.T, s *stock.Store, c rueidis.Client, shards int, qty 
 
 // reserveBuyers reserves a unit of item 1 for users 1..n on their home shards
 // and returns their order ids.
-func reserveBuyers(t *testing.T, s *stock.Store, sale *sharding.Sale, n uint64) map[uint64]sharding.OrderID {
+func reserveBuyers(t *testing.T, s *stock.Store, sale *sale.Sale, n uint64) map[uint64]sharding.OrderID {
 	t.Helper()
 	orders := make(map[uint64]sharding.OrderID, n)
 	for u := uint64(1); u <= n; u++ {

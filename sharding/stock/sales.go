@@ -10,6 +10,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // ErrLive is returned by Preload when the sale already has stock in Redis and
@@ -19,7 +20,7 @@ var ErrLive = errors.New("sale already has stock in Redis (use --force to overwr
 // Preload stores sale's description and its items' stock, split evenly over
 // its shards (sharding.Split), and adds it to the sales index. It refuses with
 // ErrLive when any stock key of the sale exists, unless force is set.
-func (s *Store) Preload(ctx context.Context, sale *sharding.Sale, force bool) error {
+func (s *Store) Preload(ctx context.Context, sale *sale.Sale, force bool) error {
 	if err := sale.Validate(); err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func (s *Store) Preload(ctx context.Context, sale *sharding.Sale, force bool) er
 }
 
 // StoreSale writes sale's description and adds it to the sales index.
-func (s *Store) StoreSale(ctx context.Context, sale *sharding.Sale) error {
+func (s *Store) StoreSale(ctx context.Context, sale *sale.Sale) error {
 	b, err := json.Marshal(sale)
 	if err != nil {
 		return fmt.Errorf("encoding sale: %w", err)
@@ -91,25 +92,25 @@ func (s *Store) SaleIDs(ctx context.Context) ([]int64, error) {
 var ErrNoSale = errors.New("no such sale")
 
 // LoadSale reads one sale's description.
-func (s *Store) LoadSale(ctx context.Context, id int64) (*sharding.Sale, error) {
+func (s *Store) LoadSale(ctx context.Context, id int64) (*sale.Sale, error) {
 	st := storedSale(id, s.c.Do(ctx, s.c.B().Get().Key(sharding.SaleKey(id)).Build()))
 	return st.Decode()
 }
 
 // DecodeSale decodes and validates a sale's description as stored under
 // sharding.SaleKey(id).
-func DecodeSale(id int64, b []byte) (*sharding.Sale, error) {
-	var sale sharding.Sale
-	if err := json.Unmarshal(b, &sale); err != nil {
+func DecodeSale(id int64, b []byte) (*sale.Sale, error) {
+	var s sale.Sale
+	if err := json.Unmarshal(b, &s); err != nil {
 		return nil, fmt.Errorf("decoding sale %d: %w", id, err)
 	}
-	if err := sale.Validate(); err != nil {
+	if err := s.Validate(); err != nil {
 		return nil, fmt.Errorf("sale %d in Redis is invalid: %w", id, err)
 	}
-	if sale.ID != id {
-		return nil, fmt.Errorf("sale %d in Redis is invalid: its description names sale %d", id, sale.ID)
+	if s.ID != id {
+		return nil, fmt.Errorf("sale %d in Redis is invalid: its description names sale %d", id, s.ID)
 	}
-	return &sale, nil
+	return &s, nil
 }
 
 // StoredSale is one sale's description as ReadSales found it: Raw, or Err
@@ -133,7 +134,7 @@ func storedSale(id int64, r rueidis.RedisResult) StoredSale {
 }
 
 // Decode returns the sale st describes (DecodeSale of Raw), or st.Err.
-func (st *StoredSale) Decode() (*sharding.Sale, error) {
+func (st *StoredSale) Decode() (*sale.Sale, error) {
 	if st.Err != nil {
 		return nil, st.Err
 	}
@@ -159,7 +160,7 @@ func (s *Store) ReadSales(ctx context.Context, ids []int64) []StoredSale {
 }
 
 // Remaining returns the units of item left on each shard of sale.
-func (s *Store) Remaining(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+func (s *Store) Remaining(ctx context.Context, sale *sale.Sale, itemID int64) ([]int64, error) {
 	cmds := make(rueidis.Commands, len(sale.Shards))
 	for i, tag := range sale.Shards {
 		cmds[i] = s.c.B().Get().Key(string(sharding.AppendStockKey(nil, tag, itemID))).Build()

@@ -16,6 +16,7 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/lua"
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -384,20 +385,20 @@ func TestPreloadAndRemaining(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	sale := &sharding.Sale{ID: id, Name: "t", StartsAt: now, EndsAt: now.Add(time.Hour),
-		Items: []sharding.Item{{ID: 1, Quantity: 1001}, {ID: 2, Quantity: 3}}, Shards: tags}
-	if err := s.Preload(ctx, sale, false); err != nil {
+	sl := &sale.Sale{ID: id, Name: "t", StartsAt: now, EndsAt: now.Add(time.Hour),
+		Items: []sale.Item{{ID: 1, Quantity: 1001}, {ID: 2, Quantity: 3}}, Shards: tags}
+	if err := s.Preload(ctx, sl, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Preload(ctx, sale, false); !errors.Is(err, stock.ErrLive) {
+	if err := s.Preload(ctx, sl, false); !errors.Is(err, stock.ErrLive) {
 		t.Fatalf("second preload without force: %v", err)
 	}
 	got, err := s.LoadSale(ctx, id)
 	if err != nil || len(got.Shards) != 8 || got.Item(2).Quantity != 3 {
 		t.Fatalf("LoadSale: %+v %v", got, err)
 	}
-	for _, it := range sale.Items {
-		rem, err := s.Remaining(ctx, sale, it.ID)
+	for _, it := range sl.Items {
+		rem, err := s.Remaining(ctx, sl, it.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,14 +7,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // SetBrand stores sale's branding (its Brand and every item's image and
 // description) over what PostgreSQL holds, in one transaction; the sale's
 // other fields are left alone. An item id the sale does not have in
 // PostgreSQL is an error.
-func SetBrand(ctx context.Context, pool *pgxpool.Pool, sale *sharding.Sale) error {
+func SetBrand(ctx context.Context, pool *pgxpool.Pool, sale *sale.Sale) error {
 	brand, err := brandJSON(sale.Brand)
 	if err != nil {
 		return err
@@ -44,7 +44,7 @@ func SetBrand(ctx context.Context, pool *pgxpool.Pool, sale *sharding.Sale) erro
 }
 
 // brandJSON is the brand column's value: nil (NULL) for no branding.
-func brandJSON(b *sharding.Brand) ([]byte, error) {
+func brandJSON(b *sale.Brand) ([]byte, error) {
 	if b == nil {
 		return nil, nil
 	}
@@ -56,11 +56,11 @@ func brandJSON(b *sharding.Brand) ([]byte, error) {
 }
 
 // ParseBrand reads the brand column's value: nil for NULL.
-func ParseBrand(j []byte) (*sharding.Brand, error) {
+func ParseBrand(j []byte) (*sale.Brand, error) {
 	if len(j) == 0 {
 		return nil, nil
 	}
-	var b sharding.Brand
+	var b sale.Brand
 	if err := json.Unmarshal(j, &b); err != nil {
 		return nil, fmt.Errorf("decoding brand: %w", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // The sale rows: the ops tool (`flashctl sale create|list|show`) writes and
@@ -23,7 +23,7 @@ var ErrSaleExists = errors.New("sale already exists")
 // CreateSale inserts sale and its items in one transaction and, before
 // committing, calls publish (which preloads Redis); when publish fails nothing
 // is committed. An existing sale id or item id is refused with a clear error.
-func CreateSale(ctx context.Context, pool *pgxpool.Pool, sale *sharding.Sale, publish func(context.Context) error) error {
+func CreateSale(ctx context.Context, pool *pgxpool.Pool, sale *sale.Sale, publish func(context.Context) error) error {
 	return CreateSaleSeeded(ctx, pool, sale, func(ctx context.Context) (string, error) { return "", publish(ctx) })
 }
 
@@ -31,7 +31,7 @@ func CreateSale(ctx context.Context, pool *pgxpool.Pool, sale *sharding.Sale, pu
 // draw's secret seed as it left it in Redis ("" for none), which is kept
 // with the sale's front door (FrontDoor, as sale stands after publish), so
 // that a preload from PostgreSQL alone restores both.
-func CreateSaleSeeded(ctx context.Context, pool *pgxpool.Pool, sale *sharding.Sale, publish func(context.Context) (string, error)) error {
+func CreateSaleSeeded(ctx context.Context, pool *pgxpool.Pool, sale *sale.Sale, publish func(context.Context) (string, error)) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("creating sale: %w", err)

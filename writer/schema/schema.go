@@ -1,7 +1,17 @@
-// Package schema is the PostgreSQL schema of the flash sale: goose migrations
-// embedded in every binary that needs them. The writer owns it and applies it
-// at start (`writer migrate`); the ops tool and the bench's tests apply the same
-// migrations rather than copies of them.
+// Package schema is the PostgreSQL schema of the flash sale and the one place
+// outside the writer's own store where SQL against its tables is written.
+// The writer owns PostgreSQL and applies the schema at start (`writer
+// migrate`): goose migrations embedded in every binary that needs them, so
+// the ops tool and the bench's tests apply the same migrations rather than
+// copies of them.
+//
+// The other binaries read and write the writer's tables only through this
+// package's functions, so that a schema change touches writer/ alone:
+// flashctl writes a sale's rows (sales.go, brand.go, frontdoor.go) and the
+// operator's acts (events.go), and reads what its commands show (read.go,
+// ledger.go); the bench's audit reads what it checks (audit.go). A test
+// (TestNoSQLOutsideTheWriter) fails on SQL text against these tables in a
+// .go file outside writer/.
 package schema
 
 import (

@@ -10,7 +10,8 @@
 //     over the item's shards.
 //
 // Check takes its inputs as values and two small interfaces, so tests can
-// plant bad data and see it caught.
+// plant bad data and see it caught. The SQL it runs is the writer's
+// (writer/schema's reads): the writer owns PostgreSQL.
 package audit
 
 import (
@@ -26,9 +27,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
+	"flashsale/writer/schema"
 )
 
-// DB is the part of *pgxpool.Pool the audit uses.
+// DB is the part of *pgxpool.Pool the audit uses (schema.Querier).
 type DB interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
@@ -36,8 +39,8 @@ type DB interface {
 
 // Stock is the part of *stock.Store the audit uses.
 type Stock interface {
-	LoadSale(ctx context.Context, id int64) (*sharding.Sale, error)
-	Remaining(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
+	LoadSale(ctx context.Context, id int64) (*sale.Sale, error)
+	Remaining(ctx context.Context, sale *sale.Sale, itemID int64) ([]int64, error)
 }
 
 // Accepted is one purchase answered 202.
@@ -108,19 +111,17 @@ func Check(ctx context.Context, db DB, st Stock, in Input) (*Report, error) {
 	if err := countOrders(ctx, db, r, item); err != nil {
 		return nil, err
 	}
-	dups, err := query(ctx, db, pgx.RowTo[int64], "looking for duplicate buyers", `SELECT user_id FROM orders
-		WHERE sale_id = $1 AND status IN ('PENDING','PAID') GROUP BY user_id HAVING count(*) > 1 ORDER BY user_id`, in.SaleID)
+	dups, err := schema.DuplicateBuyers(ctx, db, in.SaleID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("audit: %w", err)
 	}
 	r.Duplicates, r.DuplicateSample = len(dups), dups[:min(len(dups), sampleSize)]
 	ids := distinctAccepted(in.Accepted, item)
 	r.Accepted = len(ids)
 	if len(ids) > 0 {
-		lost, err := query(ctx, db, pgx.RowTo[string], "looking for lost orders", `SELECT o::text FROM unnest($1::text[]::uuid[]) AS o
-			WHERE NOT EXISTS (SELECT 1 FROM orders WHERE id = o) ORDER BY 1`, ids)
+		lost, err := schema.MissingOrders(ctx, db, ids)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("audit: %w", err)
 		}
 		r.Missing, r.MissingSample = len(lost), lost[:min(len(lost), sampleSize)]
 	}
@@ -135,38 +136,23 @@ func Check(ctx context.Context, db DB, st Stock, in Input) (*Report, error) {
 	return r, nil
 }
 
-// query runs sql and collects its rows with pgx.CollectRows; what names the
-// step in the error.
-func query[T any](ctx context.Context, db DB, row pgx.RowToFunc[T], what, sql string, args ...any) ([]T, error) {
-	rows, err := db.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, fmt.Errorf("audit: %s: %w", what, err)
-	}
-	out, err := pgx.CollectRows(rows, row)
-	if err != nil {
-		return nil, fmt.Errorf("audit: %s: %w", what, err)
-	}
-	return out, nil
-}
-
 func readItems(ctx context.Context, db DB, sale int64, item func(int64) *Item) error {
-	type row struct{ ID, Q, Sold int64 }
-	rows, err := query(ctx, db, pgx.RowToStructByPos[row], "reading items", `SELECT id, quantity, sold FROM items WHERE sale_id = $1`, sale)
+	rows, err := schema.SaleItems(ctx, db, sale)
+	if err != nil {
+		return fmt.Errorf("audit: reading items: %w", err)
+	}
 	for _, x := range rows {
 		it := item(x.ID)
-		it.Q, it.Sold, it.InDB = x.Q, x.Sold, true
+		it.Q, it.Sold, it.InDB = x.Quantity, x.Sold, true
 	}
-	return err
+	return nil
 }
 
 func countOrders(ctx context.Context, db DB, r *Report, item func(int64) *Item) error {
-	type row struct {
-		Item   int64
-		Status string
-		N      int64
+	rows, err := schema.OrderStatusCounts(ctx, db, r.SaleID)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
 	}
-	rows, err := query(ctx, db, pgx.RowToStructByPos[row], "counting orders",
-		`SELECT item_id, status, count(*) FROM orders WHERE sale_id = $1 GROUP BY 1, 2`, r.SaleID)
 	for _, x := range rows {
 		it := item(x.Item)
 		r.Orders += x.N
@@ -184,7 +170,7 @@ func countOrders(ctx context.Context, db DB, r *Report, item func(int64) *Item) 
 		}
 		it.P = it.Pending + it.Paid
 	}
-	return err
+	return nil
 }
 
 // distinctAccepted returns the distinct order ids answered 202 and counts
@@ -262,12 +248,11 @@ func (r *Report) judge() {
 // snapshot is what Settle watches.
 type snapshot struct{ orders, active, stock int64 }
 
-func take(ctx context.Context, db DB, st Stock, sale *sharding.Sale) (snapshot, error) {
+func take(ctx context.Context, db DB, st Stock, sale *sale.Sale) (snapshot, error) {
 	var s snapshot
-	err := db.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE status IN ('PENDING','PAID'))
-		FROM orders WHERE sale_id = $1`, sale.ID).Scan(&s.orders, &s.active)
-	if err != nil {
-		return s, fmt.Errorf("audit: counting orders: %w", err)
+	var err error
+	if s.orders, s.active, err = schema.OrderProgress(ctx, db, sale.ID); err != nil {
+		return s, fmt.Errorf("audit: %w", err)
 	}
 	for _, it := range sale.Items {
 		left, err := st.Remaining(ctx, sale, it.ID)

@@ -14,6 +14,7 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/schema"
 )
@@ -25,7 +26,7 @@ type fixture struct {
 	pool  *pgxpool.Pool
 	rc    rueidis.Client
 	st    *stock.Store
-	sale  *sharding.Sale
+	sale  *sale.Sale
 	item  int64
 	n     uint32
 	added []Accepted
@@ -45,8 +46,8 @@ func newFixture(t *testing.T, quantity int64) *fixture {
 	id := rand.Int64N(sharding.MaxSaleID-1) + 1
 	f.item = id*16 + 1
 	now := time.Now().UTC().Truncate(time.Second)
-	f.sale = &sharding.Sale{ID: id, Name: "audit test", StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour),
-		Items:  []sharding.Item{{ID: f.item, Name: "thing", Price: 100, Currency: "EUR", Quantity: quantity}},
+	f.sale = &sale.Sale{ID: id, Name: "audit test", StartsAt: now.Add(-time.Hour), EndsAt: now.Add(time.Hour),
+		Items:  []sale.Item{{ID: f.item, Name: "thing", Price: 100, Currency: "EUR", Quantity: quantity}},
 		Shards: sharding.UniformTags(id, 4)}
 	if _, err := f.pool.Exec(f.ctx, `INSERT INTO sales (id, name, starts_at, ends_at, shards) VALUES ($1, $2, $3, $4, 4)`,
 		id, f.sale.Name, f.sale.StartsAt, f.sale.EndsAt); err != nil {

@@ -28,6 +28,7 @@ import (
 	"flashsale/gateway/internal/httpapi"
 	"flashsale/sharding"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -87,7 +88,7 @@ type stack struct {
 	app     *app.App
 	store   *stock.Store
 	counter *countingStore
-	sale    *sharding.Sale
+	sale    *sale.Sale
 	item    int64
 	client  *fasthttp.Client
 	topic   string
@@ -95,7 +96,7 @@ type stack struct {
 
 // newSale preloads a sale of one item with qty units over shards shards,
 // placed on the cluster's masters, with random ids.
-func newSale(t testing.TB, st *stock.Store, qty int64, shards int) *sharding.Sale {
+func newSale(t testing.TB, st *stock.Store, qty int64, shards int) *sale.Sale {
 	t.Helper()
 	ctx := context.Background()
 	id := rand.Int64N(sharding.MaxSaleID-1) + 1
@@ -108,17 +109,17 @@ func newSale(t testing.TB, st *stock.Store, qty int64, shards int) *sharding.Sal
 		t.Fatal(err)
 	}
 	now := time.Now()
-	sale := &sharding.Sale{ID: id, Name: "gateway it", StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
-		Items:  []sharding.Item{{ID: rand.Int64N(1<<40) + 1<<41, Name: "thing", Price: 100, Currency: "JPY", Quantity: qty}},
+	s := &sale.Sale{ID: id, Name: "gateway it", StartsAt: now.Add(-time.Minute), EndsAt: now.Add(time.Hour),
+		Items:  []sale.Item{{ID: rand.Int64N(1<<40) + 1<<41, Name: "thing", Price: 100, Currency: "JPY", Quantity: qty}},
 		Shards: tags, Version: 1}
-	if err := st.Preload(ctx, sale, false); err != nil {
+	if err := st.Preload(ctx, s, false); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		c := st.Client()
 		_ = c.Do(context.Background(), c.B().Srem().Key(sharding.SalesKey).Member(fmt.Sprint(id)).Build()).Error()
 	})
-	return sale
+	return s
 }
 
 func start(t testing.TB, qty int64, shards int, brokers []string, topic string, kopts ...kgo.Opt) *stack {

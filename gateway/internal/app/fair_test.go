@@ -18,7 +18,8 @@ import (
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/drawverify"
+	"flashsale/sharding/sale"
 )
 
 // get sends GET url with token (none when "") and returns status and body.
@@ -99,23 +100,23 @@ func mustHash(t testing.TB, s string) draw.Hash {
 // committed as `flashctl sale create` does.
 func raffleSale(t *testing.T, s *stack, entries time.Duration) draw.Hash {
 	t.Helper()
-	sale := *s.sale
+	sl := *s.sale
 	now := time.Now()
 	seed := draw.NewSeed()
-	sale.Access, sale.TicketRequired, sale.Version = sharding.AccessRaffle, true, sale.Version+1
-	sale.Raffle = &sharding.Raffle{EntriesOpen: now, EntriesClose: now.Add(entries)}
-	sale.StartsAt = now.Add(entries + 1500*time.Millisecond)
-	sale.WaitingRoom = &sharding.Room{AdmitFactor: 4}
-	sale.Draw = &sharding.DrawCommitment{Commitment: draw.Commitment(seed).String()}
+	sl.Access, sl.TicketRequired, sl.Version = sale.AccessRaffle, true, sl.Version+1
+	sl.Raffle = &sale.Raffle{EntriesOpen: now, EntriesClose: now.Add(entries)}
+	sl.StartsAt = now.Add(entries + 1500*time.Millisecond)
+	sl.WaitingRoom = &sale.Room{AdmitFactor: 4}
+	sl.Draw = &sale.DrawCommitment{Commitment: draw.Commitment(seed).String()}
 	c := s.store.Client()
 	ctx := context.Background()
-	if err := c.Do(ctx, c.B().Set().Key(sharding.RoomSeedKey(sale.ID)).Value(seed.String()).Build()).Error(); err != nil {
+	if err := c.Do(ctx, c.B().Set().Key(sharding.RoomSeedKey(sl.ID)).Value(seed.String()).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.store.StoreSale(ctx, &sale); err != nil {
+	if err := s.store.StoreSale(ctx, &sl); err != nil {
 		t.Fatal(err)
 	}
-	s.sale = &sale
+	s.sale = &sl
 	return seed
 }
 
@@ -188,11 +189,11 @@ func TestRaffleOverThreeGateways(t *testing.T) {
 	}
 	pub := waitRevealed(t, s, gws, seed, crowd)
 	for _, g := range gws { // as `flashctl sale draw verify --gateway` does
-		doc, err := ops.FetchDraw(context.Background(), http.DefaultClient, "http://"+g.Addr(), s.sale.ID)
+		doc, err := drawverify.FetchDraw(context.Background(), http.DefaultClient, "http://"+g.Addr(), s.sale.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep, err := ops.CheckDraw(doc, s.sale.ID); err != nil || !rep.Verified || rep.Count != crowd {
+		if rep, err := drawverify.CheckDraw(doc, s.sale.ID); err != nil || !rep.Verified || rep.Count != crowd {
 			t.Fatalf("flashctl's check of the draw: %+v %v", rep, err)
 		}
 	}
@@ -437,33 +438,33 @@ func tierToken(t *testing.T, user uint64, tier string) string {
 func TestPresaleOverTwoGateways(t *testing.T) {
 	const units, cap = 10, 4
 	s := start(t, units, 2, nil, "")
-	sale := *s.sale
+	sl := *s.sale
 	now := time.Now()
-	sale.StartsAt, sale.Version = now.Add(time.Minute), sale.Version+1
-	sale.Presale = &sharding.Presale{StartsAt: now.Add(-time.Second), Claim: "tier", Values: []string{"gold"}, List: true, Cap: cap}
+	sl.StartsAt, sl.Version = now.Add(time.Minute), sl.Version+1
+	sl.Presale = &sale.Presale{StartsAt: now.Add(-time.Second), Claim: "tier", Values: []string{"gold"}, List: true, Cap: cap}
 	c, ctx := s.store.Client(), context.Background()
 	for _, cmd := range []rueidis.Completed{
-		c.B().Set().Key(sharding.PresaleCapKey(sale.ID)).Value(fmt.Sprint(cap)).Build(),
-		c.B().Sadd().Key(sharding.PresaleListKey(sale.ID)).Member("9001").Build(),
+		c.B().Set().Key(sharding.PresaleCapKey(sl.ID)).Value(fmt.Sprint(cap)).Build(),
+		c.B().Sadd().Key(sharding.PresaleListKey(sl.ID)).Member("9001").Build(),
 	} {
 		if err := c.Do(ctx, cmd).Error(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.store.StoreSale(ctx, &sale); err != nil {
+	if err := s.store.StoreSale(ctx, &sl); err != nil {
 		t.Fatal(err)
 	}
-	s.sale = &sale
+	s.sale = &sl
 	gws := []*app.App{s.app, second(t, s)}
 	for _, g := range gws {
 		if err := g.Catalog.Refresh(ctx, time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.Presale.Refresh(ctx, time.Now(), []*sharding.Sale{&sale}); err != nil {
+		if err := g.Presale.Refresh(ctx, time.Now(), []*sale.Sale{&sl}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	only := fmt.Sprintf(`{"error":"PRESALE_ONLY","startsAt":"%s"}`, sale.StartsAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+	only := fmt.Sprintf(`{"error":"PRESALE_ONLY","startsAt":"%s"}`, sl.StartsAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 	plain := token(t, 9000)
 	if code, body := s.buyAs(gws[0], plain); code != 403 || body != only {
 		t.Fatalf("a purchase without the claim in the presale: %d %s", code, body)
@@ -486,13 +487,13 @@ func TestPresaleOverTwoGateways(t *testing.T) {
 	if accepted != cap-2 || soldOut != 12-accepted {
 		t.Fatalf("gold buyers: %d accepted, %d PRESALE_SOLD_OUT, for %d left of the cap", accepted, soldOut, cap-2)
 	}
-	if n, err := c.Do(ctx, c.B().Get().Key(sharding.PresaleCapKey(sale.ID)).Build()).AsInt64(); err != nil || n != 0 {
+	if n, err := c.Do(ctx, c.B().Get().Key(sharding.PresaleCapKey(sl.ID)).Build()).AsInt64(); err != nil || n != 0 {
 		t.Fatalf("presale cap left %d (%v), want 0: a unit leaked or was oversold", n, err)
 	}
 	// The general phase: everyone, from the start on (brought forward to
 	// 1.5 s from now, so that the presale never races a slow machine).
-	sale.StartsAt, sale.Version = time.Now().Add(1500*time.Millisecond), sale.Version+1
-	if err := s.store.StoreSale(ctx, &sale); err != nil {
+	sl.StartsAt, sl.Version = time.Now().Add(1500*time.Millisecond), sl.Version+1
+	if err := s.store.StoreSale(ctx, &sl); err != nil {
 		t.Fatal(err)
 	}
 	for _, g := range gws {
@@ -503,14 +504,14 @@ func TestPresaleOverTwoGateways(t *testing.T) {
 	if code, body := s.buyAs(gws[1], plain); code != 403 || !strings.HasPrefix(body, `{"error":"PRESALE_ONLY"`) {
 		t.Fatalf("a purchase without the claim just before the start: %d %s", code, body)
 	}
-	time.Sleep(time.Until(sale.StartsAt))
+	time.Sleep(time.Until(sl.StartsAt))
 	general := 0
 	for i := 0; general < units-cap; i++ {
 		if i > 50 {
 			t.Fatalf("%d of %d sold in the general phase", general, units-cap)
 		}
 		code, body := s.buyAs(gws[i%2], token(t, uint64(9100+i)))
-		if code == 202 && time.Now().Before(sale.StartsAt) {
+		if code == 202 && time.Now().Before(sl.StartsAt) {
 			t.Fatal("a purchase without the claim accepted before the start")
 		}
 		if code == 202 {

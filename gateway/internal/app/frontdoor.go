@@ -14,7 +14,7 @@ import (
 	"flashsale/gateway/internal/mac"
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/room"
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // frontDoor builds the waiting room and the proof-of-work issuer. Their
@@ -83,8 +83,8 @@ func (s roomSource) Rooms() []room.Sale {
 }
 
 // PresaleSales lists the catalog's sales with a presale.
-func (s roomSource) PresaleSales() []*sharding.Sale {
-	var out []*sharding.Sale
+func (s roomSource) PresaleSales() []*sale.Sale {
+	var out []*sale.Sale
 	for _, sl := range s.c.Snapshot().Sales() {
 		if sl.Presale != nil {
 			out = append(out, sl.Sale)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // answer is one purchase answered during TestPauseUnderLoad.
@@ -132,7 +132,7 @@ func TestPauseUnderLoad(t *testing.T) {
 	cr := startCrowd(t, s, addrs, 16)
 	time.Sleep(400 * time.Millisecond)
 
-	if _, err := s.store.SetState(ctx, s.sale.ID, sharding.StatePaused); err != nil {
+	if _, err := s.store.SetState(ctx, s.sale.ID, sale.StatePaused); err != nil {
 		t.Fatal(err)
 	}
 	paused := time.Now()
@@ -148,7 +148,7 @@ func TestPauseUnderLoad(t *testing.T) {
 	resumed := time.Now()
 	tookResume := waitStatus(t, s, addrs, "ACTIVE", resumed)
 	time.Sleep(500 * time.Millisecond)
-	if _, err := s.store.SetState(ctx, s.sale.ID, sharding.StateEnded); err != nil {
+	if _, err := s.store.SetState(ctx, s.sale.ID, sale.StateEnded); err != nil {
 		t.Fatal(err)
 	}
 	ended := time.Now()

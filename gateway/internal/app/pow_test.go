@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"flashsale/gateway/internal/pow"
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // TestProofOfWorkBeforeTheRoom: a sale with a waiting room and proof of
@@ -18,16 +18,16 @@ import (
 // the pass need no proof.
 func TestProofOfWorkBeforeTheRoom(t *testing.T) {
 	s := start(t, 5, 1, nil, "")
-	sale := *s.sale
-	sale.Version, sale.TicketRequired = sale.Version+1, true
-	sale.WaitingRoom, sale.PowDifficulty = &sharding.Room{StartWindow: sharding.Duration(200 * time.Millisecond)}, 10
-	if err := s.store.StoreSale(context.Background(), &sale); err != nil {
+	sl := *s.sale
+	sl.Version, sl.TicketRequired = sl.Version+1, true
+	sl.WaitingRoom, sl.PowDifficulty = &sale.Room{StartWindow: sale.Duration(200 * time.Millisecond)}, 10
+	if err := s.store.StoreSale(context.Background(), &sl); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.app.Catalog.Refresh(context.Background(), time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	s.sale = &sale
+	s.sale = &sl
 	tok, other := token(t, 9001), token(t, 9002)
 	challenge := func(tok string) (string, int) {
 		a := s.askTicket(s.app, tok, "", false)

@@ -12,6 +12,7 @@ import (
 
 	"flashsale/gateway/internal/app"
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -62,14 +63,14 @@ type queued struct {
 func TestWaitingRoomOverTwoGateways(t *testing.T) {
 	const units, crowd = 12, 60
 	s := start(t, units, 2, nil, "")
-	sale := *s.sale
+	sl := *s.sale
 	now := time.Now()
-	sale.StartsAt, sale.Version, sale.TicketRequired = now.Add(1500*time.Millisecond), sale.Version+1, true
-	sale.WaitingRoom = &sharding.Room{PreQueue: sharding.Duration(time.Minute), StartWindow: sharding.Duration(500 * time.Millisecond), AdmitFactor: 2}
-	if err := s.store.StoreSale(context.Background(), &sale); err != nil {
+	sl.StartsAt, sl.Version, sl.TicketRequired = now.Add(1500*time.Millisecond), sl.Version+1, true
+	sl.WaitingRoom = &sale.Room{PreQueue: sale.Duration(time.Minute), StartWindow: sale.Duration(500 * time.Millisecond), AdmitFactor: 2}
+	if err := s.store.StoreSale(context.Background(), &sl); err != nil {
 		t.Fatal(err)
 	}
-	s.sale = &sale
+	s.sale = &sl
 	g2 := second(t, s)
 	gws := []*app.App{s.app, g2}
 	for _, g := range gws {
@@ -86,7 +87,7 @@ func TestWaitingRoomOverTwoGateways(t *testing.T) {
 		if err := json.Unmarshal([]byte(a.body), &q); a.code != 202 || err != nil || q.Status != "QUEUED" || q.Position < 1 || a.retry == "" {
 			t.Fatalf("pre-queue %d: %+v", i, a)
 		}
-		if !strings.Contains(a.cookie, "fs_queue="+a.pass) || !strings.Contains(a.cookie, fmt.Sprintf("path=/api/flash-sales/sales/%d/ticket", sale.ID)) ||
+		if !strings.Contains(a.cookie, "fs_queue="+a.pass) || !strings.Contains(a.cookie, fmt.Sprintf("path=/api/flash-sales/sales/%d/ticket", sl.ID)) ||
 			!strings.Contains(a.cookie, "HttpOnly") || !strings.Contains(a.cookie, "SameSite=Strict") {
 			t.Fatalf("pass cookie %q (pass %q)", a.cookie, a.pass)
 		}
@@ -108,7 +109,7 @@ func TestWaitingRoomOverTwoGateways(t *testing.T) {
 			}
 			a := s.askTicket(gws[(i+round)%2], toks[i], passes[i], round%2 == 0)
 			if a.code == 200 {
-				if time.Now().Before(sale.StartsAt) {
+				if time.Now().Before(sl.StartsAt) {
 					t.Fatalf("admitted before the start: %+v", a)
 				}
 				if firstAdmit.IsZero() {
@@ -138,7 +139,7 @@ func TestWaitingRoomOverTwoGateways(t *testing.T) {
 		break
 	}
 	user := uint64(7000 + winner)
-	tag := sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))]
+	tag := sl.Shards[sharding.HomeShard(user, sl.ID, len(sl.Shards))]
 	id, found, err := s.store.Holder(context.Background(), tag, user)
 	if err != nil || !found {
 		t.Fatalf("winner %d holds no order: %v", winner, err)

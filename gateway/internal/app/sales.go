@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -36,7 +37,7 @@ type salesSource struct {
 // decoded from.
 type knownSale struct {
 	raw  string
-	sale *sharding.Sale
+	sale *sale.Sale
 }
 
 func newSalesSource(st *stock.Store, log *slog.Logger) *salesSource {
@@ -44,7 +45,7 @@ func newSalesSource(st *stock.Store, log *slog.Logger) *salesSource {
 }
 
 // Sales lists the sales index and loads each sale.
-func (s *salesSource) Sales(ctx context.Context) ([]*sharding.Sale, error) {
+func (s *salesSource) Sales(ctx context.Context) ([]*sale.Sale, error) {
 	c := s.Client()
 	members, err := c.Do(ctx, c.B().Smembers().Key(sharding.SalesKey).Build()).AsStrSlice()
 	if err != nil {
@@ -65,10 +66,10 @@ func (s *salesSource) Sales(ctx context.Context) ([]*sharding.Sale, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]*sharding.Sale, 0, len(stored))
+	out := make([]*sale.Sale, 0, len(stored))
 	for i := range stored {
-		if sale := s.resolveLocked(&stored[i]); sale != nil {
-			out = append(out, sale)
+		if sl := s.resolveLocked(&stored[i]); sl != nil {
+			out = append(out, sl)
 		}
 	}
 	return out, nil
@@ -77,7 +78,7 @@ func (s *salesSource) Sales(ctx context.Context) ([]*sharding.Sale, error) {
 // resolveLocked returns the description to serve for one stored sale: the
 // last one decoded when its text did not change or could not be read or
 // decoded now, nil for a sale gone from Redis or never loaded.
-func (s *salesSource) resolveLocked(st *stock.StoredSale) *sharding.Sale {
+func (s *salesSource) resolveLocked(st *stock.StoredSale) *sale.Sale {
 	prev, known := s.last[st.ID]
 	if errors.Is(st.Err, stock.ErrNoSale) {
 		delete(s.last, st.ID)

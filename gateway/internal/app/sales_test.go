@@ -12,6 +12,7 @@ import (
 
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -39,9 +40,9 @@ func TestSalesSourceReadsEverySaleAndDecodesOnlyChanges(t *testing.T) {
 	for i := range 40 {
 		id := base + int64(i)
 		ids = append(ids, id)
-		sale := &sharding.Sale{ID: id, Name: "feed " + strconv.Itoa(i), StartsAt: now, EndsAt: now.Add(time.Hour),
-			Items: []sharding.Item{{ID: id*10 + 1, Quantity: 5}}, Shards: []string{"s" + strconv.FormatInt(id, 10) + ":0:0"}}
-		if err := st.StoreSale(ctx, sale); err != nil {
+		s := &sale.Sale{ID: id, Name: "feed " + strconv.Itoa(i), StartsAt: now, EndsAt: now.Add(time.Hour),
+			Items: []sale.Item{{ID: id*10 + 1, Quantity: 5}}, Shards: []string{"s" + strconv.FormatInt(id, 10) + ":0:0"}}
+		if err := st.StoreSale(ctx, s); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,7 +115,7 @@ func TestSalesSourceReadsEverySaleAndDecodesOnlyChanges(t *testing.T) {
 
 // mine runs one refresh of src and returns the sales of ids it served (the
 // index is shared with other tests).
-func mine(t *testing.T, src *salesSource, ids []int64) map[int64]*sharding.Sale {
+func mine(t *testing.T, src *salesSource, ids []int64) map[int64]*sale.Sale {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -126,7 +127,7 @@ func mine(t *testing.T, src *salesSource, ids []int64) map[int64]*sharding.Sale 
 	for _, id := range ids {
 		want[id] = true
 	}
-	out := map[int64]*sharding.Sale{}
+	out := map[int64]*sale.Sale{}
 	for _, s := range sales {
 		if want[s.ID] || s.ID == ids[0]+50 {
 			out[s.ID] = s

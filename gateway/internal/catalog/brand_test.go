@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"flashsale/gateway/internal/page"
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // TestDescriptionCarriesTheBranding: the public description serves the
@@ -19,16 +19,16 @@ import (
 // next refresh.
 func TestDescriptionCarriesTheBranding(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
-	s := sale(1, 1, 1, now.Add(-time.Hour), now.Add(time.Hour), 10, 11)
-	s.Brand = &sharding.Brand{Shop: "Hokusai <Shoes>", Logo: "/sale/media/logo.svg", Accent: "#0a58ca"}
+	s := testSale(1, 1, 1, now.Add(-time.Hour), now.Add(time.Hour), 10, 11)
+	s.Brand = &sale.Brand{Shop: "Hokusai <Shoes>", Logo: "/sale/media/logo.svg", Accent: "#0a58ca"}
 	s.Items[0].Image, s.Items[0].Description = "https://img.shop.example/a.webp", "Canvas.\nSizes 22–30."
-	src := &source{stock: map[int64][]int64{10: {3}, 11: {3}}, sales: []*sharding.Sale{s}}
+	src := &source{stock: map[int64][]int64{10: {3}, 11: {3}}, sales: []*sale.Sale{s}}
 	c := New(src, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := c.Refresh(context.Background(), now); err != nil {
 		t.Fatal(err)
 	}
 	var d struct {
-		Brand *sharding.Brand
+		Brand *sale.Brand
 		Items []struct{ Image, Description string }
 	}
 	got := c.Snapshot().Sale(1)
@@ -44,11 +44,11 @@ func TestDescriptionCarriesTheBranding(t *testing.T) {
 	}
 
 	next := *s
-	next.Version, next.Brand = 2, &sharding.Brand{Banner: "Free shipping"}
-	next.Items = []sharding.Item{s.Items[0], s.Items[1]}
+	next.Version, next.Brand = 2, &sale.Brand{Banner: "Free shipping"}
+	next.Items = []sale.Item{s.Items[0], s.Items[1]}
 	next.Items[0].Image = ""
 	src.mu.Lock()
-	src.sales = []*sharding.Sale{&next}
+	src.sales = []*sale.Sale{&next}
 	src.mu.Unlock()
 	if err := c.Refresh(context.Background(), now.Add(time.Second)); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestDescriptionCarriesTheBranding(t *testing.T) {
 	if got.Page != page.DefaultPolicy {
 		t.Fatalf("page policy after the change: %q", got.Page.CSP)
 	}
-	plain := sale(2, 1, 1, now.Add(-time.Hour), now.Add(time.Hour), 20)
+	plain := testSale(2, 1, 1, now.Add(-time.Hour), now.Add(time.Hour), 20)
 	src.mu.Lock()
 	src.sales = append(src.sales, plain)
 	src.mu.Unlock()

@@ -26,26 +26,26 @@ import (
 	"flashsale/gateway/internal/page"
 	"flashsale/gateway/internal/room"
 	"flashsale/gateway/internal/soldout"
-	"flashsale/sharding"
 	"flashsale/sharding/api"
 	"flashsale/sharding/repeatlog"
+	"flashsale/sharding/sale"
 )
 
 // Source is where sales and stock readings come from (in the gateway, the
 // sales index reader in package app over a *stock.Store).
 type Source interface {
-	Sales(ctx context.Context) ([]*sharding.Sale, error)
+	Sales(ctx context.Context) ([]*sale.Sale, error)
 	// ReadStock reads an item's stock per shard, stock.Unknown for a shard
 	// that did not answer (see stock.Store.ReadStock).
-	ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
+	ReadStock(ctx context.Context, sale *sale.Sale, itemID int64) ([]int64, error)
 }
 
 // Sale is one loaded sale with its precomputed fields. Everything but the
 // description body is immutable.
 type Sale struct {
-	*sharding.Sale
+	*sale.Sale
 	Start, End int64 // StartsAt and EndsAt in unix nanoseconds
-	// Halt is the operator's state of the sale (sharding.Sale.State):
+	// Halt is the operator's state of the sale (sale.Sale.State):
 	// HaltNone, HaltPaused or HaltEnded.
 	Halt uint8
 	// NotStarted is the 403 body {"error":"SALE_NOT_STARTED","startsAt":"..."}.
@@ -105,7 +105,7 @@ func (s *Sale) Description() []byte {
 // Item is one item of a loaded sale.
 type Item struct {
 	Sale  *Sale
-	Item  *sharding.Item
+	Item  *sale.Item
 	Flags *soldout.Item
 }
 
@@ -371,7 +371,7 @@ func (c *Catalog) Run(ctx context.Context) {
 // install builds a new snapshot from sales, reusing the entries (and so the
 // flags) of sales whose Version did not change, and prepares the shards of
 // the others (Config.Prepare) before it publishes them.
-func (c *Catalog) install(ctx context.Context, sales []*sharding.Sale, now time.Time) {
+func (c *Catalog) install(ctx context.Context, sales []*sale.Sale, now time.Time) {
 	old := c.snap.Load()
 	next := &Snapshot{items: make(map[int64]*Item), sales: make(map[int64]*Sale, len(sales))}
 	var prepare []*Sale
@@ -423,12 +423,12 @@ func preferred(a, b *Sale, now time.Time) *Sale {
 	return b
 }
 
-func newSale(sl *sharding.Sale, now time.Time) *Sale {
+func newSale(sl *sale.Sale, now time.Time) *Sale {
 	s := &Sale{Sale: sl, Start: sl.StartsAt.UnixNano(), End: sl.EndsAt.UnixNano()}
 	switch sl.State {
-	case sharding.StatePaused:
+	case sale.StatePaused:
 		s.Halt = HaltPaused
-	case sharding.StateEnded:
+	case sale.StateEnded:
 		s.Halt = HaltEnded
 	}
 	b := append([]byte(nil), `{"error":"`+api.SaleNotStarted+`","startsAt":"`...)
@@ -502,7 +502,7 @@ func (s *Sale) appendAccess(b []byte, now time.Time) []byte {
 		j, _ := json.Marshal(p) // a Presale always marshals
 		b = append(b, j...)
 	}
-	if r := s.Raffle; r != nil && s.Mode() == sharding.AccessRaffle {
+	if r := s.Raffle; r != nil && s.Mode() == sale.AccessRaffle {
 		b = append(b, `,"raffle":{"entriesOpenAt":"`...)
 		b = r.EntriesOpen.UTC().AppendFormat(b, rfc3339Milli)
 		b = append(b, `","entriesCloseAt":"`...)
@@ -571,7 +571,7 @@ func (it *Item) appendJSON(b []byte) []byte {
 
 // appendBrand appends the sale's branding as the description's "brand"
 // object (the sale file's fields, empty ones left out).
-func appendBrand(b []byte, br *sharding.Brand) []byte {
+func appendBrand(b []byte, br *sale.Brand) []byte {
 	j, _ := json.Marshal(br) // a Brand always marshals
 	return append(b, j...)
 }

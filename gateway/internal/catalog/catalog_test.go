@@ -12,30 +12,31 @@ import (
 	"time"
 
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 type source struct {
 	mu    sync.Mutex
-	sales []*sharding.Sale
+	sales []*sale.Sale
 	stock map[int64][]int64 // item -> per shard
 }
 
-func (s *source) Sales(context.Context) ([]*sharding.Sale, error) {
+func (s *source) Sales(context.Context) ([]*sale.Sale, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]*sharding.Sale(nil), s.sales...), nil
+	return append([]*sale.Sale(nil), s.sales...), nil
 }
 
-func (s *source) ReadStock(_ context.Context, _ *sharding.Sale, item int64) ([]int64, error) {
+func (s *source) ReadStock(_ context.Context, _ *sale.Sale, item int64) ([]int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]int64(nil), s.stock[item]...), nil
 }
 
-func sale(id, version int64, shards int, start, end time.Time, items ...int64) *sharding.Sale {
-	s := &sharding.Sale{ID: id, Name: "s", StartsAt: start, EndsAt: end, Shards: sharding.UniformTags(id, shards), Version: version}
+func testSale(id, version int64, shards int, start, end time.Time, items ...int64) *sale.Sale {
+	s := &sale.Sale{ID: id, Name: "s", StartsAt: start, EndsAt: end, Shards: sharding.UniformTags(id, shards), Version: version}
 	for _, it := range items {
-		s.Items = append(s.Items, sharding.Item{ID: it, Name: "i\u00e9\x01", Price: 5, Currency: "EUR", Quantity: 4})
+		s.Items = append(s.Items, sale.Item{ID: it, Name: "i\u00e9\x01", Price: 5, Currency: "EUR", Quantity: 4})
 	}
 	return s
 }
@@ -43,7 +44,7 @@ func sale(id, version int64, shards int, start, end time.Time, items ...int64) *
 func TestRefreshKeepsFlagsUntilTheVersionChanges(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	src := &source{stock: map[int64][]int64{10: {0, 2}}}
-	src.sales = []*sharding.Sale{sale(1, 1, 2, now.Add(-time.Hour), now.Add(time.Hour), 10)}
+	src.sales = []*sale.Sale{testSale(1, 1, 2, now.Add(-time.Hour), now.Add(time.Hour), 10)}
 	c := New(src, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := c.Refresh(context.Background(), now); err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func TestRefreshKeepsFlagsUntilTheVersionChanges(t *testing.T) {
 	if c.Snapshot().Item(10).Flags != it.Flags {
 		t.Fatal("same version: flags must be kept")
 	}
-	src.sales = []*sharding.Sale{sale(1, 2, 4, now.Add(-time.Hour), now.Add(time.Hour), 10)}
+	src.sales = []*sale.Sale{testSale(1, 2, 4, now.Add(-time.Hour), now.Add(time.Hour), 10)}
 	src.stock[10] = []int64{1, 1, 1, 1}
 	_ = c.Refresh(context.Background(), now)
 	if it2 := c.Snapshot().Item(10); it2.Flags == it.Flags || it2.Flags.Shards() != 4 || it2.Flags.Any() {
@@ -84,10 +85,10 @@ func TestRefreshKeepsFlagsUntilTheVersionChanges(t *testing.T) {
 func TestItemInTwoSalesPrefersTheOpenOne(t *testing.T) {
 	now := time.Now()
 	src := &source{stock: map[int64][]int64{10: {1}}}
-	src.sales = []*sharding.Sale{
-		sale(1, 1, 1, now.Add(-3*time.Hour), now.Add(-2*time.Hour), 10),
-		sale(2, 1, 1, now.Add(-time.Hour), now.Add(time.Hour), 10),
-		sale(3, 1, 1, now.Add(time.Hour), now.Add(2*time.Hour), 10),
+	src.sales = []*sale.Sale{
+		testSale(1, 1, 1, now.Add(-3*time.Hour), now.Add(-2*time.Hour), 10),
+		testSale(2, 1, 1, now.Add(-time.Hour), now.Add(time.Hour), 10),
+		testSale(3, 1, 1, now.Add(time.Hour), now.Add(2*time.Hour), 10),
 	}
 	c := New(src, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	_ = c.Refresh(context.Background(), now)
@@ -99,7 +100,7 @@ func TestItemInTwoSalesPrefersTheOpenOne(t *testing.T) {
 func TestPollClearsFlags(t *testing.T) {
 	now := time.Now()
 	src := &source{stock: map[int64][]int64{10: {0}}}
-	src.sales = []*sharding.Sale{sale(1, 1, 1, now.Add(-time.Hour), now.Add(time.Hour), 10)}
+	src.sales = []*sale.Sale{testSale(1, 1, 1, now.Add(-time.Hour), now.Add(time.Hour), 10)}
 	c := New(src, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Poll: 10 * time.Millisecond, Refresh: time.Hour})
 	_ = c.Refresh(context.Background(), now)
 	it := c.Snapshot().Item(10)
@@ -126,10 +127,10 @@ func TestPollClearsFlags(t *testing.T) {
 func TestDescriptionTimes(t *testing.T) {
 	now := time.Now()
 	start := time.Date(2026, 12, 1, 12, 0, 0, 250_000_000, time.UTC)
-	plain := sale(1, 1, 1, start, start.Add(time.Hour), 10)
-	queued := sale(2, 1, 1, start, start.Add(time.Hour), 20)
-	queued.WaitingRoom = &sharding.Room{PreQueue: sharding.Duration(90 * time.Second)}
-	src := &source{stock: map[int64][]int64{10: {4}, 20: {4}}, sales: []*sharding.Sale{plain, queued}}
+	plain := testSale(1, 1, 1, start, start.Add(time.Hour), 10)
+	queued := testSale(2, 1, 1, start, start.Add(time.Hour), 20)
+	queued.WaitingRoom = &sale.Room{PreQueue: sale.Duration(90 * time.Second)}
+	src := &source{stock: map[int64][]int64{10: {4}, 20: {4}}, sales: []*sale.Sale{plain, queued}}
 	c := New(src, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := c.Refresh(context.Background(), now); err != nil {
 		t.Fatal(err)
@@ -155,9 +156,9 @@ func TestDescriptionTimes(t *testing.T) {
 // after it was over is forgotten at once (its first reading set its stock).
 func TestForgetsTheGaugesOfSalesThatAreOver(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
-	live := sale(1, 1, 2, now.Add(-time.Hour), now.Add(time.Hour), 10)
-	past := sale(2, 1, 2, now.Add(-3*time.Hour), now.Add(-2*time.Hour), 20, 21)
-	src := &source{stock: map[int64][]int64{10: {1, 1}, 20: {0, 0}, 21: {1, 0}}, sales: []*sharding.Sale{live, past}}
+	live := testSale(1, 1, 2, now.Add(-time.Hour), now.Add(time.Hour), 10)
+	past := testSale(2, 1, 2, now.Add(-3*time.Hour), now.Add(-2*time.Hour), 20, 21)
+	src := &source{stock: map[int64][]int64{10: {1, 1}, 20: {0, 0}, 21: {1, 0}}, sales: []*sale.Sale{live, past}}
 	var mu sync.Mutex
 	forgot := map[int64][]int64{}
 	gauged := map[int64]int{}
@@ -203,9 +204,9 @@ func TestForgetsTheGaugesOfSalesThatAreOver(t *testing.T) {
 	}
 	// Moved later, it is gauged again; then it leaves the catalog.
 	delete(forgot, 1)
-	later := sale(1, 2, 2, now.Add(-time.Hour), now.Add(3*time.Hour), 10)
+	later := testSale(1, 2, 2, now.Add(-time.Hour), now.Add(3*time.Hour), 10)
 	src.mu.Lock()
-	src.sales = []*sharding.Sale{later}
+	src.sales = []*sale.Sale{later}
 	src.mu.Unlock()
 	n := gauged[1]
 	refresh(end.Add(12 * time.Minute))
@@ -229,7 +230,7 @@ func TestForgetsTheGaugesOfSalesThatAreOver(t *testing.T) {
 func TestPrepareSeesANewSaleBeforeTheRequests(t *testing.T) {
 	now := time.Now()
 	src := &source{stock: map[int64][]int64{10: {1, 1}, 20: {1}}}
-	src.sales = []*sharding.Sale{sale(1, 1, 2, now.Add(-time.Second), now.Add(time.Hour), 10)}
+	src.sales = []*sale.Sale{testSale(1, 1, 2, now.Add(-time.Second), now.Add(time.Hour), 10)}
 	var c *Catalog
 	var prepared []string
 	c = New(src, Config{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Prepare: func(_ context.Context, sales []*Sale) error {
@@ -249,9 +250,9 @@ func TestPrepareSeesANewSaleBeforeTheRequests(t *testing.T) {
 	}
 	refresh()
 	refresh() // unchanged: not prepared again
-	src.sales = append(src.sales, sale(2, 1, 1, now.Add(-time.Second), now.Add(time.Hour), 20))
+	src.sales = append(src.sales, testSale(2, 1, 1, now.Add(-time.Second), now.Add(time.Hour), 20))
 	refresh()
-	src.sales[0] = sale(1, 2, 4, now.Add(-time.Second), now.Add(time.Hour), 10) // resharded
+	src.sales[0] = testSale(1, 2, 4, now.Add(-time.Second), now.Add(time.Hour), 10) // resharded
 	refresh()
 	if got, want := strings.Join(prepared, " "), "1/1:2 2/1:1 1/2:4"; got != want {
 		t.Fatalf("prepared %s, want %s", got, want)

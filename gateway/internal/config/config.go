@@ -26,9 +26,9 @@ import (
 	"time"
 
 	"flashsale/gateway/internal/auth"
-	"flashsale/sharding"
 	shared "flashsale/sharding/config"
 	"flashsale/sharding/journal"
+	"flashsale/sharding/sale"
 )
 
 // DevJWTSecret is the HS256 secret used when -dev is set and no secret is
@@ -399,8 +399,8 @@ func (c *Config) validateAuth(bad func(string, ...any)) {
 
 // validateFrontDoor checks the proof of work and the sale page.
 func (c *Config) validateFrontDoor(bad func(string, ...any)) {
-	if c.PowDifficulty < 0 || c.PowDifficulty > sharding.MaxPowDifficulty {
-		bad("-pow-difficulty %d: want 0 (off) to %d leading zero bits", c.PowDifficulty, sharding.MaxPowDifficulty)
+	if c.PowDifficulty < 0 || c.PowDifficulty > sale.MaxPowDifficulty {
+		bad("-pow-difficulty %d: want 0 (off) to %d leading zero bits", c.PowDifficulty, sale.MaxPowDifficulty)
 	}
 	if !(c.PowAutoRate >= 0) || c.PowAutoRate > 1e9 {
 		bad("-pow-auto-rate %v: want 0 (off) or a rate of challenge requests per second", c.PowAutoRate)

@@ -13,6 +13,7 @@ import (
 
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // newCtx builds a RequestCtx for method and path from peer with headers
@@ -47,7 +48,7 @@ type pathCase struct {
 }
 
 func cheapPaths() []pathCase {
-	branded := envOpt{stockPerShard: 1, itemImage: "https://img.shop.example/a.webp", brand: &sharding.Brand{Shop: "Hokusai", Accent: "#0a58ca"}}
+	branded := envOpt{stockPerShard: 1, itemImage: "https://img.shop.example/a.webp", brand: &sale.Brand{Shop: "Hokusai", Accent: "#0a58ca"}}
 	return []pathCase{
 		{"sale-page-branded", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			e := newEnv(tb, branded)
@@ -111,19 +112,19 @@ func cheapPaths() []pathCase {
 		{"queued-poll-with-pass", 202, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			// A queued user polls the waiting room with its pass (no Redis
 			// client exists: the poll is answered from the pass alone).
-			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}, ticketRequired: true})
+			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sale.Room{}, ticketRequired: true})
 			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Queue-Pass", e.pass(1, 3))
 		}},
 		{"queued-poll-committed-draw", 202, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			// The same with a draw committed at the sale's creation: the
 			// room's view of the sale (its parsed commitment) is made once
 			// with the catalog, not on each poll.
-			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}, ticketRequired: true,
-				draw: &sharding.DrawCommitment{Commitment: strings.Repeat("ab", 32)}})
+			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sale.Room{}, ticketRequired: true,
+				draw: &sale.DrawCommitment{Commitment: strings.Repeat("ab", 32)}})
 			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Queue-Pass", e.pass(1, 3))
 		}},
 		{"queued-poll-forged-pass", 403, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
-			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sharding.Room{}, ticketRequired: true})
+			e := newEnv(tb, envOpt{stockPerShard: 5, waitingRoom: &sale.Room{}, ticketRequired: true})
 			return e.h, newCtx("POST", ticketPath, "10.0.0.1", "Authorization", "Bearer "+e.token(1), "X-Queue-Pass", e.pass(2, 3))
 		}},
 		{"proof-required", 428, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {

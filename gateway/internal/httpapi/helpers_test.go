@@ -32,6 +32,7 @@ import (
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -48,7 +49,7 @@ type scriptStore struct {
 	t     testing.TB
 	real  *stock.Store
 	c     rueidis.Client
-	sales []*sharding.Sale
+	sales []*sale.Sale
 
 	mu  sync.Mutex
 	err error // returned by every call when set
@@ -71,7 +72,7 @@ type scriptStore struct {
 	calls    int // every call of the Store interface: what would reach Redis
 }
 
-func newScriptStore(t testing.TB, sales []*sharding.Sale) *scriptStore {
+func newScriptStore(t testing.TB, sales []*sale.Sale) *scriptStore {
 	c := testenv.LoneRedis(t)
 	st := &scriptStore{t: t, real: stock.New(c), c: c, sales: sales}
 	if err := st.real.LoadScripts(context.Background()); err != nil {
@@ -92,11 +93,11 @@ func (f *scriptStore) fault(count *int) (lost, taken bool, bound int, err error)
 	return f.lostReply, f.taken, f.bound, f.err
 }
 
-func (f *scriptStore) Sales(context.Context) ([]*sharding.Sale, error) { return f.sales, nil }
+func (f *scriptStore) Sales(context.Context) ([]*sale.Sale, error) { return f.sales, nil }
 
 // ReadStock reads the shards as stock.Store.ReadStock does; a shard in the
 // unread set reads stock.Unknown.
-func (f *scriptStore) ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error) {
+func (f *scriptStore) ReadStock(ctx context.Context, sale *sale.Sale, itemID int64) ([]int64, error) {
 	out, err := f.real.ReadStock(ctx, sale, itemID)
 	if err != nil {
 		return nil, err
@@ -371,7 +372,7 @@ type env struct {
 	h    *Handler
 	st   *scriptStore
 	cat  *catalog.Catalog
-	sale *sharding.Sale
+	sale *sale.Sale
 	// tickets are the handler's ticket keys.
 	tickets *ticket.Keys
 }
@@ -391,13 +392,13 @@ type envOpt struct {
 	trusted            []netip.Prefix
 	ticketRequired     bool
 	tickets            *ticket.Keys // default: keys of testTicketKey
-	waitingRoom        *sharding.Room
-	draw               *sharding.DrawCommitment // a queue's published commitment
-	presale            *sharding.Presale
+	waitingRoom        *sale.Room
+	draw               *sale.DrawCommitment // a queue's published commitment
+	presale            *sale.Presale
 	powDifficulty      int
 	dev                bool // the development sign-in, with testSecret
 	borrow             bool // the handler borrows (scriptStore as its Borrower)
-	brand              *sharding.Brand
+	brand              *sale.Brand
 	itemImage          string
 	page               *page.Site // default: page.Default()
 }
@@ -422,16 +423,16 @@ func newEnv(t testing.TB, o envOpt) *env {
 	if o.userBurst == 0 {
 		o.userBurst = 1 << 30
 	}
-	sale := &sharding.Sale{ID: 77, Name: "Test \"sale\"", StartsAt: o.start.Truncate(time.Second), EndsAt: o.end.Truncate(time.Second),
-		Items:  []sharding.Item{{ID: 7, Name: "Widget", Price: 1999, Currency: "JPY", Quantity: o.stockPerShard * int64(o.shards)}},
+	s := &sale.Sale{ID: 77, Name: "Test \"sale\"", StartsAt: o.start.Truncate(time.Second), EndsAt: o.end.Truncate(time.Second),
+		Items:  []sale.Item{{ID: 7, Name: "Widget", Price: 1999, Currency: "JPY", Quantity: o.stockPerShard * int64(o.shards)}},
 		Shards: sharding.UniformTags(77, o.shards), Version: 1, TicketRequired: o.ticketRequired,
 		WaitingRoom: o.waitingRoom, Draw: o.draw, Presale: o.presale, PowDifficulty: o.powDifficulty, Brand: o.brand}
-	sale.Items[0].Image = o.itemImage
+	s.Items[0].Image = o.itemImage
 	if o.tickets == nil {
 		o.tickets, _ = ticket.New(testTicketKey, nil, 0)
 	}
-	st := newScriptStore(t, []*sharding.Sale{sale})
-	for _, tag := range sale.Shards {
+	st := newScriptStore(t, []*sale.Sale{s})
+	for _, tag := range s.Shards {
 		st.setStock(tag, o.stockPerShard)
 	}
 	var borrower Borrower
@@ -462,7 +463,7 @@ func newEnv(t testing.TB, o envOpt) *env {
 		Page:    o.page,
 	})
 	t.Cleanup(h.Close)
-	return &env{t: t, h: h, st: st, cat: cat, sale: sale, tickets: o.tickets}
+	return &env{t: t, h: h, st: st, cat: cat, sale: s, tickets: o.tickets}
 }
 
 func must[T any](v T, err error) T {

@@ -45,6 +45,7 @@ import (
 	"flashsale/gateway/internal/ticket"
 	"flashsale/sharding"
 	"flashsale/sharding/api"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -75,7 +76,7 @@ type Store interface {
 type Borrower interface {
 	MoveOut(ctx context.Context, itemID int64, from, to string, want int64) (moveID string, units int64, err error)
 	DropMove(ctx context.Context, from, moveID string) error
-	ReadStock(ctx context.Context, sale *sharding.Sale, itemID int64) ([]int64, error)
+	ReadStock(ctx context.Context, sale *sale.Sale, itemID int64) ([]int64, error)
 }
 
 // Verifier checks a bearer token and returns its user id (auth.Verifier). It

@@ -11,7 +11,7 @@ import (
 
 	"flashsale/gateway/internal/auth"
 	"flashsale/gateway/internal/page"
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 // TestSalePage: the same bytes for every user and sale id, cacheable, with
@@ -145,7 +145,7 @@ func TestBrandedSalePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, envOpt{stockPerShard: 1, page: site, itemImage: "https://img.shop.example/a.webp",
-		brand: &sharding.Brand{Shop: "Hokusai", Logo: "/sale/media/logo.svg", Accent: "#0a58ca"}})
+		brand: &sale.Brand{Shop: "Hokusai", Logo: "/sale/media/logo.svg", Accent: "#0a58ca"}})
 	c := e.serve("10.0.0.1")
 	ja := do(t, c, "GET", "/sale/77", e.token(42), "Accept-Language", "ja-JP,ja;q=0.9", "Cookie", "session=a; flashsale.lang=ja")
 	en := do(t, e.serve("10.9.9.9"), "GET", "/sale/77", e.token(43), "Accept-Language", "en-GB,en;q=0.8", "Cookie", "session=b")

@@ -14,6 +14,7 @@ import (
 
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -323,7 +324,7 @@ func TestUnavailable(t *testing.T) {
 		resharded := *e.sale
 		resharded.Shards, resharded.Version = []string{"x77:0", "x77:1", "x77:2", "x77:3", "x77:4"}, e.sale.Version+1
 		e.st.mu.Lock()
-		e.st.sales = []*sharding.Sale{&resharded}
+		e.st.sales = []*sale.Sale{&resharded}
 		e.st.mu.Unlock()
 		if err := e.cat.Refresh(context.Background(), time.Now()); err != nil {
 			t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"flashsale/gateway/internal/ticket"
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 )
 
 const ticketPath = "/api/flash-sales/sales/77/ticket"
@@ -138,7 +138,7 @@ func TestNoTicketNeededByDefault(t *testing.T) {
 func TestPresaleTicket(t *testing.T) {
 	now := time.Now()
 	o := envOpt{stockPerShard: 1, start: now.Add(time.Hour), end: now.Add(2 * time.Hour), ticketRequired: true,
-		presale: &sharding.Presale{StartsAt: now.Add(-time.Minute), Claim: "tier", Values: []string{"gold"}}}
+		presale: &sale.Presale{StartsAt: now.Add(-time.Minute), Claim: "tier", Values: []string{"gold"}}}
 	e := newEnv(t, o)
 	c := e.serve("10.0.0.1")
 	startsAt := e.sale.StartsAt.UTC().Format(rfc3339Milli)

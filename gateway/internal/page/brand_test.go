@@ -1,9 +1,10 @@
 package page
 
 import (
-	"flashsale/sharding"
 	"regexp"
 	"testing"
+
+	"flashsale/sharding/sale"
 )
 
 // TestLightBackgroundsAreTheCSSs: the accent is checked at a sale's
@@ -21,21 +22,21 @@ func TestLightBackgroundsAreTheCSSs(t *testing.T) {
 		if m == nil {
 			t.Fatalf("sale.css :root has no %s", v)
 		}
-		c, err := sharding.ParseHexColor(string(m[1]))
+		c, err := sale.ParseHexColor(string(m[1]))
 		if err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, string(m[1]))
 		found := false
-		for _, bg := range sharding.PageLightBackgrounds {
-			b, _ := sharding.ParseHexColor(bg)
+		for _, bg := range sale.PageLightBackgrounds {
+			b, _ := sale.ParseHexColor(bg)
 			found = found || b == c
 		}
 		if !found {
-			t.Errorf("sale.css %s is %s, not one of sharding.PageLightBackgrounds %v", v, m[1], sharding.PageLightBackgrounds)
+			t.Errorf("sale.css %s is %s, not one of sale.PageLightBackgrounds %v", v, m[1], sale.PageLightBackgrounds)
 		}
 	}
-	if len(got) != len(sharding.PageLightBackgrounds) {
-		t.Errorf("backgrounds %v, sharding checks %v", got, sharding.PageLightBackgrounds)
+	if len(got) != len(sale.PageLightBackgrounds) {
+		t.Errorf("backgrounds %v, sharding checks %v", got, sale.PageLightBackgrounds)
 	}
 }

@@ -34,7 +34,7 @@
 // # Branding
 //
 // A shop's name, logo, accent colour and banner, and each item's image and
-// description, come from the sale file (sharding.Brand, validated at
+// description, come from the sale file (sale.Brand, validated at
 // creation: image URLs https or paths on this site, the accent a hex colour
 // with 4.5:1 contrast on the page's light backgrounds, lengths bounded)
 // and reach the page with the public sale description; brand.js draws

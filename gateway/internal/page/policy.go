@@ -9,7 +9,7 @@ import (
 // Policy is the page's Content-Security-Policy for one sale: scripts,
 // styles and requests from the page's own site only, and images from it
 // and from the https origins the sale's branding names
-// (sharding.Sale.ImageOrigins), nothing else. It goes out as a header of
+// (sale.Sale.ImageOrigins), nothing else. It goes out as a header of
 // the page, so the HTML stays the same bytes for every sale; the page's
 // ETag names it (Site.AppendPageETag), so a cache holding the page under
 // an older policy revalidates to the new one.
@@ -30,7 +30,7 @@ const (
 var DefaultPolicy = &Policy{CSP: []byte(cspHead + cspTail)}
 
 // PolicyFor returns the policy of a sale whose images come from origins
-// ("https://host[:port]", as validated by sharding.ValidImageURL).
+// ("https://host[:port]", as validated by sale.ValidImageURL).
 func PolicyFor(origins []string) *Policy {
 	if len(origins) == 0 {
 		return DefaultPolicy

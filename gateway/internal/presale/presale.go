@@ -34,6 +34,7 @@ import (
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
 	"flashsale/sharding/repeatlog"
+	"flashsale/sharding/sale"
 )
 
 // ListEvery is how often a live presale's list is read again.
@@ -93,7 +94,7 @@ func New(c rueidis.Client, acks Acker, log *slog.Logger) *Gate {
 
 // Eligible reports whether user, holding token (verified), may buy in
 // sale's presale. It allocates only the first time a token is seen.
-func (g *Gate) Eligible(sale *sharding.Sale, user uint64, token []byte) bool {
+func (g *Gate) Eligible(sale *sale.Sale, user uint64, token []byte) bool {
 	p := sale.Presale
 	if p == nil {
 		return false
@@ -129,7 +130,7 @@ func (g *Gate) Eligible(sale *sharding.Sale, user uint64, token []byte) bool {
 // would let the presale sell past its cap. An error leaves it unknown
 // whether the unit was taken; it is not given back (the presale may sell
 // one fewer, never one more).
-func (g *Gate) Take(ctx context.Context, sale *sharding.Sale) (bool, error) {
+func (g *Gate) Take(ctx context.Context, sale *sale.Sale) (bool, error) {
 	if sale.Presale == nil || sale.Presale.Cap <= 0 {
 		return true, nil
 	}
@@ -156,7 +157,7 @@ func (g *Gate) Take(ctx context.Context, sale *sharding.Sale) (bool, error) {
 }
 
 // Give gives back a unit taken by Take.
-func (g *Gate) Give(ctx context.Context, sale *sharding.Sale) error {
+func (g *Gate) Give(ctx context.Context, sale *sale.Sale) error {
 	if sale.Presale == nil || sale.Presale.Cap <= 0 {
 		return nil
 	}
@@ -168,7 +169,7 @@ func (g *Gate) Give(ctx context.Context, sale *sharding.Sale) error {
 
 // Source lists the sales a gateway knows (in the gateway, the catalog).
 type Source interface {
-	PresaleSales() []*sharding.Sale
+	PresaleSales() []*sale.Sale
 }
 
 // Run reads the lists of live presales every ListEvery until ctx ends.
@@ -188,7 +189,7 @@ func (g *Gate) Run(ctx context.Context, src Source) {
 
 // Refresh reads the list of every sale whose presale with a list starts
 // within listLead or is on at now; the others' lists are dropped.
-func (g *Gate) Refresh(ctx context.Context, now time.Time, sales []*sharding.Sale) error {
+func (g *Gate) Refresh(ctx context.Context, now time.Time, sales []*sale.Sale) error {
 	next := map[int64]map[uint64]struct{}{}
 	old := *g.lists.Load()
 	var first error

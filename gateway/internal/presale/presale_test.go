@@ -11,6 +11,7 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/gateway/internal/auth"
 	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -29,7 +30,7 @@ func tok(t *testing.T, user uint64, claims map[string]any) []byte {
 func TestEligible(t *testing.T) {
 	g := New(nil, nil, nil)
 	now := time.Now()
-	s := &sharding.Sale{ID: 5, StartsAt: now.Add(time.Minute), Presale: &sharding.Presale{StartsAt: now, Claim: "tier", Values: []string{"gold", "member"}}}
+	s := &sale.Sale{ID: 5, StartsAt: now.Add(time.Minute), Presale: &sale.Presale{StartsAt: now, Claim: "tier", Values: []string{"gold", "member"}}}
 	cases := []struct {
 		claims map[string]any
 		want   bool
@@ -56,7 +57,7 @@ func TestEligible(t *testing.T) {
 			t.Errorf("token %q eligible", garbage)
 		}
 	}
-	if (&Gate{}).Eligible(&sharding.Sale{}, 1, nil) {
+	if (&Gate{}).Eligible(&sale.Sale{}, 1, nil) {
 		t.Error("a sale without a presale is eligible")
 	}
 }
@@ -75,12 +76,12 @@ func TestListRefresh(t *testing.T) {
 	id := 1 + rand.Int64N(sharding.MaxSaleID-1)
 	key := sharding.PresaleListKey(id)
 	t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(key).Build()).Error() })
-	s := &sharding.Sale{ID: id, StartsAt: now.Add(time.Minute), Presale: &sharding.Presale{StartsAt: now, List: true}}
-	later := &sharding.Sale{ID: id + 1, StartsAt: now.Add(time.Hour), Presale: &sharding.Presale{StartsAt: now.Add(30 * time.Minute), List: true}}
+	s := &sale.Sale{ID: id, StartsAt: now.Add(time.Minute), Presale: &sale.Presale{StartsAt: now, List: true}}
+	later := &sale.Sale{ID: id + 1, StartsAt: now.Add(time.Hour), Presale: &sale.Presale{StartsAt: now.Add(30 * time.Minute), List: true}}
 	if err := c.Do(ctx, c.B().Sadd().Key(key).Member("7", "8").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Refresh(ctx, now, []*sharding.Sale{s, later}); err != nil {
+	if err := g.Refresh(ctx, now, []*sale.Sale{s, later}); err != nil {
 		t.Fatal(err)
 	}
 	if !g.Eligible(s, 7, nil) || g.Eligible(s, 9, nil) || len(*g.lists.Load()) != 1 {
@@ -89,7 +90,7 @@ func TestListRefresh(t *testing.T) {
 	if err := c.Do(ctx, c.B().Sadd().Key(key).Member("x9").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Refresh(ctx, now, []*sharding.Sale{s}); err == nil || !g.Eligible(s, 8, nil) {
+	if err := g.Refresh(ctx, now, []*sale.Sale{s}); err == nil || !g.Eligible(s, 8, nil) {
 		t.Fatalf("a malformed list: %v, and the last copy is lost", err)
 	}
 }
@@ -109,7 +110,7 @@ func TestTakeUntilGone(t *testing.T) {
 	id := 1 + rand.Int64N(sharding.MaxSaleID-1)
 	key := sharding.PresaleCapKey(id)
 	t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(key).Build()).Error() })
-	s := &sharding.Sale{ID: id, Presale: &sharding.Presale{Cap: 2}}
+	s := &sale.Sale{ID: id, Presale: &sale.Presale{Cap: 2}}
 	if err := c.Do(ctx, c.B().Set().Key(key).Value("2").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestTakeUntilGone(t *testing.T) {
 	if ok, err := g.Take(ctx, s); !ok || err != nil {
 		t.Fatalf("a take after GoneFor, a unit back: %v %v", ok, err)
 	}
-	if ok, _ := g.Take(ctx, &sharding.Sale{ID: id, Presale: &sharding.Presale{}}); !ok {
+	if ok, _ := g.Take(ctx, &sale.Sale{ID: id, Presale: &sale.Presale{}}); !ok {
 		t.Fatal("a presale without a cap refused a take")
 	}
 }
@@ -151,7 +152,7 @@ func TestTakeWaitsForAReplica(t *testing.T) {
 	id := 1 + rand.Int64N(sharding.MaxSaleID-1)
 	key := sharding.PresaleCapKey(id)
 	t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(key).Build()).Error() })
-	s := &sharding.Sale{ID: id, Presale: &sharding.Presale{Cap: 3}}
+	s := &sale.Sale{ID: id, Presale: &sale.Presale{Cap: 3}}
 	if err := c.Do(ctx, c.B().Set().Key(key).Value("3").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}

@@ -60,6 +60,7 @@ import (
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
 	"flashsale/sharding/repeatlog"
+	"flashsale/sharding/sale"
 )
 
 // Grace is the time between the close of the draw and the first admission:
@@ -87,17 +88,17 @@ type Sale struct {
 }
 
 // FromSale returns s's room, or false when s has none (access "open").
-func FromSale(s *sharding.Sale) (Sale, bool) {
+func FromSale(s *sale.Sale) (Sale, bool) {
 	mode := s.Mode()
-	if mode == sharding.AccessOpen {
+	if mode == sale.AccessOpen {
 		return Sale{}, false
 	}
-	out := Sale{ID: s.ID, Start: s.StartsAt, End: s.EndsAt, Factor: sharding.DefaultAdmitFactor,
-		Window: sharding.DefaultStartWindow, Units: s.Quantity()}
+	out := Sale{ID: s.ID, Start: s.StartsAt, End: s.EndsAt, Factor: sale.DefaultAdmitFactor,
+		Window: sale.DefaultStartWindow, Units: s.Quantity()}
 	if r := s.WaitingRoom; r != nil {
 		out.PreQueue, out.Window, out.Factor = time.Duration(r.PreQueue), r.Window(), r.Factor()
 	}
-	if mode == sharding.AccessRaffle && s.Raffle != nil {
+	if mode == sale.AccessRaffle && s.Raffle != nil {
 		out.Raffle, out.EntriesOpen, out.EntriesClose = true, s.Raffle.EntriesOpen, s.Raffle.EntriesClose
 	}
 	if d := s.Draw; d != nil {

@@ -13,6 +13,7 @@ import (
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/ghost"
 	"flashsale/writer/internal/obs"
@@ -124,7 +125,7 @@ func TestGhostSweep(t *testing.T) {
 // plantGhost writes by hand what a lost journal entry would leave behind for
 // user: a unit taken, a buyer record and a PENDING order record, no journal
 // entry, no order in PostgreSQL. It returns the shard tag and the order id.
-func plantGhost(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64, user uint64, id sharding.OrderID) (string, sharding.OrderID) {
+func plantGhost(t *testing.T, rs *stock.Store, s *sale.Sale, item int64, user uint64, id sharding.OrderID) (string, sharding.OrderID) {
 	t.Helper()
 	ctx := context.Background()
 	c := rs.Client()

@@ -19,8 +19,9 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/journal"
-	"flashsale/sharding/ops"
+	"flashsale/sharding/ops/saleops"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/app"
 	"flashsale/writer/internal/config"
@@ -41,7 +42,7 @@ func stack(t *testing.T) {
 // group, with short timers and no admin server. Its expiry and outbox replay
 // are limited to sale s, so other tests' orders in the shared database are
 // left alone.
-func testConfig(topic, group string, s *sharding.Sale) config.Config {
+func testConfig(topic, group string, s *sale.Sale) config.Config {
 	c := config.Default()
 	c.Postgres.URL = testenv.DatabaseURL()
 	c.Redis.Addrs = testenv.RedisAddrs()
@@ -122,20 +123,20 @@ func newStores(t *testing.T) (*store.Store, *stock.Store) {
 
 // newSale creates a sale with a random id, one item per quantity, on shards
 // shards, in PostgreSQL and Redis.
-func newSale(t *testing.T, st *store.Store, rs *stock.Store, shards int, quantities ...int64) *sharding.Sale {
+func newSale(t *testing.T, st *store.Store, rs *stock.Store, shards int, quantities ...int64) *sale.Sale {
 	t.Helper()
 	id := 1_000_000 + rand.Int64N(sharding.MaxSaleID-1_000_000)
-	s := &sharding.Sale{
+	s := &sale.Sale{
 		ID: id, Name: t.Name(),
 		StartsAt: time.Now().Add(-time.Hour).UTC().Truncate(time.Second), EndsAt: time.Now().Add(24 * time.Hour).UTC().Truncate(time.Second),
-		PaymentWindow: sharding.Duration(10 * time.Minute),
+		PaymentWindow: sale.Duration(10 * time.Minute),
 	}
 	for i, q := range quantities {
-		s.Items = append(s.Items, sharding.Item{ID: id*100 + int64(i) + 1, Name: "item", Price: 100, Currency: "EUR", Quantity: q})
+		s.Items = append(s.Items, sale.Item{ID: id*100 + int64(i) + 1, Name: "item", Price: 100, Currency: "EUR", Quantity: q})
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := ops.CreateSale(ctx, st.Pool(), rs, s, shards); err != nil {
+	if err := saleops.CreateSale(ctx, st.Pool(), rs, s, shards); err != nil {
 		t.Fatalf("creating sale: %v", err)
 	}
 	t.Cleanup(func() {
@@ -149,7 +150,7 @@ func newSale(t *testing.T, st *store.Store, rs *stock.Store, shards int, quantit
 }
 
 // dropSale deletes a test sale from the shared PostgreSQL and Redis.
-func dropSale(t *testing.T, st *store.Store, rs *stock.Store, s *sharding.Sale) {
+func dropSale(t *testing.T, st *store.Store, rs *stock.Store, s *sale.Sale) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, q := range []string{
@@ -182,7 +183,7 @@ func dropSale(t *testing.T, st *store.Store, rs *stock.Store, s *sharding.Sale) 
 }
 
 // reserved returns a reservation event of user for item, made now.
-func reserved(s *sharding.Sale, item int64, user uint64, window time.Duration) orderevent.Event {
+func reserved(s *sale.Sale, item int64, user uint64, window time.Duration) orderevent.Event {
 	now := time.Now()
 	return orderevent.Event{
 		Type: orderevent.Reserved, OrderID: sharding.NewOrderID(s.ID, rand.Uint64(), rand.Uint32()),
@@ -192,7 +193,7 @@ func reserved(s *sharding.Sale, item int64, user uint64, window time.Duration) o
 
 // reservations returns reservation events of item for users 1..n, made now
 // (not in Redis: for the writer alone).
-func reservations(s *sharding.Sale, item int64, n int, window time.Duration) []orderevent.Event {
+func reservations(s *sale.Sale, item int64, n int, window time.Duration) []orderevent.Event {
 	events := make([]orderevent.Event, n)
 	for i := range events {
 		events[i] = reserved(s, item, uint64(i+1), window)
@@ -218,7 +219,7 @@ func persistOrders(t *testing.T, cfg config.Config, events []orderevent.Event) {
 type dueOrders struct {
 	st     *store.Store
 	rs     *stock.Store
-	s      *sharding.Sale
+	s      *sale.Sale
 	item   int64
 	cfg    config.Config // the loader's: expiry off
 	before int64
@@ -328,7 +329,7 @@ func total(m map[string]int64) int64 {
 }
 
 // redisLeft returns the stock of item left in Redis over all shards.
-func redisLeft(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64) int64 {
+func redisLeft(t *testing.T, rs *stock.Store, s *sale.Sale, item int64) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -349,13 +350,13 @@ func redisLeft(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64) int6
 
 // reserveInRedis reserves one unit for each user through the stock store, as
 // a gateway would, and returns the reservation events.
-func reserveInRedis(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64, users int, window time.Duration) []orderevent.Event {
+func reserveInRedis(t *testing.T, rs *stock.Store, s *sale.Sale, item int64, users int, window time.Duration) []orderevent.Event {
 	t.Helper()
 	return reserveFrom(t, rs, s, item, 1, users, window)
 }
 
 // reserveFrom is reserveInRedis for users first .. first+users-1.
-func reserveFrom(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64, first uint64, users int, window time.Duration) []orderevent.Event {
+func reserveFrom(t *testing.T, rs *stock.Store, s *sale.Sale, item int64, first uint64, users int, window time.Duration) []orderevent.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -393,7 +394,7 @@ func reserveFrom(t *testing.T, rs *stock.Store, s *sharding.Sale, item int64, fi
 
 // startRelay runs a journal relay, as a gateway does, moving the journals of
 // sale s to topic until the test ends.
-func startRelay(t *testing.T, rs *stock.Store, topic string, s *sharding.Sale) *journal.Relay {
+func startRelay(t *testing.T, rs *stock.Store, topic string, s *sale.Sale) *journal.Relay {
 	t.Helper()
 	kc, err := kgo.NewClient(journal.ProducerOpts(testenv.KafkaBrokers())...)
 	if err != nil {

@@ -38,8 +38,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"flashsale/sharding"
 	"flashsale/sharding/repeatlog"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -157,36 +157,36 @@ func (w *Watcher) publish(ctx context.Context, id int64, rd Reading, now time.Ti
 }
 
 // live reports whether sale is worth reading at now.
-func live(s *sharding.Sale, now time.Time) bool { return s.Around(now, 10*time.Minute, 10*time.Minute) }
+func live(s *sale.Sale, now time.Time) bool { return s.Around(now, 10*time.Minute, 10*time.Minute) }
 
 // Sale reads the drift of every item of sale id, and its journals; empty
 // for a sale that is not live or not in Redis. On an error the journals
 // read before it are returned (Items empty).
 func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) (Reading, error) {
-	sale, err := w.redis.LoadSale(ctx, id)
+	s, err := w.redis.LoadSale(ctx, id)
 	if errors.Is(err, stock.ErrNoSale) {
 		return Reading{}, nil
 	}
 	if err != nil {
 		return Reading{}, err
 	}
-	if !live(sale, now) {
+	if !live(s, now) {
 		return Reading{}, nil
 	}
 	// The journals first: their gauges are exported even when the rest of
 	// the reading fails (PostgreSQL away, a mangled entry), since
 	// FlashsaleJournalEntryOld reads them.
-	rd := Reading{Over: sale.State == sharding.StateEnded || !now.Before(sale.EndsAt)}
-	js, jerr := w.redis.ReadJournals(ctx, sale)
+	rd := Reading{Over: s.State == sale.StateEnded || !now.Before(s.EndsAt)}
+	js, jerr := w.redis.ReadJournals(ctx, s)
 	if js.Backlog != nil {
-		for i, tag := range sale.Shards {
+		for i, tag := range s.Shards {
 			rd.Shards = append(rd.Shards, Shard{Sale: id, Tag: tag, Backlog: js.Backlog[i], Oldest: js.Oldest[i]})
 		}
 	}
 	if jerr != nil {
 		return rd, jerr
 	}
-	moves, err := w.redis.PendingMoves(ctx, sale)
+	moves, err := w.redis.PendingMoves(ctx, s)
 	if err != nil {
 		return rd, err
 	}
@@ -194,12 +194,12 @@ func (w *Watcher) Sale(ctx context.Context, id int64, now time.Time) (Reading, e
 	if err != nil {
 		return rd, err
 	}
-	for _, it := range sale.Items {
+	for _, it := range s.Items {
 		tot, ok := pg[it.ID]
 		if !ok {
 			continue // not in PostgreSQL (yet): nothing to compare with
 		}
-		rem, err := w.redis.Remaining(ctx, sale, it.ID)
+		rem, err := w.redis.Remaining(ctx, s, it.ID)
 		if err != nil {
 			return Reading{Shards: rd.Shards}, err
 		}

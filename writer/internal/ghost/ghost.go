@@ -38,6 +38,7 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/repeatlog"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/store"
@@ -89,7 +90,7 @@ func (s *Sweeper) Run(ctx context.Context) {
 // candidate is a buyer record whose order PostgreSQL lacks.
 type candidate struct {
 	tag              string
-	sale             *sharding.Sale
+	sale             *sale.Sale
 	user             uint64
 	id               sharding.OrderID
 	itemID           int64
@@ -192,7 +193,7 @@ func (s *Sweeper) release(ctx context.Context, due []candidate) (int, error) {
 // sales lists the sales to sweep at now: those of the index (or Config.Sales)
 // whose reservations can still be settled (see sweepable). The descriptions
 // are read in one pipelined round trip.
-func (s *Sweeper) sales(ctx context.Context, now time.Time) ([]*sharding.Sale, error) {
+func (s *Sweeper) sales(ctx context.Context, now time.Time) ([]*sale.Sale, error) {
 	ids := s.cfg.Sales
 	if len(ids) == 0 {
 		var err error
@@ -200,9 +201,9 @@ func (s *Sweeper) sales(ctx context.Context, now time.Time) ([]*sharding.Sale, e
 			return nil, err
 		}
 	}
-	out := make([]*sharding.Sale, 0, len(ids))
+	out := make([]*sale.Sale, 0, len(ids))
 	for _, st := range s.redis.ReadSales(ctx, ids) {
-		sale, err := st.Decode()
+		sl, err := st.Decode()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, err
@@ -210,8 +211,8 @@ func (s *Sweeper) sales(ctx context.Context, now time.Time) ([]*sharding.Sale, e
 			s.log.Warn("ghost sweep: skipping a sale", "sale", st.ID, "err", err)
 			continue
 		}
-		if s.sweepable(sale, now) {
-			out = append(out, sale)
+		if s.sweepable(sl, now) {
+			out = append(out, sl)
 		}
 	}
 	return out, nil
@@ -224,7 +225,7 @@ func (s *Sweeper) sales(ctx context.Context, now time.Time) ([]*sharding.Sale, e
 // sale over for longer holds only settled records, and sweeping it would
 // read every buyer it ever had, every Interval, for as long as Redis keeps
 // them (a deployment's past sales add up; flashctl reconcile covers them).
-func (s *Sweeper) sweepable(sale *sharding.Sale, now time.Time) bool {
+func (s *Sweeper) sweepable(sale *sale.Sale, now time.Time) bool {
 	const margin = 10 * time.Minute
 	return sale.Around(now, margin, 2*s.cfg.Grace+margin)
 }
@@ -256,7 +257,7 @@ func buyersOf(ctx context.Context, c rueidis.Client, key string) (map[string]str
 
 // absent returns the buyer records of sale whose order PostgreSQL lacks and
 // whose journal entry is gone (or was never written).
-func (s *Sweeper) absent(ctx context.Context, sale *sharding.Sale) ([]candidate, error) {
+func (s *Sweeper) absent(ctx context.Context, sale *sale.Sale) ([]candidate, error) {
 	cands, err := s.records(ctx, sale)
 	if err != nil || len(cands) == 0 {
 		return nil, err
@@ -278,7 +279,7 @@ func (s *Sweeper) absent(ctx context.Context, sale *sharding.Sale) ([]candidate,
 }
 
 // records returns sale's buyer records, skipping (and logging) malformed ones.
-func (s *Sweeper) records(ctx context.Context, sale *sharding.Sale) ([]candidate, error) {
+func (s *Sweeper) records(ctx context.Context, sale *sale.Sale) ([]candidate, error) {
 	var cands []candidate
 	for _, tag := range sale.Shards {
 		buyers, err := buyersOf(ctx, s.redis.Client(), string(sharding.AppendBuyersKey(nil, tag)))

@@ -27,6 +27,7 @@ import (
 
 	"flashsale/sharding"
 	"flashsale/sharding/repeatlog"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/obs"
 	"flashsale/writer/internal/store"
@@ -70,16 +71,16 @@ type Applier struct {
 
 	mu    sync.Mutex
 	sales map[int64]cachedSale
-	load  func(context.Context, int64) (*sharding.Sale, error) // reads a layout: redis.LoadSale
+	load  func(context.Context, int64) (*sale.Sale, error) // reads a layout: redis.LoadSale
 
 	replayFails repeatlog.Failure // the log of failing replays
 	markFails   repeatlog.Failure // the log of failing persisted marks
 }
 
 type cachedSale struct {
-	sale  *sharding.Sale // nil: not in Redis
-	at    time.Time      // when it was read
-	tried time.Time      // the last failed read since (the stale layout serves until SaleCacheTTL after it)
+	sale  *sale.Sale // nil: not in Redis
+	at    time.Time  // when it was read
+	tried time.Time  // the last failed read since (the stale layout serves until SaleCacheTTL after it)
 }
 
 // New returns an Applier. Start its background work with Run.
@@ -256,7 +257,7 @@ const saleLoadTimeout = time.Second
 // cannot misplace a release: a reshard leaves a fence on every shard it
 // replaced (stock.FenceTTL, a day), on which the scripts answer frozen, and
 // the caller reloads the layout and tries again.
-func (a *Applier) sale(ctx context.Context, id int64) (*sharding.Sale, error) {
+func (a *Applier) sale(ctx context.Context, id int64) (*sale.Sale, error) {
 	now := time.Now()
 	a.mu.Lock()
 	c, ok := a.sales[id]

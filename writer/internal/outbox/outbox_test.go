@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
 )
 
@@ -16,11 +16,11 @@ import (
 type layouts struct {
 	reads int
 	err   error
-	sale  *sharding.Sale
+	sale  *sale.Sale
 	slack time.Duration // the longest a reading was given
 }
 
-func (l *layouts) load(ctx context.Context, id int64) (*sharding.Sale, error) {
+func (l *layouts) load(ctx context.Context, id int64) (*sale.Sale, error) {
 	l.reads++
 	d, ok := ctx.Deadline()
 	if !ok {
@@ -45,7 +45,7 @@ func TestSaleFallsBackOnTheLastLayout(t *testing.T) {
 	const ttl = 10 * time.Minute // no reading expires by itself within the test
 	ctx := context.Background()
 	a := New(Config{SaleCacheTTL: ttl}, nil, nil, nil, nil)
-	l := &layouts{sale: &sharding.Sale{ID: 7, Shards: []string{"{s7:0}", "{s7:1}"}}}
+	l := &layouts{sale: &sale.Sale{ID: 7, Shards: []string{"{s7:0}", "{s7:1}"}}}
 	a.load = l.load
 
 	got, err := a.sale(ctx, 7)
@@ -76,7 +76,7 @@ func TestSaleFallsBackOnTheLastLayout(t *testing.T) {
 	c.tried = c.tried.Add(-ttl - time.Second)
 	a.sales[7] = c
 	l.err = nil
-	l.sale = &sharding.Sale{ID: 7, Shards: []string{"{s7:2}"}, Version: 2}
+	l.sale = &sale.Sale{ID: 7, Shards: []string{"{s7:2}"}, Version: 2}
 	if got, err = a.sale(ctx, 7); err != nil || got != l.sale || l.reads != 3 {
 		t.Fatalf("master back: %v, %v after %d reads; want the new layout", got, err, l.reads)
 	}

@@ -9,6 +9,7 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/sale"
 	"flashsale/writer/internal/store"
 )
 
@@ -25,8 +26,8 @@ func BenchmarkPersist(b *testing.B) {
 	const batch = 5000
 	saleID := 1_000_000 + rand.Int64N(sharding.MaxSaleID-1_000_000)
 	item := saleID*100 + 1
-	s := &sharding.Sale{ID: saleID, Name: "bench", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
-		Items: []sharding.Item{{ID: item, Name: "i", Price: 1, Currency: "EUR", Quantity: 1 << 40}}, Shards: []string{"t"}}
+	s := &sale.Sale{ID: saleID, Name: "bench", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
+		Items: []sale.Item{{ID: item, Name: "i", Price: 1, Currency: "EUR", Quantity: 1 << 40}}, Shards: []string{"t"}}
 	if err := st.CreateSale(ctx, s, func(context.Context) error { return nil }); err != nil {
 		b.Fatal(err)
 	}

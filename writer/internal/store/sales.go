@@ -3,7 +3,7 @@ package store
 import (
 	"context"
 
-	"flashsale/sharding"
+	"flashsale/sharding/sale"
 	"flashsale/writer/schema"
 )
 
@@ -12,6 +12,6 @@ var ErrSaleExists = schema.ErrSaleExists
 
 // CreateSale inserts sale and its items (schema.CreateSale): publish runs
 // before the commit, and when it fails nothing is committed.
-func (s *Store) CreateSale(ctx context.Context, sale *sharding.Sale, publish func(context.Context) error) error {
+func (s *Store) CreateSale(ctx context.Context, sale *sale.Sale, publish func(context.Context) error) error {
 	return schema.CreateSale(ctx, s.pool, sale, publish)
 }

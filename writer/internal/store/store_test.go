@@ -16,6 +16,7 @@ import (
 	"flashsale/deploy/testenv"
 	"flashsale/sharding"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/sale"
 	"flashsale/writer/internal/store"
 )
 
@@ -45,7 +46,7 @@ type rulesSale struct {
 	ctx   context.Context
 	pool  *pgxpool.Pool
 	store *store.Store
-	sale  *sharding.Sale
+	sale  *sale.Sale
 	item  int64
 }
 
@@ -54,8 +55,8 @@ func newRulesSale(t *testing.T, pool *pgxpool.Pool) *rulesSale {
 	ctx := context.Background()
 	saleID := 1_000_000 + rand.Int64N(sharding.MaxSaleID-1_000_000)
 	item := saleID*100 + 1
-	s := &sharding.Sale{ID: saleID, Name: "rules", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
-		Items: []sharding.Item{{ID: item, Name: "i", Price: 1, Currency: "EUR", Quantity: 2}}, Shards: []string{"t"}}
+	s := &sale.Sale{ID: saleID, Name: "rules", StartsAt: time.Now().Add(-time.Hour), EndsAt: time.Now().Add(time.Hour),
+		Items: []sale.Item{{ID: item, Name: "i", Price: 1, Currency: "EUR", Quantity: 2}}, Shards: []string{"t"}}
 	r := &rulesSale{t: t, ctx: ctx, pool: pool, store: store.New(pool), sale: s, item: item}
 	if err := r.store.CreateSale(ctx, s, func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,4 @@
+package preload
+
+// PlacePreload is placePreload, for the external tests.
+var PlacePreload = placePreload

@@ -1,0 +1,4 @@
+package reconcile
+
+// CountKinds is countKinds, for the external tests.
+var CountKinds = countKinds
