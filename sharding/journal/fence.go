@@ -132,9 +132,12 @@ const clockJump = 500 * time.Millisecond
 
 // shardFence is one shard's beats.
 type shardFence struct {
-	mu     sync.Mutex
-	prev   int64 // the last answer (master ms) not yet handed back, 0 for none
-	prevAt int64 // when it came (ns since Fence.start)
+	mu   sync.Mutex
+	prev int64 // the last answer (master ms) not yet handed back, 0 for none
+	// prevAt is when the round that got it was sent (ns since
+	// Fence.start): the master's time was taken after it, so a mark of that
+	// answer is at least this old; prevTrip is that round's length.
+	prevAt, prevTrip int64
 	// marked is when the answer whose time is the mark came (ns since
 	// Fence.start), 0 before the first mark.
 	marked atomic.Int64
@@ -204,15 +207,18 @@ func (f *Fence) Beat(ctx context.Context) error {
 // Tags lists them.
 func (f *Fence) BeatTags(ctx context.Context, tags []string) error {
 	again, err := f.beat(ctx, tags)
-	if err == nil && len(again) > 0 {
-		_, err = f.beat(ctx, again)
+	if len(again) > 0 {
+		_, err2 := f.beat(ctx, again)
+		err = errors.Join(err, err2)
 	}
 	return err
 }
 
 // beat beats all but the pending shards once: it hands each its last
-// answer back and keeps the new one. It returns the shards that had none
-// to hand back (beaten for the first time).
+// answer back and keeps the new one. It returns the shards that answered
+// but are not fresh after it (beaten for the first time, or after beats
+// failed for a while: the answer handed back was old), which a second beat
+// makes fresh at once.
 func (f *Fence) beat(ctx context.Context, all []string) (first []string, err error) {
 	pending := map[string]bool{}
 	if f.cfg.Pending != nil {
@@ -247,12 +253,13 @@ func (f *Fence) beat(ctx context.Context, all []string) (first []string, err err
 	defer cancel()
 	var failed []string
 	transient := true
-	sentWall := clock.Now()
+	sentWall, sentAt0 := clock.Now(), time.Now()
 	res := fenceMulti(ctx, f.c, keys, args)
-	mid := sentWall.Add(clock.Now().Sub(sentWall) / 2)
+	trip := time.Since(sentAt0)
+	mid := sentWall.Add(trip / 2)
+	at := int64(sentAt0.Sub(f.start))
 	var worst time.Duration
 	for i, r := range res {
-		at := int64(time.Since(f.start))
 		now, recorded, err := parseBeat(r)
 		switch {
 		case err == nil:
@@ -263,8 +270,10 @@ func (f *Fence) beat(ctx context.Context, all []string) (first []string, err err
 			sf := sfs[i]
 			sf.mu.Lock()
 			if sf.prev != 0 {
+				// Each answer was taken somewhere within its round:
+				// the two rounds' lengths are the reading's slack.
 				moved := time.Duration(now-sf.prev)*time.Millisecond - time.Duration(at-sf.prevAt)
-				if moved > clockJump || moved < -clockJump {
+				if slack := clockJump + trip + time.Duration(sf.prevTrip); moved > slack || moved < -slack {
 					f.jumps.Add(1)
 					if f.cfg.Log != nil {
 						f.cfg.Log.Warn("a Redis master's clock jumped between two fence beats", "shard", tags[i], "by", moved.Round(time.Millisecond))
@@ -274,9 +283,10 @@ func (f *Fence) beat(ctx context.Context, all []string) (first []string, err err
 			if recorded && sentAt[i] > sf.marked.Load() {
 				sf.marked.Store(sentAt[i])
 			}
-			sf.prev, sf.prevAt = now, at
+			sf.prev, sf.prevAt, sf.prevTrip = now, at, int64(trip)
+			stale := sent[i] == 0 || int64(time.Since(f.start))-sf.marked.Load() >= int64(f.cfg.Hold/3)
 			sf.mu.Unlock()
-			if sent[i] == 0 {
+			if stale {
 				first = append(first, tags[i])
 			}
 		case errors.Is(err, errBeatReply):
