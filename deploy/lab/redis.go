@@ -202,7 +202,7 @@ func (nd *Node) Time(ctx context.Context) (time.Duration, error) {
 	if err1 != nil || err2 != nil {
 		return 0, fmt.Errorf("lab: TIME of %d: %q", nd.Port, out)
 	}
-	return time.Unix(s, us*1000).Sub(time.Now()), nil
+	return time.Until(time.Unix(s, us*1000)), nil
 }
 
 // labRedis returns the lab's redis-server and libfaketime (stack.sh

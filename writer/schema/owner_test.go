@@ -126,8 +126,7 @@ func stringGroups(t *testing.T, path string) (lits []literal, imports []string) 
 		t.Fatal(err)
 	}
 	var out []literal
-	var walk func(n ast.Node) bool
-	walk = func(n ast.Node) bool {
+	walk := func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.BinaryExpr:
 			if n.Op != token.ADD {
