@@ -5,7 +5,7 @@ STACK := deploy/stack/stack.sh
 BINS := gateway writer bench flashctl
 TEST_TIMEOUT ?= 14m
 
-.PHONY: demo demo-slow test test-unit test-race chaos lab-distances lab-skew up up-services down reset status build lint bench bench-peers clean
+.PHONY: demo demo-slow test test-unit test-race chaos lab-distances lab-skew up up-services down reset status build lint bench bench-peers ablation clean
 
 demo: build up-services
 	bash deploy/demo.sh
@@ -116,6 +116,11 @@ bench:
 # bench-peers measures the gateway against ../shared/peers in one run (ratios).
 bench-peers: build up
 	bash bench/peers.sh
+
+# ablation measures Redis's CPU per 202 with parts of the system taken away
+# (deploy/ablation.sh; run `make reset` first).
+ablation: build up
+	bash deploy/ablation.sh
 
 clean:
 	rm -rf bin .run

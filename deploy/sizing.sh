@@ -57,16 +57,7 @@ start_gateway() {
 }
 trap '[ -n "$gw" ] && kill "$gw" 2>/dev/null || true' EXIT
 ticks() { awk '{print $14 + $15}' "/proc/$gw/stat"; }
-redis_cpu() { for p in 7001 7002 7003 7004 7005 7006; do redis-cli -p $p info cpu; done | awk -F: '/used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'; }
 hz=$(getconf CLK_TCK)
-# What the masters replicate: commands the replicas run (INFO commandstats)
-# and bytes of replication stream (master_repl_offset), over all nodes.
-replicas() { for p in 7001 7002 7003 7004 7005 7006; do [ "$(redis-cli -p $p role | head -1)" = slave ] && echo $p; done; }
-masters() { for p in 7001 7002 7003 7004 7005 7006; do [ "$(redis-cli -p $p role | head -1)" = master ] && echo $p; done; }
-repl_bytes() { for p in $(masters); do redis-cli -p $p info replication; done | awk -F: '/^master_repl_offset:/ {s += $2} END {print s + 0}'; }
-# Each node's role and CPU seconds.
-node_cpu() { for p in 7001 7002 7003 7004 7005 7006; do
-  echo "$p $(redis-cli -p $p role | head -1) $(redis-cli -p $p info cpu | tr -d '\r' | awk -F: '/used_cpu_(sys|user):/ {s += $2} END {print s}')"; done; }
 # redis_parts N CALLS: where the nodes' CPU per 202 went during the
 # reservation row (N 202s, CALLS reserve script calls): on the masters, the
 # scripts (EVALSHA with the commands they run: the reserve calls, and the

@@ -131,9 +131,20 @@ open_sales_warning() {
 # scripts send them.
 repl_cmds() {
   local p
-  for p in "$@"; do redis-cli -p "$p" info commandstats; done | tr -d '\r' |
+  for p in "$@"; do redis-cli -p "$p" info commandstats || true; done | tr -d '\r' |
     awk -F'[=,:]' '/^cmdstat_/ && $1 != "cmdstat_info" && $1 != "cmdstat_role" {s += $3} END {print s + 0}'
 }
+
+# The stack's six Redis nodes, for sizing.sh and ablation.sh: all nodes' CPU
+# seconds; the replicas and the masters; the masters' replication stream
+# (bytes, master_repl_offset); each node's port, role and CPU seconds.
+redis_cpu() { for p in 7001 7002 7003 7004 7005 7006; do redis-cli -p $p info cpu 2>/dev/null || true; done | awk -F: '/used_cpu_(sys|user):/ {s += $2} END {printf "%.6f", s}'; }
+replicas() { for p in 7001 7002 7003 7004 7005 7006; do [ "$(redis-cli -p $p role 2>/dev/null | head -1)" != slave ] || echo $p; done; }
+masters() { for p in 7001 7002 7003 7004 7005 7006; do [ "$(redis-cli -p $p role 2>/dev/null | head -1)" != master ] || echo $p; done; }
+repl_bytes() { for p in $(masters); do redis-cli -p $p info replication; done | awk -F: '/^master_repl_offset:/ {s += $2} END {print s + 0}'; }
+node_cpu() { for p in 7001 7002 7003 7004 7005 7006; do
+  local role; role=$(redis-cli -p $p role 2>/dev/null | head -1 || true)
+  echo "$p ${role:-down} $( (redis-cli -p $p info cpu 2>/dev/null || true) | tr -d '\r' | awk -F: '/used_cpu_(sys|user):/ {s += $2} END {print s + 0}')"; done; }
 
 # reserve_calls ADMIN: the gateway's (admin address ADMIN) reserve script
 # calls and the reservations they carried, "calls reservations".

@@ -3,10 +3,9 @@ package stock
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/redis/rueidis"
-
-	"flashsale/lua"
 )
 
 // The Batcher's joining: the reservations of one slot in a batch sent as one
@@ -27,7 +26,7 @@ func (b *Batcher) ReserveStats() (calls, reservations int64) {
 // maxJoin is the most reservations joined into one reserve_many.lua call.
 const maxJoin = 64
 
-var reserveManySHA = sha1Hex(lua.ReserveMany)
+var reserveManySHA = sha1Hex(joinedSrc)
 
 // joinCalls appends to cmds one command per unit of calls and returns the
 // units: a call alone, or the reservations (DoReserve) of one slot joined
@@ -76,7 +75,12 @@ func (b *Batcher) joinCalls(calls []*call, cmds rueidis.Commands) (rueidis.Comma
 		}
 		keys, args := make([]string, 0, nk), make([]string, 0, na)
 		for _, c := range u {
-			keys, args = append(keys, c.keys...), append(args, c.args...)
+			keys = append(keys, c.keys...)
+			if packArgs {
+				args = append(args, strings.Join(c.args, packSep))
+			} else {
+				args = append(args, c.args...)
+			}
 		}
 		cmds = append(cmds, b.c.B().Evalsha().Sha1(reserveManySHA).Numkeys(int64(nk)).Key(keys...).Arg(args...).Build())
 	}
@@ -128,7 +132,7 @@ func (b *Batcher) loadJoinedSoon() {
 		ctx, cancel := context.WithTimeout(context.Background(), b.timeout)
 		defer cancel()
 		for _, n := range b.c.Nodes() {
-			_ = n.Do(ctx, n.B().ScriptLoad().Script(lua.ReserveMany).Build()).Error()
+			_ = n.Do(ctx, n.B().ScriptLoad().Script(joinedSrc).Build()).Error()
 		}
 	}()
 }

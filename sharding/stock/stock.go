@@ -149,7 +149,7 @@ func sha1Hex(script string) string { return fmt.Sprintf("%x", sha1.Sum([]byte(sc
 
 // HotScripts are the scripts the purchase path runs by SHA-1 (EVALSHA); the
 // gateway loads them on every master before it calls itself ready.
-var HotScripts = []string{lua.Reserve, lua.ReserveMany, lua.Void, lua.Act, lua.VoidAct}
+var HotScripts = []string{lua.Reserve, joinedSrc, lua.Void, lua.Act, lua.VoidAct}
 
 // SetBatcher sends the Store's writes, each as an acknowledged write (see
 // Batcher.DoAck and evalAck), and its buyer-record reads (Holder) through b.

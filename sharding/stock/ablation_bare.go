@@ -1,0 +1,5 @@
+//go:build ablation_bare
+
+package stock
+
+const ablationTag = "bare"

@@ -1,0 +1,5 @@
+//go:build ablation_noop
+
+package stock
+
+const ablationTag = "noop"

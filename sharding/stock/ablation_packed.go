@@ -1,0 +1,5 @@
+//go:build ablation_packed
+
+package stock
+
+const ablationTag = "packed"
