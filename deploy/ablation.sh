@@ -10,18 +10,23 @@
 #      the same shape at once (lua/ablation/noop.lua)
 #   c  the same redis.calls with no validation and no string building
 #      (lua/ablation/bare.lua)
-#   d  each reservation's twelve arguments packed into one (the gateway
-#      joins them, the script splits them: sharding/stock ablation_packed)
 #   e  today's, with appendonly no on every node
 #   g  today's, with no replica (the three replicas stopped) and no WAIT
 #      (-replica-acks 0)
+#   o  the gateway binary OLD_GATEWAY (set it to compare a change side by
+#      side: the default VARIANTS then end with o)
+#
+# (d, each reservation's twelve arguments packed into one string, was
+# measured on 2026-12-06 and cost more than it saved: bench/MEASUREMENTS.md.
+# It went with the layout it packed, when reserve_many.lua began to take
+# what a shard's reservations share once per call.)
 #
 # (There is no f, replication over plain TCP instead of the stack's TLS: a
 # Redis 7.0 cluster replica takes its master's port from nodes.conf, the TLS
 # one, whatever tls-replication says, and CLUSTER REPLICATE to the same
 # master keeps it. Tried both on 2026-12-06.)
 #
-# b, c and d are gateways built with a build tag (bin/ablation/gateway-*):
+# b and c are gateways built with a build tag (bin/ablation/gateway-*):
 # they are measurements, never releases. e and g are for the accounting
 # only: the shipped configuration keeps SPEC's durability. Each variant's
 # figures per 202: Redis CPU on the masters and on the replicas (INFO cpu,
@@ -29,7 +34,7 @@
 # script call, and the gateway's CPU.
 #
 # Usage: deploy/ablation.sh [SECONDS]   (default 5 per variant and round;
-# ROUNDS=3, VARIANTS="a b c d e g", RES_CONNS=256). Needs `make build` and
+# ROUNDS=3, VARIANTS="a b c e g", RES_CONNS=256, OLD_GATEWAY unset). Needs `make build` and
 # `make up`, a quiet machine and an empty stack (make reset): the live sales'
 # fence beats and relay polls are in the figures otherwise.
 set -euo pipefail
@@ -42,8 +47,8 @@ open_sales_warning
 RUN=.run/ablation
 rm -rf "$RUN" && mkdir -p "$RUN" bin/ablation
 ROUNDS=${ROUNDS:-3}
-VARIANTS=${VARIANTS:-a b c d e g}
-for v in noop bare packed; do
+VARIANTS=${VARIANTS:-a b c e g${OLD_GATEWAY:+ o}}
+for v in noop bare; do
   go build -tags "ablation_$v" -o "bin/ablation/gateway-$v" ./gateway
 done
 secret=$(head -c 24 /dev/urandom | base64 | tr -d '/+=')
@@ -105,7 +110,7 @@ setup() {
   case $1 in
   b) cmd=(bin/ablation/gateway-noop) ;;
   c) cmd=(bin/ablation/gateway-bare) ;;
-  d) cmd=(bin/ablation/gateway-packed) ;;
+  o) cmd=("${OLD_GATEWAY:?variant o needs OLD_GATEWAY}") ;;
   e) for p in 7001 7002 7003 7004 7005 7006; do redis-cli -p $p config set appendonly no >/dev/null; done; cmd=(bin/gateway) ;;
   g) while read -r r m; do bash deploy/stack/stack.sh redis-kill "$r" >/dev/null; done <"$RUN/replicas.txt"
      sleep 1; cmd=(bin/gateway -replica-acks 0) ;;

@@ -1,29 +1,65 @@
 -- reserve_many.lua: several purchase clicks on one Redis slot in one call.
 --
--- Each reservation is exactly reserve.lua's: its 7 keys and 12 arguments, in
--- reserve.lua's order, follow the previous reservation's (KEYS[7*(i-1)+1..],
--- ARGV[12*(i-1)+1..]). The reply holds, for each reservation in order, what
--- reserve.lua would have replied had the calls run one after another in this
--- order: {code, order id, units left} (reserve.lua's codes), or an error for a reservation whose
--- arguments or stock key are malformed (the others still run).
+-- Each reservation is exactly reserve.lua's, with its 7 keys and 12
+-- arguments laid out so that what the reservations of one shard share is
+-- sent, and checked, once per call. Reservations come in groups: a group is
+-- six keys and seven arguments that reserve.lua's calls share (stock,
+-- buyers, fence, journal, move marker and halt keys; item, order record
+-- TTL, sale, journal bound, credit, move id, marker TTL), usually one group
+-- per call (sharding/stock's joinCalls builds the layout):
+--
+-- KEYS[6*(g-1)+1..6*g] group g's KEYS 1, 2, 4, 5, 6, 7 of reserve.lua
+-- KEYS[6*G+i]          reservation i's order key (reserve.lua's KEYS[3])
+-- ARGV[1]              G, the number of groups
+-- ARGV[1+7*(g-1)+1..]  group g's ARGV 3, 6, 7, 8, 10, 11, 12 of reserve.lua
+-- ARGV[1+7*G+6*(i-1)+1..] reservation i: its group g, then ARGV 1, 2, 4, 5,
+--                      9 of reserve.lua (user, order id, created, expires,
+--                      attempt)
+--
+-- The reply holds, for each reservation in order, what reserve.lua would
+-- have replied had the calls run one after another in this order: {code,
+-- order id, units left} (reserve.lua's codes), or an error for a
+-- reservation whose arguments or stock key are malformed (the others still
+-- run).
 --
 -- Why: a script call costs Redis far more than the commands it runs (the
--- call's setup, each redis.call's bridge, and on the replica one MULTI/EXEC
--- per call). Here the keys every reservation reads (fence, journal length,
--- halt, stock, buyer records, whether an order record exists) are read once
--- per distinct key, and the stock decrement and buyer records (which carry
--- the orders: order.lua) are written once per key at the end: a reservation
--- then costs its journal entry.
+-- call's setup, its arguments turned into Lua strings, each redis.call's
+-- bridge, and on the replica one MULTI/EXEC per call). Here the keys every
+-- reservation reads (fence, journal length, halt, stock, buyer records,
+-- whether an order record exists) are read once per distinct key, the
+-- shared arguments are sent and checked once per group, and the stock
+-- decrement and buyer records (which carry the orders: order.lua) are
+-- written once per key at the end: a reservation then costs its journal
+-- entry. (bench/MEASUREMENTS.md, issue 58's ablation: the arguments and
+-- their checks per reservation were over a third of Redis's CPU per 202.)
 --
 -- Every key is read (and so type-checked) before the first write, so the
 -- writes that follow cannot fail on a key's type, and Redis refuses a script
 -- for lack of memory only at its first write: the stock decrements, buyer
 -- records and journal entries of one call are made together or not at all.
 local SOLD_OUT, RESERVED, ALREADY_PURCHASED, ID_USED, FROZEN, JOURNAL_FULL, PAUSED, ENDED = 0, 1, 2, 3, 4, 5, 6, 7
-local NK, NA = 7, 12
-local n = #KEYS / NK
-if n < 1 or n ~= math.floor(n) or #ARGV ~= n * NA then
-  return redis.error_reply('ERR reserve_many: want 7 keys and 12 args per reservation, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+local GK, GA, RA = 6, 7, 6
+local G = tonumber(ARGV[1])
+local n = G and G >= 1 and G == math.floor(G) and #KEYS - GK * G or 0
+if n < 1 or #ARGV ~= 1 + GA * G + RA * n then
+  return redis.error_reply('ERR reserve_many: want a group count, 6 keys and 7 args per group, 1 key and 6 args per reservation, got '
+    .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
+end
+local R0 = 1 + GA * G -- ARGV before the first reservation's
+
+-- Each group's shared arguments, checked once: its good flag and numbers.
+local gok, gttl, gcredit, gmttl = {}, {}, {}, {}
+for g = 1, G do
+  local a = 1 + GA * (g - 1)
+  local ttl, bound, credit, mttl = tonumber(ARGV[a + 2]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5]), tonumber(ARGV[a + 7])
+  gok[g] = tonumber(ARGV[a + 1]) and ttl and ttl > 0 and tonumber(ARGV[a + 3]) and bound and bound >= 1
+    and credit and credit >= 0 and credit == math.floor(credit) and (credit == 0 or (ARGV[a + 6] ~= '' and mttl and mttl >= 1)) or false
+  gttl[g], gcredit[g], gmttl[g] = ttl, credit, mttl
+end
+-- group returns reservation i's group (1..G), or nil for a bad index.
+local function group(i)
+  local g = tonumber(ARGV[R0 + RA * i + 1])
+  if g and g >= 1 and g <= G and g == math.floor(g) then return g end
 end
 
 -- Every key any reservation reads, read once per distinct key before the
@@ -33,8 +69,8 @@ end
 local fence, jlen, halt, stock, held, ord = {}, {}, {}, {}, {}, {}
 local users, orders = {}, {}
 for i = 0, n - 1 do
-  local k = i * NK
-  local kStock, kBuyers, kFence, kJournal, kHalt = KEYS[k + 1], KEYS[k + 2], KEYS[k + 4], KEYS[k + 5], KEYS[k + 7]
+  local k = GK * ((group(i) or 1) - 1)
+  local kStock, kBuyers, kFence, kJournal, kHalt = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 6]
   if fence[kFence] == nil then fence[kFence] = redis.call('EXISTS', kFence) == 1 end
   if jlen[kJournal] == nil then jlen[kJournal] = redis.call('XLEN', kJournal) end
   if halt[kHalt] == nil then halt[kHalt] = redis.call('GET', kHalt) or false end
@@ -44,8 +80,8 @@ for i = 0, n - 1 do
     stock[kStock] = (v and v == math.floor(v) and v >= 0) and v or false
   end
   users[kBuyers] = users[kBuyers] or {}
-  table.insert(users[kBuyers], ARGV[i * NA + 1])
-  orders[#orders + 1] = KEYS[k + 3]
+  table.insert(users[kBuyers], ARGV[R0 + RA * i + 2])
+  orders[#orders + 1] = KEYS[GK * G + i + 1]
 end
 for b, us in pairs(users) do
   local vals = redis.call('HMGET', b, unpack(us))
@@ -70,16 +106,16 @@ local buyers = {} -- buyers key -> {user, buyer record, ...} to write
 local added = {}  -- journal key -> entries added by this call
 
 local function one(i)
-  local k, a = i * NK, i * NA
-  local kStock, kBuyers, kOrder, kFence, kJournal, kMove, kHalt =
-    KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6], KEYS[k + 7]
-  local user, oid, item, attempt = ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 9]
-  local ttl, bound, credit, mttl = tonumber(ARGV[a + 6]), tonumber(ARGV[a + 8]), tonumber(ARGV[a + 10]), tonumber(ARGV[a + 12])
-  if user == '' or oid == '' or not tonumber(item) or not tonumber(ARGV[a + 4]) or not tonumber(ARGV[a + 5])
-      or not ttl or ttl <= 0 or not tonumber(ARGV[a + 7]) or not bound or bound < 1 or attempt == ''
-      or not credit or credit < 0 or credit ~= math.floor(credit) or (credit > 0 and (ARGV[a + 11] == '' or not mttl or mttl < 1)) then
+  local g, r = group(i), R0 + RA * i
+  local user, oid, created, expires, attempt = ARGV[r + 2], ARGV[r + 3], ARGV[r + 4], ARGV[r + 5], ARGV[r + 6]
+  local createdN = tonumber(created)
+  if not g or not gok[g] or user == '' or oid == '' or not createdN or not tonumber(expires) or attempt == '' then
     return redis.error_reply('ERR reserve: bad arguments (user, order id, item, created ms, expires ms, ttl s, sale, bound, attempt, credit, move id, marker ttl s)')
   end
+  local k, a = GK * (g - 1), 1 + GA * (g - 1)
+  local kStock, kBuyers, kOrder, kFence, kJournal, kMove, kHalt =
+    KEYS[k + 1], KEYS[k + 2], KEYS[GK * G + i + 1], KEYS[k + 3], KEYS[k + 4], KEYS[k + 5], KEYS[k + 6]
+  local item, bound, credit, mttl = ARGV[a + 1], tonumber(ARGV[a + 4]), gcredit[g], gmttl[g]
   if fence[kFence] then
     return {FROZEN, '', -1}
   end
@@ -105,7 +141,7 @@ local function one(i)
       -- gets its record first (its buyer record may be this call's, not
       -- written yet: the record is written from its fields).
       local rec = ord[kOrder]
-      if not rec and #f == 9 and tonumber(f[8]) and tonumber(f[8]) > tonumber(ARGV[a + 4]) then
+      if not rec and #f == 9 and tonumber(f[8]) and tonumber(f[8]) > createdN then
         order_write(kOrder, user, f)
         rec = {'PENDING', f[6]}
         ord[kOrder] = rec
@@ -141,9 +177,9 @@ local function one(i)
   end
   taken[kStock] = (taken[kStock] or 0) + 1
   added[kJournal] = (added[kJournal] or 0) + 1
-  local eid = redis.call('XADD', kJournal, '*', 't', 'r', 'o', oid, 'i', item, 'u', user, 'c', ARGV[a + 4], 'x', ARGV[a + 5])
-  local deadline = string.format('%.0f', tonumber(ARGV[a + 4]) + ttl * 1000)
-  local v = buyer_value(oid, item, ARGV[a + 4], ARGV[a + 5], eid, attempt, ARGV[a + 4], deadline, '')
+  local eid = redis.call('XADD', kJournal, '*', 't', 'r', 'o', oid, 'i', item, 'u', user, 'c', created, 'x', expires)
+  local deadline = string.format('%.0f', createdN + gttl[g] * 1000)
+  local v = buyer_value(oid, item, created, expires, eid, attempt, created, deadline, '')
   held[kBuyers][user] = v
   local bl = buyers[kBuyers]
   if not bl then bl = {}; buyers[kBuyers] = bl end
@@ -154,8 +190,8 @@ local function one(i)
     -- reservation's record, its fences kept.
     local fences = order_fences(kOrder)
     redis.call('DEL', kOrder)
-    redis.call('HSET', kOrder, 'user', user, 'item', item, 'status', 'PENDING', 'created', ARGV[a + 4], 'expires', ARGV[a + 5],
-      'a', attempt, 'ac', ARGV[a + 4], 'j', eid, unpack(fences))
+    redis.call('HSET', kOrder, 'user', user, 'item', item, 'status', 'PENDING', 'created', created, 'expires', expires,
+      'a', attempt, 'ac', created, 'j', eid, unpack(fences))
     redis.call('PEXPIREAT', kOrder, deadline)
     ord[kOrder] = {'PENDING', attempt}
   end

@@ -14,6 +14,7 @@ import (
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/orderevent"
+	"flashsale/sharding/stock"
 )
 
 //go:embed testdata/reserve_before_lazy.lua
@@ -57,10 +58,11 @@ func TestReserveAnswersAsBeforeTheLazyRecord(t *testing.T) {
 			return out
 		}
 		want, turn := inTurn(before, tags[0]), inTurn(one, tags[1])
-		var keys, args []string
+		var ks, as [][]string
 		for i, a := range mc.rs {
-			keys, args = append(keys, mc.keys(tags[2], i)...), append(args, a[:]...)
+			ks, as = append(ks, mc.keys(tags[2], i)), append(as, slices.Clone(a[:]))
 		}
+		keys, args := stock.JoinedLayout(ks, as)
 		arr, err := many.Exec(ctx, c, keys, args).ToArray()
 		if err != nil {
 			t.Fatalf("case %d: reserve_many: %v", n, err)

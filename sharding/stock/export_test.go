@@ -88,3 +88,13 @@ func (b *Batcher) Warmed() bool {
 
 // OwnerAgreed is ownerAgreed.
 var OwnerAgreed = ownerAgreed
+
+// JoinedLayout is joinedLayout for reservations given as reserve.lua's
+// keys and args each: reserve_many.lua's keys and args for them.
+func JoinedLayout(keys, args [][]string) ([]string, []string) {
+	u := make([]*call, len(keys))
+	for i := range keys {
+		u[i] = &call{keys: keys[i], args: args[i]}
+	}
+	return joinedLayout(u)
+}

@@ -3,7 +3,7 @@ package stock
 import (
 	"context"
 	"fmt"
-	"strings"
+	"strconv"
 
 	"github.com/redis/rueidis"
 )
@@ -39,7 +39,7 @@ func (b *Batcher) joinCalls(calls []*call, cmds rueidis.Commands) (rueidis.Comma
 	var open map[uint16]int // slot -> index of its open unit of reservations
 	for _, c := range calls {
 		slot := c.slot
-		if c.keys == nil {
+		if c.keys == nil || len(c.keys) != 7 || len(c.args) != 12 { // not a reservation, or one reserve.lua refuses
 			if open != nil {
 				delete(open, slot)
 			}
@@ -69,22 +69,76 @@ func (b *Batcher) joinCalls(calls []*call, cmds rueidis.Commands) (rueidis.Comma
 			continue
 		}
 		b.joined.Add(int64(len(u)))
-		var nk, na int
-		for _, c := range u {
-			nk, na = nk+len(c.keys), na+len(c.args)
-		}
-		keys, args := make([]string, 0, nk), make([]string, 0, na)
-		for _, c := range u {
-			keys = append(keys, c.keys...)
-			if packArgs {
-				args = append(args, strings.Join(c.args, packSep))
-			} else {
-				args = append(args, c.args...)
-			}
-		}
-		cmds = append(cmds, b.c.B().Evalsha().Sha1(reserveManySHA).Numkeys(int64(nk)).Key(keys...).Arg(args...).Build())
+		keys, args := joinedLayout(u)
+		cmds = append(cmds, b.c.B().Evalsha().Sha1(reserveManySHA).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	}
 	return cmds, units
+}
+
+// The positions, in reserve.lua's 7 keys and 12 arguments, of what the
+// reservations of one shard share (a group of reserve_many.lua) and of what
+// is each reservation's own.
+var (
+	groupKeys = [...]int{0, 1, 3, 4, 5, 6}
+	groupArgs = [...]int{2, 5, 6, 7, 9, 10, 11}
+	ownArgs   = [...]int{0, 1, 3, 4, 8}
+)
+
+// joinedLayout lays the reservations of u (reserve.lua's keys and args
+// each) out as reserve_many.lua takes them: the keys and arguments that
+// reservations share sent once per group, then each reservation's order key
+// and own arguments, with its group's number (see reserve_many.lua).
+func joinedLayout(u []*call) (keys, args []string) {
+	var groups []*call // each group's first reservation
+	at := make([]int, len(u))
+	for i, c := range u {
+		at[i] = -1
+		for g, f := range groups {
+			if sameGroup(f, c) {
+				at[i] = g
+				break
+			}
+		}
+		if at[i] < 0 {
+			at[i] = len(groups)
+			groups = append(groups, c)
+		}
+	}
+	keys = make([]string, 0, len(groupKeys)*len(groups)+len(u))
+	args = make([]string, 0, 1+len(groupArgs)*len(groups)+(1+len(ownArgs))*len(u))
+	args = append(args, strconv.Itoa(len(groups)))
+	for _, f := range groups {
+		for _, k := range groupKeys {
+			keys = append(keys, f.keys[k])
+		}
+		for _, a := range groupArgs {
+			args = append(args, f.args[a])
+		}
+	}
+	for i, c := range u {
+		keys = append(keys, c.keys[2])
+		args = append(args, strconv.Itoa(at[i]+1))
+		for _, a := range ownArgs {
+			args = append(args, c.args[a])
+		}
+	}
+	return keys, args
+}
+
+// sameGroup reports whether reservations a and b share their group's keys
+// and arguments.
+func sameGroup(a, b *call) bool {
+	for _, k := range groupKeys {
+		if a.keys[k] != b.keys[k] {
+			return false
+		}
+	}
+	for _, i := range groupArgs {
+		if a.args[i] != b.args[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // split leaves in each call of units its result out of res (one per unit).

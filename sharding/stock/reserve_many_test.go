@@ -294,10 +294,11 @@ func TestReserveManyMatchesReserveInTurn(t *testing.T) {
 		for i, a := range mc.rs {
 			want = append(want, strings.ReplaceAll(replyText(one.Exec(ctx, c, mc.keys(tagA, i), a[:])), tagA, "TAG"))
 		}
-		var keys, args []string
+		var ks, as [][]string
 		for i, a := range mc.rs {
-			keys, args = append(keys, mc.keys(tagB, i)...), append(args, a[:]...)
+			ks, as = append(ks, mc.keys(tagB, i)), append(as, slices.Clone(a[:]))
 		}
+		keys, args := stock.JoinedLayout(ks, as)
 		res := many.Exec(ctx, c, keys, args)
 		arr, err := res.ToArray()
 		if err != nil {
@@ -321,31 +322,51 @@ func TestReserveManyMatchesReserveInTurn(t *testing.T) {
 	}
 }
 
-// TestReserveManyRefusesBadInput: a call whose keys and arguments do not come
-// in whole reservations is refused before any write.
+// TestReserveManyRefusesBadInput: a call whose keys and arguments do not
+// come in whole groups and reservations is refused before any write; a
+// reservation naming no group of the call is refused alone.
 func TestReserveManyRefusesBadInput(t *testing.T) {
 	_, c := newStore(t)
 	ctx := context.Background()
 	tag := fmt.Sprintf("s%d:0:0", randomSaleID())
 	many := rueidis.NewLuaScript(lua.ReserveMany)
 	mc := manyCase{items: []int64{1}, moves: []string{""}, rs: [][12]string{{"1", sharding.NewOrderID(1, 1, 1).String(), "1", "1", "2", "60", "1", "10", "1", "0", "", "60"}}}
-	keys := mc.keys(tag, 0)
+	keys, args := stock.JoinedLayout([][]string{mc.keys(tag, 0)}, [][]string{mc.rs[0][:]})
+	if len(keys) != 7 || len(args) != 1+7+6 {
+		t.Fatalf("one reservation laid out as %d keys and %d args, want 7 and 14", len(keys), len(args))
+	}
+	with := func(i int, v string) []string { a := slices.Clone(args); a[i] = v; return a }
 	for _, tc := range []struct {
 		name       string
 		keys, args []string
 	}{
 		{"no reservation", nil, nil},
-		{"6 keys", keys[:6], mc.rs[0][:]},
-		{"11 args", keys, mc.rs[0][:11]},
-		{"14 keys, 12 args", append(slices.Clone(keys), keys...), mc.rs[0][:]},
+		{"a group and no reservation", keys[:6], args[:8]},
+		{"5 args for the reservation", keys, args[:13]},
+		{"an extra key", append(slices.Clone(keys), keys[6]), args},
+		{"group count 0", keys, with(0, "0")},
+		{"group count 2", keys, with(0, "2")},
+		{"group count not a number", keys, with(0, "x")},
 	} {
 		err := many.Exec(ctx, c, tc.keys, tc.args).Error()
-		if err == nil || !strings.Contains(err.Error(), "reserve_many: want 7 keys and 12 args per reservation") {
+		if err == nil || !strings.Contains(err.Error(), "reserve_many: want a group count, 6 keys and 7 args per group") {
 			t.Errorf("%s: got %v, want the shape refused", tc.name, err)
 		}
 	}
-	if n, _ := c.Do(ctx, c.B().Exists().Key(keys[1], keys[2], keys[4]).Build()).AsInt64(); n != 0 {
+	if n, _ := c.Do(ctx, c.B().Exists().Key(keys[0], keys[1], keys[3]).Build()).AsInt64(); n != 0 {
 		t.Fatalf("a refused call wrote %d keys", n)
+	}
+	for _, g := range []string{"0", "2", "1.5", ""} {
+		arr, err := many.Exec(ctx, c, keys, with(8, g)).ToArray()
+		if err != nil || len(arr) != 1 {
+			t.Fatalf("group %q: %v %v, want one reply", g, arr, err)
+		}
+		if e := arr[0].Error(); e == nil || !strings.Contains(e.Error(), "reserve: bad arguments") {
+			t.Errorf("a reservation naming group %q of 1: %v, want it refused", g, e)
+		}
+	}
+	if n, _ := c.Do(ctx, c.B().Exists().Key(keys[1], keys[3]).Build()).AsInt64(); n != 0 {
+		t.Fatalf("a refused reservation wrote %d keys", n)
 	}
 }
 
@@ -425,4 +446,38 @@ func TestBatcherJoinsReservations(t *testing.T) {
 		t.Fatalf("%d reserve calls carrying %d reservations, want %d reservations in fewer calls", calls, carried, buyers)
 	}
 	t.Logf("%d of %d reservations went joined; %.1f reservations per call", b.Joined(), buyers, float64(carried)/float64(calls))
+}
+
+// TestJoinedLayoutSendsSharedOnce: what the reservations of one shard share
+// (six keys, seven arguments) goes once per group into reserve_many.lua's
+// call, and a reservation of another item or with a credit of its own opens
+// a group of its own.
+func TestJoinedLayoutSendsSharedOnce(t *testing.T) {
+	tag := "s1:0:0"
+	var mc manyCase
+	var ks, as [][]string
+	for i := range 25 {
+		item := int64(11)
+		if i == 7 {
+			item = 12
+		}
+		mc.items, mc.moves = append(mc.items, item), append(mc.moves, "")
+		mc.rs = append(mc.rs, [12]string{strconv.Itoa(i + 1), sharding.NewOrderID(1, uint64(i+1), 1).String(), strconv.FormatInt(item, 10), "1", "2", "60", "1", "10", strconv.Itoa(i + 100), "0", "", "60"})
+	}
+	mc.rs[9][9], mc.rs[9][10], mc.moves[9] = "2", "m1", "m1" // a borrow's credit
+	for i, r := range mc.rs {
+		ks, as = append(ks, mc.keys(tag, i)), append(as, slices.Clone(r[:]))
+	}
+	keys, args := stock.JoinedLayout(ks, as)
+	if len(keys) != 6*3+25 || len(args) != 1+7*3+6*25 || args[0] != "3" {
+		t.Fatalf("25 reservations in 3 groups laid out as %d keys, %d args, G=%s; want 43, 172, 3", len(keys), len(args), args[0])
+	}
+	for i, want := range []string{"1", "1", "1", "1", "1", "1", "1", "2", "1", "3", "1"} {
+		if g := args[1+7*3+6*i]; g != want {
+			t.Errorf("reservation %d in group %s, want %s", i, g, want)
+		}
+	}
+	if got := keys[6*3+5]; got != ks[5][2] {
+		t.Errorf("reservation 5's order key %q, want %q", got, ks[5][2])
+	}
 }

@@ -951,6 +951,7 @@ func reserveMany(t *testing.T, c rueidis.Client, r stock.Reservation) string {
 	args := []string{strconv.FormatUint(r.UserID, 10), r.OrderID.String(), strconv.FormatInt(r.ItemID, 10),
 		strconv.FormatInt(r.Created.UnixMilli(), 10), strconv.FormatInt(r.Expires.UnixMilli(), 10), "3600",
 		strconv.FormatInt(r.SaleID, 10), "1000", strconv.FormatUint(r.Attempt, 10), "0", "", "60"}
+	keys, args = stock.JoinedLayout([][]string{keys}, [][]string{args})
 	arr, err := rueidis.NewLuaScript(lua.ReserveMany).Exec(context.Background(), c, keys, args).ToArray()
 	if err != nil || len(arr) != 1 {
 		t.Fatalf("reserve_many: %v %v", arr, err)

@@ -1,5 +1,0 @@
-//go:build ablation_packed
-
-package stock
-
-const ablationTag = "packed"
