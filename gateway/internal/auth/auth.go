@@ -119,6 +119,7 @@ type Verifier struct {
 	seed     maphash.Seed
 	pos, neg *tokenCache
 	macs     sync.Pool // HMAC-SHA256 hashers keyed with secret
+	lastHdr  atomic.Pointer[readHeader]
 
 	// Exactly one of staticSet and cache is set when JWKS is configured.
 	staticSet   jwk.Set
@@ -390,18 +391,13 @@ type claims struct {
 // stays valid.
 func (v *Verifier) verify(now int64, token []byte) (uid uint64, until int64, c code) {
 	i := bytes.IndexByte(token, '.')
-	var hdr header
-	raw := make([]byte, base64.RawURLEncoding.DecodedLen(i))
-	n, err := base64.RawURLEncoding.Decode(raw, token[:i])
-	if err != nil || json.Unmarshal(raw[:n], &hdr) != nil || hdr.Alg == nil || ambiguous(raw[:n], headerFields) {
-		return 0, 0, codeMalformed
-	}
-	if hdr.Crit != nil || hdr.B64 != nil {
-		// No JWS extension is supported; RFC 7515 4.1.11 says refuse.
+	hdr := v.header(token[:i])
+	if hdr == nil {
 		return 0, 0, codeMalformed
 	}
 	var payload []byte
-	switch alg := *hdr.Alg; alg {
+	var err error
+	switch alg := hdr.alg; alg {
 	case jwa.HS256.String():
 		if len(v.secret) == 0 {
 			return 0, 0, codeAlgorithm
@@ -413,7 +409,7 @@ func (v *Verifier) verify(now int64, token []byte) (uid uint64, until int64, c c
 		if !v.jwksEnabled {
 			return 0, 0, codeAlgorithm
 		}
-		if hdr.Kid == "" {
+		if hdr.kid == "" {
 			return 0, 0, codeUnknownKey
 		}
 		set := v.staticSet
@@ -422,7 +418,7 @@ func (v *Verifier) verify(now int64, token []byte) (uid uint64, until int64, c c
 				return 0, 0, codeKeyUnavailable
 			}
 		}
-		key, ok := set.LookupKeyID(hdr.Kid)
+		key, ok := set.LookupKeyID(hdr.kid)
 		if !ok {
 			v.kickRefresh(now)
 			return 0, 0, codeUnknownKey
@@ -439,6 +435,35 @@ func (v *Verifier) verify(now int64, token []byte) (uid uint64, until int64, c c
 		return 0, 0, codeAlgorithm
 	}
 	return v.checkClaims(now, payload)
+}
+
+// readHeader is a JOSE header that verify may act on: its base64url
+// segment as it came, and what verify reads of it.
+type readHeader struct {
+	seg, alg, kid string
+}
+
+// header reads a token's header segment, or returns nil for one that is not
+// base64url JSON with a single "alg" and no JWS extension (RFC 7515 4.1.11:
+// none is supported, so a "crit" or "b64" is refused). A header read once is
+// kept: the tokens of one issuer and key share their header byte for byte,
+// so at a sale's start, when nearly every token is new, the header of each
+// costs a comparison instead of a decode, a JSON parse and a duplicate scan
+// (BenchmarkVerifyHS256Full). The one kept is the last that was read.
+func (v *Verifier) header(seg []byte) *readHeader {
+	if h := v.lastHdr.Load(); h != nil && h.seg == string(seg) {
+		return h
+	}
+	var hdr header
+	raw := make([]byte, base64.RawURLEncoding.DecodedLen(len(seg)))
+	n, err := base64.RawURLEncoding.Decode(raw, seg)
+	if err != nil || json.Unmarshal(raw[:n], &hdr) != nil || hdr.Alg == nil || ambiguous(raw[:n], headerFields) ||
+		hdr.Crit != nil || hdr.B64 != nil {
+		return nil
+	}
+	h := &readHeader{seg: string(seg), alg: *hdr.Alg, kid: hdr.Kid}
+	v.lastHdr.Store(h)
+	return h
 }
 
 var strictB64 = base64.RawURLEncoding.Strict()

@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"net/http"
@@ -737,4 +738,34 @@ func nonCanonical(seg string) string {
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	i := strings.IndexByte(alphabet, seg[len(seg)-1])
 	return seg[:len(seg)-1] + string(alphabet[i^1])
+}
+
+// TestHeaderKeptServesOnlyItsOwnBytes: the header kept from the last token
+// read (Verifier.header) answers only a header byte for byte the same; a
+// refused header is never kept, and tokens with other headers, read in
+// between, get their own answers.
+func TestHeaderKeptServesOnlyItsOwnBytes(t *testing.T) {
+	k := getKeys(t)
+	v := newVerifier(t, Config{HS256Secret: testSecret, JWKS: writeJWKS(t)})
+	ec := sign(t, jwa.ES256, k.ec, "ec1", map[string]any{"sub": "7", "exp": testNow.Add(time.Hour).Unix()})
+	for round := range 3 {
+		for _, c := range []struct {
+			name string
+			tok  []byte
+			uid  uint64
+			want error
+		}{
+			{"HS256", handmade(t, hs(), std(fmt.Sprint(10+round)), testSecret), uint64(10 + round), nil},
+			{"crit", handmade(t, with(hs(), "crit", []string{"exp"}), std("5"), testSecret), 0, ErrMalformed},
+			{"alg none", handmade(t, map[string]any{"alg": "none"}, std("5"), testSecret), 0, ErrAlgorithm},
+			{"ES256 by kid", ec, 7, nil},
+			{"HS256 again", handmade(t, hs(), std(fmt.Sprint(20+round)), testSecret), uint64(20 + round), nil},
+			{"HS256 header, ES256's kid", handmade(t, map[string]any{"alg": "HS256", "kid": "ec1"}, std("8"), testSecret), 8, nil},
+		} {
+			uid, err := v.Verify(testNow, c.tok)
+			if !errors.Is(err, c.want) || uid != c.uid {
+				t.Errorf("round %d, %s: %d %v, want %d %v", round, c.name, uid, err, c.uid, c.want)
+			}
+		}
+	}
 }
