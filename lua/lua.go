@@ -106,7 +106,8 @@ var RoomJoin string
 //go:embed room_freeze.lua
 var RoomFreeze string
 
-// RoomTick advances a waiting room's admission and reads its state. See room_tick.lua.
+// RoomTick advances the admission of a waiting room or raffle and reads its
+// state. See room_tick.lua.
 //
 //go:embed room_tick.lua
 var RoomTick string

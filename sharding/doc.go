@@ -21,18 +21,19 @@
 //	{tag}:gws                 the fence marks: hash gateway id -> its last accepted beat
 //
 // so each Lua script, which touches the keys of one shard only, never crosses a
-// slot. The keys of a whole sale carry no shard's tag (the waiting room's and
-// the presale's have tags of their own, one slot per script again):
+// slot. The keys of a whole sale carry no shard's tag (those of its waiting
+// room or raffle, tagged room, and of its presale have tags of their own,
+// one slot per script again):
 //
 //	fs:sales                  set of the ids of every sale
 //	fs:sale:<id>              the sale's description (JSON), tags included
 //	fs:relays:<id>            the sale's live journal relays (heartbeats)
 //	fs:drift:<id>             the writer's last drift reading of the sale
 //	fs:reshard:<id>           the sale's reshard journal, while one runs
-//	{room:<id>}:state         the waiting room's admission state
+//	{room:<id>}:state         the admission state of the waiting room or raffle
 //	{room:<id>}:tail          the waiting room's counter of late arrivals
 //	{room:<id>}:seed          the secret seed of the sale's draw (its SHA-256 is the commitment)
-//	{room:<id>:<k>}:entrants  shard k (of RoomLotteryShards) of the draw's entrants
+//	{room:<id>:<k>}:entrants  shard k (of RoomEntrantsShards) of the sale's entrants
 //	{presale:<id>}:users      the user ids loaded for the sale's presale
 //	{presale:<id>}:cap        the units the presale may still sell
 //

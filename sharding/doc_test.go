@@ -42,7 +42,7 @@ func TestDocKeyMap(t *testing.T) {
 		"RoomStateKey":        RoomStateKey(sale),
 		"RoomTailKey":         RoomTailKey(sale),
 		"RoomSeedKey":         RoomSeedKey(sale),
-		"RoomLotteryKey":      RoomLotteryKey(sale, 3),
+		"RoomEntrantsKey":     RoomEntrantsKey(sale, 3),
 		"PresaleListKey":      PresaleListKey(sale),
 		"PresaleCapKey":       PresaleCapKey(sale),
 	}

@@ -2,18 +2,19 @@ package sharding
 
 import "strconv"
 
-// RoomLotteryShards is the number of keys the entrants of a room's draw are
-// spread over: the start of a sale is its peak, and one key would put the
-// whole crowd on one Redis core.
-const RoomLotteryShards = 16
+// RoomEntrantsShards is the number of keys a sale's entrants (the users its
+// draw ranks) are spread over: the start of a sale is its peak, and one key
+// would put the whole crowd on one Redis core.
+const RoomEntrantsShards = 16
 
-// RoomStateKey returns the key of a room's admission state (a hash: cursor,
-// draw size, last advance, and the frozen draw's root, count and revealed
-// seed). It shares its slot with RoomTailKey and RoomSeedKey.
+// RoomStateKey returns the key of the admission state of a sale's waiting
+// room or raffle (a hash: cursor, entrants counted, last advance, and the
+// frozen draw's root, count and revealed seed). It shares its slot with
+// RoomTailKey and RoomSeedKey.
 func RoomStateKey(saleID int64) string { return roomTag(saleID) + ":state" }
 
-// RoomTailKey returns the key of a room's counter of late arrivals: each
-// late arrival's INCR is its place after the draw.
+// RoomTailKey returns the key of a waiting room's counter of late arrivals:
+// each late arrival's INCR is its place after the entrants'.
 func RoomTailKey(saleID int64) string { return roomTag(saleID) + ":tail" }
 
 // RoomSeedKey returns the key of the secret seed of a sale's draw, written
@@ -21,16 +22,16 @@ func RoomTailKey(saleID int64) string { return roomTag(saleID) + ":tail" }
 // copied into the state once the entrants are frozen.
 func RoomSeedKey(saleID int64) string { return roomTag(saleID) + ":seed" }
 
-// RoomLotteryKey returns the key of shard k of a room's draw: a hash of the
-// users who entered before the draw closed, each with the nonce of their
-// leaf (package draw).
-func RoomLotteryKey(saleID int64, k int) string {
+// RoomEntrantsKey returns the key of shard k of a sale's entrants: a hash of
+// the users who entered before the entries closed, each with the nonce of
+// their leaf (package draw).
+func RoomEntrantsKey(saleID int64, k int) string {
 	return "{room:" + strconv.FormatInt(saleID, 10) + ":" + strconv.Itoa(k) + "}:entrants"
 }
 
-// RoomLotteryShard returns the shard of a room's draw that holds user.
-func RoomLotteryShard(userID uint64, saleID int64) int {
-	return int(Mix64(userID+uint64(saleID)*0x2545f4914f6cdd1d) % RoomLotteryShards)
+// RoomEntrantsShard returns the shard of a sale's entrants that holds user.
+func RoomEntrantsShard(userID uint64, saleID int64) int {
+	return int(Mix64(userID+uint64(saleID)*0x2545f4914f6cdd1d) % RoomEntrantsShards)
 }
 
 // PresaleListKey returns the key of the set of user ids an operator loaded

@@ -7,15 +7,15 @@ func TestRoomKeys(t *testing.T) {
 		t.Fatal("state and tail must share a slot (room_tick.lua reads both)")
 	}
 	slots := map[uint16]bool{}
-	for k := 0; k < RoomLotteryShards; k++ {
-		slots[Slot([]byte(RoomLotteryKey(7, k)))] = true
+	for k := 0; k < RoomEntrantsShards; k++ {
+		slots[Slot([]byte(RoomEntrantsKey(7, k)))] = true
 	}
-	if len(slots) != RoomLotteryShards {
-		t.Fatalf("%d draw shards on %d slots", RoomLotteryShards, len(slots))
+	if len(slots) != RoomEntrantsShards {
+		t.Fatalf("%d entrants shards on %d slots", RoomEntrantsShards, len(slots))
 	}
-	hits := make([]int, RoomLotteryShards)
+	hits := make([]int, RoomEntrantsShards)
 	for u := uint64(1); u <= 16000; u++ {
-		hits[RoomLotteryShard(u, 7)]++
+		hits[RoomEntrantsShard(u, 7)]++
 	}
 	for k, n := range hits {
 		if n < 800 || n > 1200 {

@@ -435,7 +435,7 @@ func queueOdds(t *testing.T, b context.Context, lang string) {
 	if m := tb.text("access-mode"); m != say(t, lang, "access.queue") {
 		t.Errorf("the access line %q, want %q", m, say(t, lang, "access.queue"))
 	}
-	// The draw closes 2 s after the start; the place follows.
+	// The entries close 2 s after the start; the place follows.
 	deadline := s.StartsAt.Add(15 * time.Second)
 	for tb.text("chance") == "" {
 		if time.Now().After(deadline) {

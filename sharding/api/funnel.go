@@ -2,7 +2,7 @@ package api
 
 // The funnel of a sale, as every gateway counts it and exports it with a
 // sale label: page loads, ticket answers, admissions from the waiting room
-// and purchase answers. `flashctl sale report` sums them over the gateways
+// or raffle and purchase answers. `flashctl sale report` sums them over the gateways
 // (their admin /metrics, or Prometheus) by these names. They are counts of
 // answers, not of people: a queued user's every poll counts, a page a CDN
 // served counts nowhere.
@@ -13,8 +13,8 @@ const (
 	// FunnelTickets counts the ticket endpoint's answers. Labels: sale,
 	// answer (TicketAnswers).
 	FunnelTickets = "flashsale_gateway_funnel_tickets_total"
-	// FunnelAdmissions counts the users the waiting room let through (their
-	// ticket follows). Labels: sale.
+	// FunnelAdmissions counts the users the waiting room or raffle admitted
+	// (their ticket follows). Labels: sale.
 	FunnelAdmissions = "flashsale_gateway_funnel_admissions_total"
 	// FunnelPurchases counts the purchase answers. Labels: sale, answer
 	// (PurchaseAnswers).

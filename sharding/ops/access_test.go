@@ -32,7 +32,7 @@ func TestFairAccessOnTheStack(t *testing.T) {
 	id := opstest.RandomSaleID()
 	sid := strconv.FormatInt(id, 10)
 	t.Cleanup(func() { dropAccess(e, id) })
-	file := writeRaffle(t, id)
+	file := writeQueuePresale(t, id)
 	code, out, errOut := runMain("--json", "sale", "create", "--file", file, "--shards", "2")
 	var created saleops.SaleCreated
 	if err := json.Unmarshal([]byte(out), &created); code != ExitOK || err != nil || created.Access != sale.AccessQueue {
@@ -71,16 +71,16 @@ func TestFairAccessOnTheStack(t *testing.T) {
 		t.Fatalf("sale brand of a drawn sale: exit %d, %q", code, errOut)
 	}
 	lostAndPreloaded(e, t, id, created.Commitment)
-	unfinishedRaffle(e, t)
+	unfinishedDrawnCreate(e, t)
 }
 
-// unfinishedRaffle: a raffle whose create stopped between Redis and
+// unfinishedDrawnCreate: a drawn sale whose create stopped between Redis and
 // PostgreSQL is finished by the same file with the draw it drew.
-func unfinishedRaffle(e *opstest.Env, t *testing.T) {
+func unfinishedDrawnCreate(e *opstest.Env, t *testing.T) {
 	ctx := context.Background()
 	id := opstest.RandomSaleID()
 	t.Cleanup(func() { dropAccess(e, id) })
-	s, err := saleops.ReadSaleFile(writeRaffle(t, id))
+	s, err := saleops.ReadSaleFile(writeQueuePresale(t, id))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,12 +141,12 @@ func checkSeed(e *opstest.Env, t *testing.T, id int64, commitment string) {
 	}
 }
 
-// writeRaffle writes opstest.RaffleYAML as sale id, with a fresh item id, ten
-// years later (its keys must not expire while the test runs).
-func writeRaffle(t *testing.T, id int64) string {
+// writeQueuePresale writes opstest.QueuePresaleYAML as sale id, with a fresh
+// item id, ten years later (its keys must not expire while the test runs).
+func writeQueuePresale(t *testing.T, id int64) string {
 	t.Helper()
-	doc := strings.Replace(strings.Replace(opstest.RaffleYAML, "id: 42", fmt.Sprintf("id: %d", id), 1), "id: 4201", fmt.Sprintf("id: %d", id*100+1), 1)
-	return writeTemp(t, "raffle.yaml", strings.ReplaceAll(doc, "2026-", "2036-"))
+	doc := strings.Replace(strings.Replace(opstest.QueuePresaleYAML, "id: 42", fmt.Sprintf("id: %d", id), 1), "id: 4201", fmt.Sprintf("id: %d", id*100+1), 1)
+	return writeTemp(t, "queue.yaml", strings.ReplaceAll(doc, "2026-", "2036-"))
 }
 
 func writeTemp(t *testing.T, name, content string) string {

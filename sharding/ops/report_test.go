@@ -33,8 +33,8 @@ func writerOrder(e *opstest.Env, t testing.TB, sale *sale.Sale, item int64, user
 		return
 	}
 	tag := sale.Shards[sharding.HomeShard(user, sale.ID, len(sale.Shards))]
-	if ok, err := e.T.Store.Release(ctx, tag, item, user, id, status); err != nil || !ok {
-		t.Fatalf("releasing %s: %v %v", id, ok, err)
+	if rel, err := e.T.Store.Release(ctx, tag, item, user, id, status); err != nil || rel != stock.Released {
+		t.Fatalf("releasing %s: %v %v", id, rel, err)
 	}
 	opstest.Must(t, pgExec(ctx, e, `INSERT INTO releases (order_id, sale_id, item_id, user_id, status, done_at) VALUES ($1::uuid, $2, $3, $4, $5, now())`,
 		id.String(), sale.ID, item, int64(user), status))

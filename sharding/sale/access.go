@@ -156,7 +156,7 @@ func (s *Sale) validatePresale() error {
 	case s.Mode() == AccessRaffle:
 		// A raffle's draw promises a unit to each of its first places, as
 		// many as the sale has units: a presale would sell some of them.
-		return errors.New("presale: a raffle cannot have one (its draw promises every unit to its winners)")
+		return errors.New("presale: a raffle cannot have one (its draw promises every unit to its selected places)")
 	case p.StartsAt.IsZero() || !p.StartsAt.Before(s.StartsAt):
 		return errors.New("presale.startsAt must be set and before startsAt")
 	case p.Claim == "" && !p.List:

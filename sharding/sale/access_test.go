@@ -34,7 +34,7 @@ func TestAccessFieldsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := map[string]func(*Sale){
-		"access lottery":                func(s *Sale) { s.Access = "lottery" },
+		"access draw":                   func(s *Sale) { s.Access = "draw" },
 		"access without ticketRequired": func(s *Sale) { raffle(s); s.Presale, s.TicketRequired = nil, false },
 		`access "open" with a waitingRoom`: func(s *Sale) {
 			s.Access, s.Draw = AccessOpen, nil

@@ -9,14 +9,15 @@ import (
 // Room is a sale's waiting room (the "waitingRoom" field of a sale file).
 // Zero fields take the defaults below.
 type Room struct {
-	// PreQueue is how long before StartsAt the room opens; 0 (the default)
-	// opens it at the start.
+	// PreQueue is how long before StartsAt the waiting room opens; 0 (the
+	// default) opens it at the start.
 	PreQueue Duration `json:"preQueue,omitempty"`
-	// StartWindow is how long after StartsAt arrivals still join the random
-	// draw (default DefaultStartWindow); later arrivals join the end.
+	// StartWindow is how long after StartsAt arrivals are still entrants,
+	// ordered by the draw (default DefaultStartWindow); later arrivals join
+	// the end.
 	StartWindow Duration `json:"startWindow,omitempty"`
-	// AdmitFactor is the admission rate per remaining unit: the room admits
-	// about remaining x AdmitFactor people per second (default
+	// AdmitFactor is the admission rate per remaining unit: the waiting
+	// room admits about remaining x AdmitFactor places per second (default
 	// DefaultAdmitFactor).
 	AdmitFactor float64 `json:"admitFactor,omitempty"`
 }
@@ -54,8 +55,9 @@ func (s *Sale) validateFrontDoor() error {
 	if s.PowDifficulty < 0 || s.PowDifficulty > MaxPowDifficulty {
 		return fmt.Errorf("powDifficulty %d: want 0 (off) to %d leading zero bits", s.PowDifficulty, MaxPowDifficulty)
 	}
-	// The room and the proof guard the ticket; without ticketRequired the
-	// purchase URL does not ask for one, and both would be walked around.
+	// The waiting room and the proof guard the ticket; without
+	// ticketRequired the purchase URL does not ask for one, and both would
+	// be walked around.
 	if s.PowDifficulty > 0 && !s.TicketRequired {
 		return errors.New("powDifficulty needs ticketRequired: true (without it a purchase needs no ticket, so no proof either)")
 	}

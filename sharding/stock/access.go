@@ -112,9 +112,9 @@ func (s *Store) PresaleListSize(ctx context.Context, saleID int64) (int64, error
 	return n, nil
 }
 
-// DrawFrozen reports whether sale saleID's draw has been frozen by a
-// gateway (its root recorded in the room's state): its entrants are final
-// and the reveal may have happened.
+// DrawFrozen reports whether sale saleID's draw has been frozen by a gateway
+// (its root recorded in the admission state, RoomStateKey): its entrants are
+// final and the reveal may have happened.
 func (s *Store) DrawFrozen(ctx context.Context, saleID int64) (bool, error) {
 	k := sharding.RoomStateKey(saleID)
 	n, err := s.c.Do(ctx, s.c.B().Hexists().Key(k).Field("root").Build()).AsInt64()

@@ -21,10 +21,11 @@ import (
 // to Kafka. A purchase whose answer could not be given in time is undone by
 // Void before the client is told 503, so that the 503 is true.
 
-// VoidOutcome is what Void found.
+// VoidOutcome is what Void and VoidAct found.
 type VoidOutcome int8
 
-// Outcomes of Void (see void.lua).
+// Outcomes of Void and VoidAct, numbered as the replies of void.lua and
+// void_act.lua.
 const (
 	// VoidNothing: the order id is held by another attempt or finished.
 	VoidNothing VoidOutcome = 0
@@ -35,15 +36,15 @@ const (
 	VoidStands VoidOutcome = 2
 	// VoidFenced: the attempt had not run; a late run of it will be refused.
 	VoidFenced VoidOutcome = 3
+	// VoidFrozen: the void did not run, a reshard fences the shard; nothing
+	// was changed. Void again on the sale's new layout, as after a void
+	// that could not reach Redis: until then the attempt is unsettled.
+	VoidFrozen VoidOutcome = -1
 )
 
-// voidNames are void.lua's and void_act.lua's names of the outcomes, and
-// voidFrozen their FROZEN: the void did not run (a reshard fences the shard)
-// and comes back as ErrFrozen, so the caller retries it on the new layout as
-// it does a void that could not reach Redis.
+// voidNames are void.lua's and void_act.lua's names of the outcomes from 0
+// up; VoidFrozen is their FROZEN.
 var voidNames = [...]string{VoidNothing: "NOTHING", Voided: "VOIDED", VoidStands: "STANDS", VoidFenced: "FENCED"}
-
-const voidFrozen = -1
 
 func (o VoidOutcome) String() string {
 	switch o {
@@ -55,8 +56,24 @@ func (o VoidOutcome) String() string {
 		return "stands"
 	case VoidFenced:
 		return "fenced"
+	case VoidFrozen:
+		return "frozen"
 	}
 	return "void(" + strconv.Itoa(int(o)) + ")"
+}
+
+// decodeVoid decodes a reply of void.lua or void_act.lua.
+func decodeVoid(rr rueidis.RedisResult) (VoidOutcome, error) {
+	n, err := rr.AsInt64()
+	switch {
+	case err != nil:
+		return 0, err
+	case n == int64(VoidFrozen):
+		return VoidFrozen, nil
+	case n < 0 || n >= int64(len(voidNames)):
+		return 0, fmt.Errorf("unknown reply %d", n)
+	}
+	return VoidOutcome(n), nil
 }
 
 // VoidTTL is how long the VOID record of an undone attempt stays: far longer
@@ -65,7 +82,9 @@ const VoidTTL = time.Hour
 
 // Void undoes attempt r.Attempt of r's order, or makes sure it never takes
 // effect (see void.lua). It is idempotent; after it returns Voided,
-// VoidFenced or VoidNothing no order will come of the attempt.
+// VoidFenced or VoidNothing no order will come of the attempt; after
+// VoidFrozen nothing is settled yet. An error means the outcome is unknown
+// (Redis unreachable, the write unconfirmed, a malformed reply).
 func (s *Store) Void(ctx context.Context, r Reservation) (VoidOutcome, error) {
 	keys := []string{
 		string(sharding.AppendStockKey(nil, r.Tag, r.ItemID)),
@@ -78,17 +97,11 @@ func (s *Store) Void(ctx context.Context, r Reservation) (VoidOutcome, error) {
 	args := []string{strconv.FormatUint(r.UserID, 10), r.OrderID.String(), strconv.FormatUint(r.Attempt, 10),
 		strconv.Itoa(int(VoidTTL / time.Second))}
 	rr, _ := s.evalAck(ctx, voidScript, keys, args, false)
-	n, err := rr.AsInt64()
+	out, err := decodeVoid(rr)
 	if err != nil {
 		return 0, fmt.Errorf("voiding attempt: %w", err)
 	}
-	if n == voidFrozen {
-		return 0, fmt.Errorf("voiding attempt: %w", ErrFrozen)
-	}
-	if n < 0 || n >= int64(len(voidNames)) {
-		return 0, fmt.Errorf("voiding attempt: unknown reply %d", n)
-	}
-	return VoidOutcome(n), nil
+	return out, nil
 }
 
 // Act replies (see act.lua).
@@ -125,8 +138,9 @@ type ActRequest struct {
 // Act journals a pay or cancel request after checking it against the order
 // record (see act.lua) and returns the script's verdict: ActOK or ActAgain
 // (accepted), ActNotFound, a status the order is already past (PAID,
-// CANCELLED, EXPIRED, FAILED), ActFull, ActFrozen or ActVoided (nothing
-// written). An error leaves the outcome unknown: VoidAct settles it.
+// CANCELLED, EXPIRED, FAILED), ActFull, ActFrozen (a reshard fences the
+// shard) or ActVoided (nothing written). An error leaves the outcome
+// unknown: VoidAct settles it.
 func (s *Store) Act(ctx context.Context, a ActRequest) (string, error) {
 	keys := []string{
 		string(sharding.AppendOrderKey(nil, a.Tag, a.OrderID)),
@@ -150,9 +164,11 @@ func (s *Store) Act(ctx context.Context, a ActRequest) (string, error) {
 // VoidAct undoes pay or cancel attempt a.Attempt, or makes sure it never
 // takes effect (see void_act.lua): Voided (the request taken back),
 // VoidStands (a relay took it: the request stands), VoidFenced (the attempt
-// had not run) or VoidNothing (another attempt, which may have been told
-// 202, still holds the request; or no such order). It is idempotent; after
-// any outcome but VoidStands nothing comes of the attempt itself.
+// had not run), VoidNothing (another attempt, which may have been told 202,
+// still holds the request; or no such order) or VoidFrozen (a reshard fences
+// the shard: nothing settled, void again on the new layout). It is
+// idempotent; after any outcome but VoidStands and VoidFrozen nothing comes
+// of the attempt itself. An error means the outcome is unknown.
 func (s *Store) VoidAct(ctx context.Context, a ActRequest) (VoidOutcome, error) {
 	keys := []string{
 		string(sharding.AppendOrderKey(nil, a.Tag, a.OrderID)),
@@ -163,17 +179,11 @@ func (s *Store) VoidAct(ctx context.Context, a ActRequest) (VoidOutcome, error) 
 	}
 	args := []string{strconv.FormatUint(a.Attempt, 10), strconv.FormatUint(a.UserID, 10), a.OrderID.String()}
 	rr, _ := s.evalAck(ctx, voidActScript, keys, args, false)
-	n, err := rr.AsInt64()
+	out, err := decodeVoid(rr)
 	if err != nil {
 		return 0, fmt.Errorf("voiding %s attempt: %w", a.Action, err)
 	}
-	if n == voidFrozen {
-		return 0, fmt.Errorf("voiding %s attempt: %w", a.Action, ErrFrozen)
-	}
-	if n < 0 || n >= int64(len(voidNames)) {
-		return 0, fmt.Errorf("voiding %s attempt: unknown reply %d", a.Action, n)
-	}
-	return VoidOutcome(n), nil
+	return out, nil
 }
 
 // Claim verdicts of ExpireClaims (see expire_claim.lua).

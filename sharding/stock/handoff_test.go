@@ -2,7 +2,6 @@ package stock_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -148,10 +147,10 @@ func TestVoidAct(t *testing.T) {
 		if err := c.Do(ctx, c.B().Set().Key(fence).Value("1").Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
-		_, err := s.VoidAct(ctx, a)
+		out, err := s.VoidAct(ctx, a)
 		c.Do(ctx, c.B().Del().Key(fence).Build())
-		if !errors.Is(err, stock.ErrFrozen) {
-			t.Fatalf("void on a frozen shard: %v, want ErrFrozen", err)
+		if err != nil || out != stock.VoidFrozen {
+			t.Fatalf("void on a frozen shard: %v %v, want %v", out, err, stock.VoidFrozen)
 		}
 		void(t, a, stock.Voided)
 	})

@@ -37,7 +37,7 @@ var bareReturn = regexp.MustCompile(`return \{?-?\d+[,}\n]`)
 
 // Each script's reply codes are named at its top, and the Go side numbers
 // them alike: stock.Outcome for reserve.lua and reserve_many.lua,
-// VoidOutcome (and ErrFrozen for FROZEN) for void.lua and void_act.lua; the
+// VoidOutcome for void.lua and void_act.lua (FROZEN is VoidFrozen); the
 // scripts answer by those names, never by a bare number; act.lua answers only
 // the strings Act knows.
 func TestReplyCodesMatchTheScripts(t *testing.T) {
@@ -45,7 +45,7 @@ func TestReplyCodesMatchTheScripts(t *testing.T) {
 	for o := range numOutcomes {
 		want[outcomeNames[o]] = int64(o)
 	}
-	wantVoid := map[string]int64{"FROZEN": voidFrozen}
+	wantVoid := map[string]int64{"FROZEN": int64(VoidFrozen)}
 	for o, n := range voidNames {
 		wantVoid[n] = int64(o)
 	}

@@ -22,9 +22,14 @@ import (
 //  1. A journal (sharding.ReshardKey) records the old and the new tags; only one
 //     reshard of a sale runs at a time (SET NX).
 //  2. Every old shard is fenced (sharding.AppendFenceKey). From then on every
-//     script refuses to change it: purchases get ErrFrozen (the gateway answers
-//     503 and reloads the sale), releases and status writes are retried by the
-//     writer. Moves journaled on old shards are finished (forced past the fence).
+//     script refuses to change it, with an answer of its own: a purchase's
+//     reserve is the outcome Frozen and a pay or cancel's verdict ActFrozen
+//     (the gateway answers 503 and reloads the sale; the client's retry goes
+//     to the new layout), a void is VoidFrozen (the gateway's queue voids
+//     again on the new layout), and the writer's releases (ReleaseFrozen),
+//     status writes and persisted marks (ErrFrozen) and expiry claims
+//     (ClaimFrozen) are retried on the new layout. Moves journaled on old
+//     shards are finished (forced past the fence).
 //  3. The frozen state is copied to the new shards, which nobody else knows yet:
 //     each item's total over the old shards is split evenly over the new ones,
 //     every buyer record goes to the user's home shard under the new count, and

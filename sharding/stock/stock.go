@@ -34,9 +34,10 @@ import (
 
 // ErrFrozen means the shard is frozen by a reshard: reload the sale (its new
 // layout is published within moments) and retry there. Nothing was changed.
-// The ops writes (moves, status, compare-and-set) return it; the purchase
-// path's scripts answer a frozen shard as an outcome value (Frozen,
-// VoidFrozen, ActFrozen).
+// The writes that have no outcome to put it in return it (moves, status,
+// persisted marks, compare-and-set, dropping a buyer record); the others
+// answer a frozen shard as an outcome value (Frozen, VoidFrozen, ActFrozen,
+// ReleaseFrozen, ClaimFrozen), and their errors mean only failures.
 var ErrFrozen = errors.New("shard frozen by a reshard")
 
 // Outcome is the business result of a reservation attempt: the reply code of
@@ -355,9 +356,39 @@ const (
 	StatusVoid = "VOID"
 )
 
+// ReleaseOutcome is what Release did.
+type ReleaseOutcome int8
+
+// Outcomes of Release, numbered as the replies of release.lua.
+const (
+	// ReleaseNothing: the order no longer held a unit (a second release, or
+	// an order the user replaced); nothing was changed.
+	ReleaseNothing ReleaseOutcome = 0
+	// Released: the unit went back to the stock, by this call alone.
+	Released ReleaseOutcome = 1
+	// ReleaseFrozen: a reshard fences the shard; nothing was changed.
+	// Release again on the sale's new layout.
+	ReleaseFrozen ReleaseOutcome = -1
+)
+
+func (o ReleaseOutcome) String() string {
+	switch o {
+	case ReleaseNothing:
+		return "nothing to release"
+	case Released:
+		return "released"
+	case ReleaseFrozen:
+		return "frozen"
+	}
+	return "release(" + strconv.Itoa(int(o)) + ")"
+}
+
 // Release gives the unit held by order id back to the item's stock on tag's
-// shard, at most once: it reports true only for the call that returned it.
-func (s *Store) Release(ctx context.Context, tag string, itemID int64, userID uint64, id sharding.OrderID, status string) (bool, error) {
+// shard, at most once: it answers Released only to the call that returned
+// it, ReleaseNothing to the others, and ReleaseFrozen while a reshard fences
+// the shard. An error means the outcome is unknown (Redis unreachable, the
+// write unconfirmed, a malformed reply); a release again is safe.
+func (s *Store) Release(ctx context.Context, tag string, itemID int64, userID uint64, id sharding.OrderID, status string) (ReleaseOutcome, error) {
 	keys := []string{
 		string(sharding.AppendStockKey(nil, tag, itemID)),
 		string(sharding.AppendBuyersKey(nil, tag)),
@@ -367,12 +398,15 @@ func (s *Store) Release(ctx context.Context, tag string, itemID int64, userID ui
 	rr, _ := s.evalAck(ctx, releaseScript, keys, []string{strconv.FormatUint(userID, 10), id.String(), status}, false)
 	n, err := rr.AsInt64()
 	if err != nil {
-		return false, fmt.Errorf("releasing stock: %w", err)
+		return 0, fmt.Errorf("releasing stock: %w", err)
 	}
-	if n < 0 {
-		return false, fmt.Errorf("releasing stock: %w", ErrFrozen)
+	switch {
+	case n < 0:
+		return ReleaseFrozen, nil
+	case n == 1:
+		return Released, nil
 	}
-	return n == 1, nil
+	return ReleaseNothing, nil
 }
 
 // Topology reads the cluster's masters and their slots with CLUSTER SLOTS,

@@ -189,16 +189,16 @@ func race1000For100(t *testing.T, s *stock.Store, c rueidis.Client) {
 		t.Fatalf("order record %+v found=%v err=%v", rec, found, err)
 	}
 
-	ok, err := s.Release(ctx, tag, item, uint64(winner), ids[winner], stock.StatusExpired)
-	if err != nil || !ok {
-		t.Fatalf("first release: %v %v", ok, err)
+	rel, err := s.Release(ctx, tag, item, uint64(winner), ids[winner], stock.StatusExpired)
+	if err != nil || rel != stock.Released {
+		t.Fatalf("first release: %v %v", rel, err)
 	}
 	if left := getInt(t, c, stockKey); left != 1 {
 		t.Fatalf("after one release stock is %d, want 1", left)
 	}
-	ok, err = s.Release(ctx, tag, item, uint64(winner), ids[winner], stock.StatusExpired)
-	if err != nil || ok {
-		t.Fatalf("second release: %v %v, want no-op", ok, err)
+	rel, err = s.Release(ctx, tag, item, uint64(winner), ids[winner], stock.StatusExpired)
+	if err != nil || rel != stock.ReleaseNothing {
+		t.Fatalf("second release: %v %v, want no-op", rel, err)
 	}
 	if left := getInt(t, c, stockKey); left != 1 {
 		t.Fatalf("after a second release stock is %d, want 1", left)
@@ -445,8 +445,8 @@ func TestHolderReadsTheBuyerRecord(t *testing.T) {
 	if _, found, _ := s.Holder(ctx, tag, 43); found {
 		t.Error("another user holds an order")
 	}
-	if ok, err := s.Release(ctx, tag, 1, 42, id, stock.StatusCancelled); err != nil || !ok {
-		t.Fatalf("release: %v %v", ok, err)
+	if rel, err := s.Release(ctx, tag, 1, 42, id, stock.StatusCancelled); err != nil || rel != stock.Released {
+		t.Fatalf("release: %v %v", rel, err)
 	}
 	if _, found, err := s.Holder(ctx, tag, 42); err != nil || found {
 		t.Fatalf("after the release: found %v, err %v", found, err)
@@ -549,6 +549,9 @@ func TestMarkPersisted(t *testing.T) {
 	}
 	if _, err := s.MarkPersistedMany(ctx, tag, []uint64{42, 45}, []sharding.OrderID{id, third}); !errors.Is(err, stock.ErrFrozen) {
 		t.Fatalf("frozen shard, two orders: %v", err)
+	}
+	if rel, err := s.Release(ctx, tag, 1, 45, third, stock.StatusCancelled); err != nil || rel != stock.ReleaseFrozen {
+		t.Fatalf("release on a frozen shard: %v %v, want %v", rel, err, stock.ReleaseFrozen)
 	}
 	if rec, _, err := s.Order(ctx, tag, 45, third); err != nil || rec.Persisted {
 		t.Fatalf("a frozen shard's order was marked: %+v %v", rec, err)

@@ -55,7 +55,7 @@ type App struct {
 	fence    *journal.Fence
 	verifier *auth.Verifier
 	Catalog  *catalog.Catalog
-	Room     *room.Room    // the waiting rooms, ticked every 100 ms while Serve runs
+	Room     *room.Room    // the waiting rooms and raffles, ticked every 100 ms while Serve runs
 	Presale  *presale.Gate // the presale phases' lists and caps
 	proofs   *pow.Issuer
 	Handler  *httpapi.Handler
@@ -241,7 +241,7 @@ func (a *App) pendingVoids(dst map[string]bool) {
 }
 
 // newHandler builds the public handler: the purchase path, the pages, the
-// ticket and the waiting room.
+// ticket, the waiting room and the raffle.
 func (a *App) newHandler(opt Options) (*httpapi.Handler, error) {
 	cfg := a.cfg
 	tickets, err := ticketKeys(cfg, a.log)

@@ -396,9 +396,9 @@ func TestSoldOutFlagClearsAfterRelease(t *testing.T) {
 		t.Fatal("flag not set")
 	}
 	id, _ := sharding.ParseOrderID([]byte(v.OrderID))
-	ok, err := s.store.Release(context.Background(), s.sale.Shards[0], s.item, 1, id, stock.StatusExpired)
-	if err != nil || !ok {
-		t.Fatalf("release: %v %v", ok, err)
+	rel, err := s.store.Release(context.Background(), s.sale.Shards[0], s.item, 1, id, stock.StatusExpired)
+	if err != nil || rel != stock.Released {
+		t.Fatalf("release: %v %v", rel, err)
 	}
 	released := time.Now()
 	for it.Flags.SoldOut() {

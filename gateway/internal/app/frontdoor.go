@@ -17,14 +17,14 @@ import (
 	"flashsale/sharding/sale"
 )
 
-// frontDoor builds the waiting room and the proof-of-work issuer. Their
-// keys are derived from the ticket secrets (or, as the ticket key is, from
-// the HS256 secret), one label each, so every gateway that shares the
+// frontDoor builds the waiting room and raffle and the proof-of-work issuer.
+// Their keys are derived from the ticket secrets (or, as the ticket key is,
+// from the HS256 secret), one label each, so every gateway that shares the
 // ticket key shares them and a ticket rotation rotates them (the previous
 // secret still checks passes and challenges). With neither secret the keys
 // are random: passes and proofs then hold on this gateway only. acks (the
-// batcher, nil without one) carries the room's entries, as it does
-// purchases, so that a 202 QUEUED outlives a failover.
+// batcher, nil without one) carries the entries, as it does purchases, so
+// that a 202 QUEUED outlives a failover.
 func frontDoor(cfg config.Config, c rueidis.Client, acks room.Acker, log *slog.Logger) (*room.Room, *pow.Issuer, error) {
 	passes, err := derivedRing(cfg, "flashsale queue pass v1")
 	if err != nil {
@@ -67,8 +67,8 @@ func derivedRing(cfg config.Config, label string) (*mac.Ring, error) {
 	return r, nil
 }
 
-// roomSource lists the catalog's sales with a waiting room for the room's
-// tick, and their units left (0 while an operator paused the sale, so
+// roomSource lists the catalog's sales with a waiting room or raffle for
+// Room's tick, and their units left (0 while an operator paused the sale, so
 // nobody is admitted into a pause).
 type roomSource struct{ c *catalog.Catalog }
 

@@ -12,11 +12,11 @@ import (
 	"flashsale/sharding/sale"
 )
 
-// TestProofOfWorkBeforeTheRoom: a sale with a waiting room and proof of
-// work over the real stack: the first ask is 428 with a challenge, bad
-// proofs are 403 PROOF_INVALID, a solved one joins the room, and polls with
-// the pass need no proof.
-func TestProofOfWorkBeforeTheRoom(t *testing.T) {
+// TestProofOfWorkBeforeTheWaitingRoom: a sale with a waiting room and proof
+// of work over the real stack: the first ask is 428 with a challenge, bad
+// proofs are 403 PROOF_INVALID, a solved one joins the waiting room, and
+// polls with the pass need no proof.
+func TestProofOfWorkBeforeTheWaitingRoom(t *testing.T) {
 	s := start(t, 5, 1, nil, "")
 	sl := *s.sale
 	sl.Version, sl.TicketRequired = sl.Version+1, true

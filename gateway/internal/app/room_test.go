@@ -144,8 +144,8 @@ func TestWaitingRoomOverTwoGateways(t *testing.T) {
 	if err != nil || !found {
 		t.Fatalf("winner %d holds no order: %v", winner, err)
 	}
-	if ok, err := s.store.Release(context.Background(), tag, s.item, user, id, stock.StatusExpired); err != nil || !ok {
-		t.Fatalf("release: %v %v", ok, err)
+	if rel, err := s.store.Release(context.Background(), tag, s.item, user, id, stock.StatusExpired); err != nil || rel != stock.Released {
+		t.Fatalf("release: %v %v", rel, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for again := 0; again == 0; {

@@ -18,7 +18,8 @@ import (
 // the seed and every leaf with its draw and place once revealed, in pages of
 // DrawPage entries (?from=K); GET .../draw/me serves the caller's own entry
 // with its inclusion proof. Both are read from this gateway's copy of the
-// room (no Redis call, but for /draw/me before the reveal: one HGET).
+// admission state (no Redis call, but for /draw/me before the reveal: one
+// HGET).
 
 // DrawPage is the most entries one /draw answer carries.
 const DrawPage = room.PageSize
@@ -101,7 +102,7 @@ func appendDrawHead(b []byte, sale *catalog.Sale, rs *room.Sale, st *room.State)
 	b = appendHashOrNull(b, rs.Commitment)
 	b = append(b, `,"count":`...)
 	if f == nil {
-		return strconv.AppendInt(b, st.Draw, 10)
+		return strconv.AppendInt(b, st.Entrants, 10)
 	}
 	b = strconv.AppendInt(b, int64(f.Count), 10)
 	b = appendHashField(b, "root", f.Root)

@@ -13,24 +13,26 @@ import (
 	"flashsale/sharding/api"
 )
 
-// The front door: the waiting room and the proof of work in front of the
-// ticket (SPEC, "The front door"). Order of checks in admit, after the token:
+// The front door: the waiting room (or the raffle) and the proof of work in
+// front of the ticket (SPEC, "The front door"). Order of checks in admit,
+// after the token:
 //
-//  1. A sale with a waiting room and a queue pass (X-Queue-Pass, else the
-//     cookie) is answered from the pass and this gateway's copy of the room:
-//     202 QUEUED, the ticket when admitted, 410 SOLD_OUT, 403
-//     QUEUE_PASS_INVALID for a bad pass (the cookie is cleared, so the next
-//     ask joins afresh). No Redis call, no proof: the pass shows the work
-//     was done when it was issued.
+//  1. A sale with a waiting room or raffle and a queue pass (X-Queue-Pass,
+//     else the cookie) is answered from the pass and this gateway's copy of
+//     the admission state: 202 QUEUED, the ticket when admitted, 410
+//     SOLD_OUT, 403 QUEUE_PASS_INVALID for a bad pass (the cookie is cleared,
+//     so the next ask joins afresh). No Redis call, no proof: the pass shows
+//     the work was done when it was issued.
 //  2. Without a pass, when the sale or the operator asks for proof of work:
 //     no X-Proof is 428 PROOF_REQUIRED with a new challenge (so is an
 //     expired proof); a malformed, forged, other user's or weak one is 403
 //     PROOF_INVALID.
-//  3. A sale with a waiting room: one Redis call joins it (the draw before
-//     it closes, else the end of the line); the pass is set as a cookie
-//     scoped to the ticket URL and sent as X-Queue-Pass; the answer is as
-//     in 1. A Redis failure is 503 UNAVAILABLE: the user holds no place (a
-//     place taken whose reply was lost stays empty and is passed over).
+//  3. A sale with a waiting room or raffle: one Redis call joins it (as an
+//     entrant while the entries are open, else the end of the line); the pass
+//     is set as a cookie scoped to the ticket URL and sent as X-Queue-Pass;
+//     the answer is as in 1. A Redis failure is 503 UNAVAILABLE: the user
+//     holds no place (a place taken whose reply was lost stays empty and is
+//     passed over).
 //  4. Otherwise the ticket is handed out.
 
 // admit decides whether user may have a ticket of sale now; on refusal it
@@ -52,7 +54,7 @@ func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.S
 	var buf [room.PassLen]byte
 	pass, v, err := h.Room.Join(rctx, now, rs, user, sale.Remaining(), buf[:0])
 	if err != nil {
-		h.Log.Warn("joining the waiting room", "sale", sale.ID, "err", err)
+		h.Log.Warn("joining the waiting room or raffle", "sale", sale.ID, "err", err)
 		h.answer(ctx, obs.RouteTicket, aUnavailable)
 		return false
 	}
@@ -62,8 +64,8 @@ func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.S
 	return h.roomAnswer(ctx, sale, rs, v)
 }
 
-// preQueueOpen reports whether sale has a waiting room open before its
-// start: a queue's pre-queue, or a raffle from its entries on.
+// preQueueOpen reports whether sale takes entries before its start: a
+// queue's pre-queue, or a raffle from its entries on.
 func (h *Handler) preQueueOpen(sale *catalog.Sale, now time.Time) bool {
 	return h.Room != nil && sale.InRoom && !now.Before(sale.Room.Opens())
 }

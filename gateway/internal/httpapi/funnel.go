@@ -11,9 +11,9 @@ import (
 // The sale's funnel (api.Funnel*, obs.Funnel): each answer of the purchase
 // and ticket routes is counted once, after its handler answered, from the
 // status and body it wrote: the routes answer from many places (the cheap
-// refusals, the token, the waiting room, the reserve script), and reading
-// the answer back counts every one of them without a hook in each. Only a
-// sale the catalog holds is counted, so a client cannot make series up.
+// refusals, the token, the waiting room or raffle, the reserve script), and
+// reading the answer back counts every one of them without a hook in each.
+// Only a sale the catalog holds is counted: a client cannot make up series.
 
 // pageLoaded counts a sale page served for sale id, when the catalog holds it.
 func (h *Handler) pageLoaded(id int64) {

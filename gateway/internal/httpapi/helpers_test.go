@@ -57,6 +57,9 @@ type scriptStore struct {
 	// when the reply is lost on the way back.
 	lostReply bool
 	voidErr   error // returned by Void and VoidAct when set
+	// freezeOnVoid fences the void's shard, as a reshard does, right
+	// before Void or VoidAct runs.
+	freezeOnVoid bool
 	// lostActs makes that many Act calls apply and then report an error;
 	// actErr fails every Act call before it applies.
 	lostActs int
@@ -146,19 +149,36 @@ func (f *scriptStore) Reserve(ctx context.Context, r stock.Reservation) (stock.R
 }
 
 func (f *scriptStore) Void(ctx context.Context, r stock.Reservation) (stock.VoidOutcome, error) {
-	if err := f.voidFault(); err != nil {
+	if err := f.voidFault(r.Tag); err != nil {
 		return 0, err
 	}
 	return f.real.Void(ctx, r)
 }
 
-// voidFault counts a void (of a purchase, a pay or a cancel) and returns
-// the injected voidErr, if any.
-func (f *scriptStore) voidFault() error {
+// voidFault counts a void (of a purchase, a pay or a cancel) on tag's shard,
+// fences the shard when freezeOnVoid, and returns the injected voidErr, if
+// any.
+func (f *scriptStore) voidFault(tag string) error {
 	f.fault(&f.voids)
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.voidErr
+	freeze, err := f.freezeOnVoid, f.voidErr
+	f.mu.Unlock()
+	if freeze {
+		f.freeze(tag, true)
+	}
+	return err
+}
+
+// freeze sets (on) or deletes the fence of tag's shard.
+func (f *scriptStore) freeze(tag string, on bool) {
+	fence := string(sharding.AppendFenceKey(nil, tag))
+	cmd := f.c.B().Del().Key(fence).Build()
+	if on {
+		cmd = f.c.B().Set().Key(fence).Value("1").Build()
+	}
+	if err := f.c.Do(context.Background(), cmd).Error(); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 func (f *scriptStore) Act(ctx context.Context, a stock.ActRequest) (string, error) {
@@ -189,7 +209,7 @@ func (f *scriptStore) Act(ctx context.Context, a stock.ActRequest) (string, erro
 }
 
 func (f *scriptStore) VoidAct(ctx context.Context, a stock.ActRequest) (stock.VoidOutcome, error) {
-	if err := f.voidFault(); err != nil {
+	if err := f.voidFault(a.Tag); err != nil {
 		return 0, err
 	}
 	return f.real.VoidAct(ctx, a)
@@ -358,11 +378,11 @@ func (f *scriptStore) journal() []orderevent.Event {
 // release is the writer's release.lua: the unit back, the buyer record gone,
 // the final status on the record.
 func (f *scriptStore) release(tag string, itemID int64, userID uint64, id sharding.OrderID, status string) bool {
-	ok, err := f.real.Release(context.Background(), tag, itemID, userID, id, status)
-	if err != nil {
-		f.t.Fatal(err)
+	rel, err := f.real.Release(context.Background(), tag, itemID, userID, id, status)
+	if err != nil || rel == stock.ReleaseFrozen {
+		f.t.Fatal(rel, err)
 	}
-	return ok
+	return rel == stock.Released
 }
 
 // env is a handler with one sale (id 77, item 7 with 2 shards) over the real

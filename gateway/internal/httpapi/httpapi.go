@@ -129,8 +129,8 @@ type Deps struct {
 	// Tickets signs and verifies purchase tickets; when nil, New makes keys
 	// of its own (valid on this handler only).
 	Tickets *ticket.Keys
-	// Room, when set, serves the waiting rooms of the sales that have one;
-	// without it every sale admits at once.
+	// Room, when set, serves the waiting rooms and raffles of the sales
+	// that have one; without it every sale admits at once.
 	Room *room.Room
 	// Presale, when set, serves the presale phase of the sales that have
 	// one; without it a presale is closed to everyone (PRESALE_ONLY).

@@ -12,11 +12,11 @@ import (
 )
 
 // The presale phase (package presale): before the general start, only the
-// sale's presale buyers get a ticket (the room is skipped: the phase is
-// theirs) and may buy, within the phase's cap. Everyone else is answered
+// sale's presale buyers get a ticket (the waiting room is skipped: the phase
+// is theirs) and may buy, within the phase's cap. Everyone else is answered
 // 403 PRESALE_ONLY with the general start, and once the cap is sold 403
-// PRESALE_SOLD_OUT. Limits, tickets, proof of work and the kill switch
-// apply as in the general phase.
+// PRESALE_SOLD_OUT. Limits, tickets, proof of work and the kill switch apply
+// as in the general phase.
 
 // presaleEligible reports whether user (token verified) may buy in sale's
 // presale.

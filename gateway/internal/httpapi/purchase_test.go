@@ -307,6 +307,34 @@ func TestUnavailable(t *testing.T) {
 		}
 		settled(t, e)
 	})
+	t.Run("void on a frozen shard", func(t *testing.T) {
+		// A reshard fenced the shard between the lost reply and the void:
+		// the void answers VoidFrozen, so the 503 waits on the queue, which
+		// voids the attempt once the shard answers again.
+		e := newEnv(t, envOpt{stockPerShard: 1, shards: 1})
+		c := e.serve("10.0.0.1")
+		e.st.set(func(f *scriptStore) { f.lostReply, f.freezeOnVoid = true, true })
+		want(t, do(t, c, "POST", purchasePath, e.token(1)), 503, `{"error":"UNAVAILABLE"}`)
+		if n := e.h.retries.pending(); n != 1 {
+			t.Fatalf("%d voids queued, want 1", n)
+		}
+		if n := counterValue(t, e.h, "flashsale_gateway_voids_total", "queued"); n != 1 {
+			t.Fatalf("voids_total{queued} %v, want 1", n)
+		}
+		if got := e.st.stockOf(e.sale.Shards[0]); got != 0 {
+			t.Fatalf("stock %d: the frozen shard's void changed it", got)
+		}
+		e.st.set(func(f *scriptStore) { f.lostReply, f.freezeOnVoid = false, false })
+		e.st.freeze(e.sale.Shards[0], false)
+		deadline := time.Now().Add(5 * time.Second)
+		for e.h.retries.pending() > 0 && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		settled(t, e)
+		if n := counterValue(t, e.h, "flashsale_gateway_voids_total", "voided"); n != 1 {
+			t.Fatalf("voids_total{voided} %v, want 1", n)
+		}
+	})
 	t.Run("void queued across a reshard: its old and new shards unbeaten", func(t *testing.T) {
 		// The fence beats no shard a queued void may still undo an entry on:
 		// after a reshard copied the entry untaken to the user's new home

@@ -18,8 +18,9 @@ import (
 // (stock.Store.Void): its unit and journal entry are taken back, or a VOID
 // record makes a late run of it refuse. Only then is 503 true. When the void
 // finds that a relay already took the entry, the order stands and the answer
-// is 202. When Redis cannot be reached for the void within the release budget
-// the answer is 503 and the void goes on in the background (see retryQueue);
+// is 202. When Redis cannot be reached for the void within the release budget,
+// or the void finds the shard frozen by a reshard (stock.VoidFrozen), the
+// answer is 503 and the void goes on in the background (see retryQueue);
 // the relay's hold gives it that long before any relay may take the entry,
 // and past that the order stands although the client was told 503: the one
 // case sharding/journal/DESIGN.md names, counted as voids_total{outcome="gave_up"} or, when
@@ -31,7 +32,7 @@ func (p *purchase) settle() {
 	defer cancel()
 	out, err := h.voidOnce(ctx, p.r)
 	switch {
-	case err != nil:
+	case err != nil, out == stock.VoidFrozen:
 		h.retries.add(p.r)
 		h.Metrics.Voided(obs.VoidQueued)
 		p.voidQueued = true
@@ -59,16 +60,16 @@ func (h *Handler) voidOnce(ctx context.Context, r stock.Reservation) (stock.Void
 // the request is made once more under a new attempt, within the release
 // budget, and that one's verdict is answered: a blip costs the client
 // nothing. It reports false for a 503, which is then true: the request
-// changed nothing. A void that could not reach Redis goes to the background
-// queue, which lands it before any relay may take the entry, as a
-// purchase's.
+// changed nothing. A void that could not reach Redis, or found the shard
+// frozen, goes to the background queue, which lands it before any relay may
+// take the entry, as a purchase's.
 func (h *Handler) settleAct(a stock.ActRequest) (string, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.ReleaseBudget)
 	defer cancel()
 	for again := false; ; again = true {
 		out, err := h.voidWithin(ctx, retryItem{act: &a})
 		switch {
-		case err != nil:
+		case err != nil, out == stock.VoidFrozen:
 			h.retries.push(retryItem{act: &a})
 			h.Metrics.ActVoided(obs.VoidQueued)
 			return "", false
@@ -88,16 +89,16 @@ func (h *Handler) settleAct(a stock.ActRequest) (string, bool) {
 
 // voidWithin voids it (a purchase's attempt or a pay or cancel's), trying
 // again within ctx while Redis errs (each try is idempotent), and counts
-// the outcome.
+// the outcome. VoidFrozen comes back at once: the layout changed, and the
+// queue voids it on the new one.
 func (h *Handler) voidWithin(ctx context.Context, it retryItem) (stock.VoidOutcome, error) {
 	for attempt := 0; ; attempt++ {
 		out, err := it.void(ctx, h)
 		if err == nil {
+			if out == stock.VoidFrozen {
+				h.Catalog.RefreshSoon()
+			}
 			return out, nil
-		}
-		if errors.Is(err, stock.ErrFrozen) {
-			h.Catalog.RefreshSoon()
-			return 0, err // the layout changed: the queue retries on the new one
 		}
 		h.Metrics.RedisError()
 		if !backoff.Sleep(ctx, inRequest.Wait(attempt)) {
@@ -151,17 +152,18 @@ type retryItem struct {
 	until   time.Time
 }
 
-// void runs the void once and counts its outcome.
+// void runs the void once and counts its outcome, but VoidFrozen: a void
+// not run yet is counted when it settles (or as queued, or given up).
 func (it *retryItem) void(ctx context.Context, h *Handler) (stock.VoidOutcome, error) {
 	if it.act != nil {
 		out, err := h.Store.VoidAct(ctx, *it.act)
-		if err == nil {
+		if err == nil && out != stock.VoidFrozen {
 			h.Metrics.ActVoided(int(out))
 		}
 		return out, err
 	}
 	out, err := h.Store.Void(ctx, it.r)
-	if err == nil {
+	if err == nil && out != stock.VoidFrozen {
 		h.Metrics.Voided(int(out))
 	}
 	return out, err
@@ -374,13 +376,13 @@ func (q *retryQueue) try(it *retryItem) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.ReleaseBudget)
 	defer cancel()
 	out, err := it.void(ctx, h)
-	if err != nil {
-		if errors.Is(err, stock.ErrFrozen) {
-			h.Catalog.RefreshSoon()
-		}
+	switch {
+	case err != nil:
 		return false
-	}
-	if out != stock.VoidStands {
+	case out == stock.VoidFrozen:
+		h.Catalog.RefreshSoon() // the next try goes to the new layout (retag)
+		return false
+	case out != stock.VoidStands:
 		return true
 	}
 	if a := it.act; a != nil {

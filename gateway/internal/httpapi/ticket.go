@@ -14,9 +14,10 @@ import (
 // URL's key, handed out only once the sale has started (SPEC, "The front
 // door"). The cheap refusals come first, as on the purchase path: sale id,
 // per-IP bucket, window, pause, sold out; then the bearer token and the
-// per-user bucket; then admission (the waiting room and the proof of work,
-// frontdoor.go); then 200 ADMITTED with a ticket bound to (user, sale). The
-// only Redis call is a user's join of the waiting room.
+// per-user bucket; then admission (the waiting room or raffle and the proof
+// of work, frontdoor.go); then 200 ADMITTED with a ticket bound to (user,
+// sale). The only Redis call is a user's join of the waiting room or
+// raffle.
 func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteTicket
 	sale := h.saleOf(ctx, now, route, arg)
@@ -35,8 +36,9 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 		h.answer(ctx, route, aSaleEnded)
 		return
 	case n < sale.Start && !inPresale && !h.preQueueOpen(sale, wall):
-		// A sale whose waiting room opened its pre-queue goes on to admit,
-		// which answers 202 QUEUED (the place is drawn at the start).
+		// A sale whose entries opened before the start (a pre-queue, a
+		// raffle) goes on to admit, which answers 202 QUEUED (the place is
+		// drawn at the start).
 		h.answerBody(ctx, route, aSaleNotStarted, sale.NotStarted)
 		return
 	case n >= sale.End:
@@ -55,8 +57,8 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	}
 	switch {
 	case inPresale && h.presaleEligible(sale, user, tok):
-		// The presale's buyers skip the room (the phase is theirs), not
-		// the proof of work.
+		// The presale's buyers skip the waiting room (the phase is theirs),
+		// not the proof of work.
 		if !h.proofOK(ctx, now, sale, user) {
 			return
 		}
@@ -101,7 +103,7 @@ func (h *Handler) ticketOK(ctx *fasthttp.RequestCtx, now time.Time, sale *catalo
 		return false
 	}
 	// A ticket of the presale is good in the presale only: after the start
-	// the general phase's tickets come through its room.
+	// the general phase's tickets come through its waiting room or raffle.
 	start := sale.Start
 	wall := clock.Wall(now) // the ticket's expiry, stamped by another gateway's clock (package clock)
 	if sale.InPresale(wall) {

@@ -22,7 +22,7 @@ type Funnel struct {
 // PageLoad counts the sale page served.
 func (f *Funnel) PageLoad() { f.pageLoads.Inc() }
 
-// Admitted counts a user the waiting room let through.
+// Admitted counts a user the waiting room or raffle admitted.
 func (f *Funnel) Admitted() { f.admissions.Inc() }
 
 // Ticket counts a ticket answer.
@@ -69,7 +69,7 @@ func newFunnels(reg *prometheus.Registry) *funnels {
 		tickets: prometheus.NewCounterVec(prometheus.CounterOpts{Name: api.FunnelTickets,
 			Help: "Answers of the ticket endpoint, by answer (issued, queued, ...); a queued user's every poll counts."}, []string{"sale", "answer"}),
 		admissions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: api.FunnelAdmissions,
-			Help: "Users the waiting room let through."}, []string{"sale"}),
+			Help: "Users the waiting room or raffle admitted."}, []string{"sale"}),
 		purchases: prometheus.NewCounterVec(prometheus.CounterOpts{Name: api.FunnelPurchases,
 			Help: "Purchase answers, by answer (accepted is the 202s)."}, []string{"sale", "answer"}),
 	}

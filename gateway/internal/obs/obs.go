@@ -42,8 +42,9 @@ func (r Route) String() string { return routeNames[r] }
 // codes are the HTTP statuses the gateway answers; others count as "other".
 var codes = []int{200, 202, 304, 400, 401, 403, 404, 405, 408, 409, 410, 413, 428, 429, 431, 500, 503}
 
-// Void outcomes for the voids_total counter (stock.VoidOutcome, plus a void
-// that could not reach Redis in time and went to the background queue).
+// Void outcomes for the voids_total counter (stock.VoidOutcome but
+// VoidFrozen, plus a void that could not reach Redis in time, or found its
+// shard frozen by a reshard, and went to the background queue).
 const (
 	VoidNothing = iota
 	VoidVoided

@@ -12,7 +12,7 @@
 // Replay: a solved proof stays valid until its challenge expires (Config.TTL,
 // default 2 minutes) and is checked without server state, so it can be sent
 // again. It is bound to its user and sale, and what it buys is that user's
-// ticket (or that user's place in the waiting room, where one draw per user
+// ticket (or that user's place in the waiting room, where one entry per user
 // is kept in Redis and a late join only ever goes to the end): the sale
 // sells each user at most one active order, and the per-user bucket limits
 // the asks. A replay therefore mints more tickets for the same user, never a

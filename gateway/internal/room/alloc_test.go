@@ -23,7 +23,7 @@ func TestPollAllocatesNothing(t *testing.T) {
 	// Users 5 and 6 drew places 7 and 60 of 100.
 	f := &Frozen{Revealed: true, index: map[uint64]int32{5: 0, 6: 1}}
 	f.Places = []int{7, 60}
-	(*r.rooms.Load())[9].Store(&State{Cursor: 10, Draw: 100, Final: true, Tail: 5, Frozen: f})
+	(*r.rooms.Load())[9].Store(&State{Cursor: 10, Entrants: 100, Final: true, Tail: 5, Frozen: f})
 	raffle := s
 	raffle.Raffle, raffle.Units = true, 50
 	queued := AppendPass(nil, rg, Pass{Kind: Late, SaleID: 9, UserID: 5, Number: 3, Expires: now.Unix() + 3600})

@@ -17,10 +17,12 @@ import (
 	"flashsale/sharding/draw"
 )
 
-// The verifiable draw (package draw; SPEC "Fair access"), as the room runs it:
+// The verifiable draw (package draw; SPEC "Fair access"), as this package
+// runs it:
 //
 //  1. Entry: room_join.lua keeps each entrant's nonce (crypto/rand, drawn by
-//     the gateway, handed to that user alone) in the draw shard of the user.
+//     the gateway, handed to that user alone) in the entrants' shard of the
+//     user.
 //  2. Freeze: FreezeAfter past the close, every gateway's tick reads all the
 //     entrants, computes their leaves and the Merkle root, and calls
 //     room_freeze.lua: the first call records root and count, the others
@@ -120,7 +122,7 @@ func (f *Frozen) Entry(user uint64) (Entry, bool) {
 		Draw: f.Draws[i], Place: f.Places[i]}, true
 }
 
-// entrant is one row read from the draw shards.
+// entrant is one row read from the entrants shards.
 type entrant struct {
 	user  uint64
 	nonce draw.Nonce
@@ -130,43 +132,43 @@ type entrant struct {
 // shardTime answers the time of the master that holds KEYS[1] (unix ms).
 const shardTime = "local t = redis.call('TIME') return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)"
 
-// readEntrants reads every entrant of sale s's draw, sorted by leaf. Each
-// draw shard is read right after its own master's clock, in one pipeline
+// readEntrants reads every entrant of sale s, sorted by leaf. Each shard of
+// the entrants is read right after its own master's clock, in one pipeline
 // on that master's connection: room_join.lua closes the entries by that
 // clock, so a shard whose clock read before the close could still take an
 // entry after this reading, and the reading is errEarly (whatever this
 // gateway's own clock says, and whatever the clock of the master the freeze
 // script later runs on).
 func (r *Room) readEntrants(ctx context.Context, s *Sale) ([]entrant, error) {
-	cmds := make(rueidis.Commands, 0, 2*sharding.RoomLotteryShards)
-	for k := range sharding.RoomLotteryShards {
-		key := sharding.RoomLotteryKey(s.ID, k)
+	cmds := make(rueidis.Commands, 0, 2*sharding.RoomEntrantsShards)
+	for k := range sharding.RoomEntrantsShards {
+		key := sharding.RoomEntrantsKey(s.ID, k)
 		cmds = append(cmds, r.c.B().Eval().Script(shardTime).Numkeys(1).Key(key).Build(), r.c.B().Hgetall().Key(key).Build())
 	}
 	res := r.c.DoMulti(ctx, cmds...)
 	closes := s.Closes().UnixMilli()
-	for k := range sharding.RoomLotteryShards {
+	for k := range sharding.RoomEntrantsShards {
 		at, err := res[2*k].AsInt64()
 		if err != nil {
-			return nil, fmt.Errorf("reading the clock of draw shard %d of sale %d: %w", k, s.ID, err)
+			return nil, fmt.Errorf("reading the clock of entrants shard %d of sale %d: %w", k, s.ID, err)
 		}
 		if at < closes {
 			return nil, errEarly
 		}
 	}
 	var out []entrant
-	for k := range sharding.RoomLotteryShards {
+	for k := range sharding.RoomEntrantsShards {
 		m, err := res[2*k+1].AsStrMap()
 		if err != nil {
-			return nil, fmt.Errorf("reading draw shard %d of sale %d: %w", k, s.ID, err)
+			return nil, fmt.Errorf("reading entrants shard %d of sale %d: %w", k, s.ID, err)
 		}
 		for u, n := range m {
 			e, err := parseEntrant(u, n)
 			if err != nil {
-				return nil, fmt.Errorf("draw shard %d of sale %d: %w", k, s.ID, err)
+				return nil, fmt.Errorf("entrants shard %d of sale %d: %w", k, s.ID, err)
 			}
-			if sharding.RoomLotteryShard(e.user, s.ID) != k {
-				return nil, fmt.Errorf("draw shard %d of sale %d holds user %d of shard %d", k, s.ID, e.user, sharding.RoomLotteryShard(e.user, s.ID))
+			if sharding.RoomEntrantsShard(e.user, s.ID) != k {
+				return nil, fmt.Errorf("entrants shard %d of sale %d holds user %d of shard %d", k, s.ID, e.user, sharding.RoomEntrantsShard(e.user, s.ID))
 			}
 			e.leaf = draw.Leaf(s.ID, e.user, e.nonce)
 			out = append(out, e)
@@ -181,7 +183,7 @@ func (r *Room) readEntrants(ctx context.Context, s *Sale) ([]entrant, error) {
 	return out, nil
 }
 
-// parseEntrant checks one field of a draw shard: a user id and a nonce of
+// parseEntrant checks one field of an entrants shard: a user id and a nonce of
 // 32 lower-case hex digits, as room_join.lua writes them.
 func parseEntrant(user, nonce string) (entrant, error) {
 	var e entrant
@@ -204,7 +206,7 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 	if es == nil {
 		var err error
 		if es, err = r.readEntrants(ctx, s); errors.Is(err, errEarly) {
-			return nil, nil // a draw shard's clock is not past the close yet: next tick
+			return nil, nil // an entrants shard's clock is not past the close yet: next tick
 		} else if err != nil {
 			return nil, err
 		}
@@ -309,7 +311,7 @@ func parseFreeze(v []rueidis.RedisMessage) (freezeReply, error) {
 // Nonce reads user's nonce in sale s's draw: false when the user did not
 // enter. It serves GET .../draw/me before the draw is revealed.
 func (r *Room) Nonce(ctx context.Context, s *Sale, user uint64) (draw.Nonce, bool, error) {
-	k := sharding.RoomLotteryKey(s.ID, sharding.RoomLotteryShard(user, s.ID))
+	k := sharding.RoomEntrantsKey(s.ID, sharding.RoomEntrantsShard(user, s.ID))
 	v, err := r.c.Do(ctx, r.c.B().Hget().Key(k).Field(strconv.FormatUint(user, 10)).Build()).ToString()
 	if rueidis.IsRedisNil(err) {
 		return draw.Nonce{}, false, nil

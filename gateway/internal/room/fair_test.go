@@ -318,7 +318,7 @@ func TestQueueOddsOverThreeGateways(t *testing.T) {
 	waitFor(t, time.Second, "first tick", func() bool { return gws[0].State(s.ID) != nil })
 	es := enter(t, gws, &s, sh, 100_000, crowd)
 	if !time.Now().Before(s.Closes()) {
-		t.Fatal("the draw closed before the 10,000 entries were in: slow machine")
+		t.Fatal("the entries closed before the 10,000 entrants were in: slow machine")
 	}
 	sh.set(t, 0) // the cursor holds while the odds are read (see the raffle's test)
 	revealed(t, gws, &s, time.Until(s.Closes().Add(2*time.Second)))
@@ -374,7 +374,7 @@ func monotonicOdds(t *testing.T, g *room.Room, s *room.Sale, es []*entrant, unit
 			}
 			chance[v.Place] = v.Chance
 		}
-		if now := g.State(s.ID); now.Cursor != st.Cursor || now.Draw != st.Draw || now.Frozen != st.Frozen || now.Final != st.Final {
+		if now := g.State(s.ID); now.Cursor != st.Cursor || now.Entrants != st.Entrants || now.Frozen != st.Frozen || now.Final != st.Final {
 			if try > 20 {
 				t.Fatal("no two reads of the state in a row were equal")
 			}
@@ -448,8 +448,8 @@ func TestEntriesWaitForAReplica(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		for k := 0; k < sharding.RoomLotteryShards; k++ {
-			_ = sh.c.Do(ctx, sh.c.B().Del().Key(sharding.RoomLotteryKey(s.ID, k)).Build()).Error()
+		for k := 0; k < sharding.RoomEntrantsShards; k++ {
+			_ = sh.c.Do(ctx, sh.c.B().Del().Key(sharding.RoomEntrantsKey(s.ID, k)).Build()).Error()
 		}
 		_ = sh.c.Do(ctx, sh.c.B().Del().Key(sharding.RoomTailKey(s.ID)).Build()).Error()
 	})

@@ -3,20 +3,21 @@ package room
 import "math"
 
 // Odds returns the chance that a unit is still there when place pl of sale
-// s is admitted, in a room in state st with remaining units left (SPEC "Fair
-// access": honest odds), or -1 when remaining is not known (-1). It
+// s is admitted, in admission state st with remaining units left (SPEC
+// "Fair access": honest odds), or -1 when remaining is not known (-1). It
 // allocates nothing.
 //
 // The rule, written down:
 //   - A raffle: with A places admitted, U units unsold and N units in
 //     unpaid orders (which may still expire or be cancelled), the places
 //     that can still be reached are counted as A + U + N, one per unit. At
-//     the reveal A is 0 and U + N is the sale's Units, and the room keeps
+//     the reveal A is 0 and U + N is the sale's Units, and the raffle keeps
 //     that word: it never admits a place past Units. So every place past
 //     Units is told NOT_SELECTED at the reveal, which is as soon as it is
-//     certain, and each winner is sure of a unit (1): Units winners, one
-//     order each. The price, kept to honour the word to the others: a unit
-//     a winner leaves unbought stays unsold.
+//     certain, and each selected place is sure of a unit (1): Units
+//     selected places, one order each. The price, kept to honour the word
+//     to the others: a unit a selected entrant leaves unbought stays
+//     unsold.
 //   - In a queue, the places ahead of pl that have not bought yet are
 //     k = pl - 1 - sold (sold = units held by orders now); each of them buys
 //     with the conversion seen so far, c = sold / admitted places (0.99

@@ -13,12 +13,12 @@ import (
 	"flashsale/sharding/draw"
 )
 
-// Outcome is what a ticket request in a waiting room comes to.
+// Outcome is what a ticket request in a waiting room or raffle comes to.
 type Outcome uint8
 
 // Outcomes of Check and Join.
 const (
-	NotOpen       Outcome = iota // before the room opens: SALE_NOT_STARTED
+	NotOpen       Outcome = iota // before the entries open: SALE_NOT_STARTED
 	NeedJoin                     // no pass (or one the frozen draw does not know): Join
 	Refused                      // the pass was refused (Verdict.Problem)
 	Queued                       // waiting: Verdict.Position, Verdict.Wait, Verdict.Chance
@@ -32,7 +32,7 @@ const (
 type Verdict struct {
 	Outcome  Outcome
 	Problem  Problem // of Refused
-	Place    int64   // the place in the room (1-based); 0 before the draw is revealed
+	Place    int64   // the place (1-based); 0 before the draw is revealed
 	Position int64   // places still ahead, plus one (1: next); before the draw, the entrants so far
 	Wait     time.Duration
 	// Chance is the chance that a unit is still there when the place is
@@ -65,7 +65,7 @@ func (r *Room) Check(now time.Time, s *Sale, user uint64, pass []byte, remaining
 }
 
 // judge answers user, holding pass p (nil: none, the user is looked up in
-// the frozen draw), from this gateway's state of the room.
+// the frozen draw), from this gateway's admission state of s.
 func (r *Room) judge(now time.Time, s *Sale, user uint64, p *Pass, remaining int64) Verdict {
 	st := r.State(s.ID)
 	if st == nil {
@@ -75,7 +75,7 @@ func (r *Room) judge(now time.Time, s *Sale, user uint64, p *Pass, remaining int
 	}
 	var pl int64
 	if p != nil && p.Kind == Late {
-		pl = st.Draw + int64(p.Number)
+		pl = st.Entrants + int64(p.Number)
 	} else if f := st.revealed(); f != nil {
 		if pl = f.Place(user); pl == 0 {
 			// Not among the frozen entrants: a lost entry, or no entry.
@@ -98,7 +98,7 @@ func (r *Room) judge(now time.Time, s *Sale, user uint64, p *Pass, remaining int
 		v.Position = max(pl-st.Cursor, 1)
 		v.Chance = Odds(s, st, pl, remaining)
 	} else {
-		v.Position = max(st.Draw, 1)
+		v.Position = max(st.Entrants, 1)
 	}
 	v.Wait = time.Duration(float64(v.Position) / rate(s, remaining) * float64(time.Second))
 	if from := s.AdmitsFrom(); now.Before(from) {
@@ -107,10 +107,10 @@ func (r *Room) judge(now time.Time, s *Sale, user uint64, p *Pass, remaining int
 	return v
 }
 
-// Join enters user into sale's room (the draw while it is open, else, for a
-// queue, the end of the line) with one Redis call, appends the user's new
-// pass to dst and answers as Check would with it. A user who entered the
-// draw before keeps their entry, and gets their nonce again.
+// Join enters user among sale's entrants while the entries are open (else,
+// for a queue, at the end of the line) with one Redis call, appends the
+// user's new pass to dst and answers as Check would with it. A user who
+// entered before keeps their entry, and gets their nonce again.
 func (r *Room) Join(ctx context.Context, now time.Time, s *Sale, user uint64, remaining int64, dst []byte) ([]byte, Verdict, error) {
 	if now.Before(s.Opens()) {
 		return dst, Verdict{Outcome: NotOpen}, nil
@@ -122,7 +122,7 @@ func (r *Room) Join(ctx context.Context, now time.Time, s *Sale, user uint64, re
 		// Once the draw is revealed, Check answers every entrant: whoever
 		// asks to join then is not one.
 		var err error
-		if nonce, joined, err = r.joinDraw(ctx, s, user); err != nil {
+		if nonce, joined, err = r.enter(ctx, s, user); err != nil {
 			return dst, Verdict{}, err
 		}
 	}
@@ -133,10 +133,10 @@ func (r *Room) Join(ctx context.Context, now time.Time, s *Sale, user uint64, re
 	} else {
 		n, err := r.write(ctx, r.c.B().Incr().Key(sharding.RoomTailKey(s.ID)).Build()).AsInt64()
 		if err != nil {
-			return dst, Verdict{}, fmt.Errorf("joining the end of the room of sale %d: %w", s.ID, err)
+			return dst, Verdict{}, fmt.Errorf("joining the end of the queue of sale %d: %w", s.ID, err)
 		}
 		if n <= 0 {
-			return dst, Verdict{}, fmt.Errorf("joining the end of the room of sale %d: tail counter answered %d", s.ID, n)
+			return dst, Verdict{}, fmt.Errorf("joining the end of the queue of sale %d: tail counter answered %d", s.ID, n)
 		}
 		p.Kind, p.Number = Late, uint64(n)
 	}
@@ -150,11 +150,11 @@ func (r *Room) Join(ctx context.Context, now time.Time, s *Sale, user uint64, re
 	return AppendPass(dst, r.cfg.Ring, p), v, nil
 }
 
-// joinDraw runs room_join.lua: the user's nonce and true when they are in
-// the draw (entered now or before), false when the entries had closed by
+// enter runs room_join.lua: the user's nonce and true when they are an
+// entrant (entered now or before), false when the entries had closed by
 // Redis's clock without them.
-func (r *Room) joinDraw(ctx context.Context, s *Sale, user uint64) (string, bool, error) {
-	k := sharding.RoomLotteryKey(s.ID, sharding.RoomLotteryShard(user, s.ID))
+func (r *Room) enter(ctx context.Context, s *Sale, user uint64) (string, bool, error) {
+	k := sharding.RoomEntrantsKey(s.ID, sharding.RoomEntrantsShard(user, s.ID))
 	args := []string{strconv.FormatUint(user, 10), draw.NewNonce().String(), ms(s.Closes()), ms(s.End.Add(time.Hour))}
 	var res rueidis.RedisResult
 	if r.cfg.Acks != nil {
@@ -166,7 +166,7 @@ func (r *Room) joinDraw(ctx context.Context, s *Sale, user uint64) (string, bool
 	}
 	v, err := res.ToArray()
 	if err != nil {
-		return "", false, fmt.Errorf("joining the draw of sale %d: %w", s.ID, err)
+		return "", false, fmt.Errorf("entering user %d in sale %d: %w", user, s.ID, err)
 	}
 	return parseJoin(v)
 }

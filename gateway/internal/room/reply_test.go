@@ -79,7 +79,7 @@ func TestMalformedReplies(t *testing.T) {
 	}
 }
 
-// TestMalformedEntrants: a draw shard's field that is not a user id with a
+// TestMalformedEntrants: an entrants shard's field that is not a user id with a
 // nonce as room_join.lua writes it is refused, never read as an entrant.
 func TestMalformedEntrants(t *testing.T) {
 	good := strings.Repeat("0f", 16)

@@ -1,21 +1,23 @@
 // Package room is a sale's waiting room or raffle, shared by every gateway
 // through Redis and served by each gateway from a local copy of its state.
+// "Room" names this code and its keys only, for both access modes (see the
+// glossary in package sharding/sale).
 //
-// The room's life, for a sale in access mode queue or raffle (SPEC "The
-// front door" and "Fair access"):
+// The life of a sale in access mode queue or raffle (SPEC "The front door"
+// and "Fair access"):
 //
-//   - Entries: a queue's room opens PreQueue before the start (at the start
-//     when PreQueue is 0) and its draw closes StartWindow after the start
+//   - Entries: a queue's entries open PreQueue before the start (at the
+//     start when PreQueue is 0) and close StartWindow after the start
 //     (default 2 s); a raffle's entries run over its registration window,
-//     which closes before the start. Everyone who asks in that time enters
-//     the draw: room_join.lua keeps the user's first nonce, so a user
+//     which closes before the start. Everyone who asks in that time is an
+//     entrant: room_join.lua keeps the user's first nonce, so a user
 //     enters once however often they ask. Clicking first gains nothing.
 //   - The draw (drawn.go): once entries close the entrants are frozen under
 //     a Merkle root, then the seed committed at the sale's creation is
 //     revealed and each entrant's place is the rank of their keyed draw
 //     (package draw). Anyone can check it (GET .../draw, .../draw/me).
-//   - After a queue's draw closes, arrivals join the end: the n-th late
-//     arrival takes place D + n, n from one INCR on the room's tail
+//   - After a queue's entries close, arrivals join the end: the n-th late
+//     arrival takes place D + n, n from one INCR on the waiting room's tail
 //     counter (D the entrants). A raffle takes no late arrivals
 //     (ENTRIES_CLOSED).
 //   - Admission starts Grace after the close, not before the start, and
@@ -27,19 +29,19 @@
 //   - Queued users see their place and their chance of a unit (odds.go).
 //
 // Keys (package sharding) and who touches them: the entrants are spread over
-// sharding.RoomLotteryShards hashes on their own slots, one room_join.lua
-// call per user per sale (through Config.Acks: a replica has the entry
-// before its 202, as it has a purchase) (the peak is the start: the crowd is split over 16
-// slots on every master). The tail counter, the state hash and the seed
-// share one slot: the tail takes one INCR per late user per sale; the state
-// is read and advanced by every gateway's tick (room_tick.lua, atomic, so
-// concurrent ticks never advance twice for the same time), every Interval
+// sharding.RoomEntrantsShards hashes on their own slots, one room_join.lua
+// call per user per sale (through Config.Acks: a replica has the entry before
+// its 202, as it has a purchase) (the peak is the start: the crowd is split
+// over 16 slots on every master). The tail counter, the state hash and the
+// seed share one slot: the tail takes one INCR per late user per sale; the
+// state is read and advanced by every gateway's tick (room_tick.lua, atomic,
+// so concurrent ticks never advance twice for the same time), every Interval
 // (100 ms): G gateways cost 10 G calls per second, whatever the crowd. Polls
 // never touch Redis: a queued user holds a signed pass (drawn, or its tail
 // number), and once the draw is revealed each gateway holds every entrant's
-// place. While the draw is open a gateway also reads the draw's 16 HLENs
-// (for positions shown before the draw and for the final size): once a
-// second, and every tick from a second before the close until the size is
+// place. While the entries are open a gateway also counts the entrants, 16
+// HLENs (for positions shown before the draw and for the final count): once a
+// second, and every tick from a second before the close until the count is
 // final.
 package room
 
@@ -63,15 +65,16 @@ import (
 	"flashsale/sharding/sale"
 )
 
-// Grace is the time between the close of the draw and the first admission:
-// every join that started before the close has finished by then (a join
-// is bounded by the request budget) and the draw's size is final.
+// Grace is the time between the close of the entries and the first
+// admission: every join that started before the close has finished by then
+// (a join is bounded by the request budget) and the entrants' count is
+// final.
 const Grace = 500 * time.Millisecond
 
-// DefaultInterval is the default tick of a gateway's room state.
+// DefaultInterval is the default tick of a gateway's admission state.
 const DefaultInterval = 100 * time.Millisecond
 
-// Sale is what the room needs of a sale with a waiting room or a raffle.
+// Sale is what this package needs of a sale with a waiting room or a raffle.
 type Sale struct {
 	ID               int64
 	Start, End       time.Time
@@ -87,7 +90,8 @@ type Sale struct {
 	Commitment *draw.Hash
 }
 
-// FromSale returns s's room, or false when s has none (access "open").
+// FromSale returns s's waiting room or raffle, or false when s has neither
+// (access mode open).
 func FromSale(s *sale.Sale) (Sale, bool) {
 	mode := s.Mode()
 	if mode == sale.AccessOpen {
@@ -109,8 +113,8 @@ func FromSale(s *sale.Sale) (Sale, bool) {
 	return out, true
 }
 
-// Opens returns when the room opens: a raffle's entries, else the
-// pre-queue (the start when there is none).
+// Opens returns when the entries open: a raffle's registration window,
+// else the pre-queue (the start when there is none).
 func (s *Sale) Opens() time.Time {
 	if s.Raffle {
 		return s.EntriesOpen
@@ -118,8 +122,8 @@ func (s *Sale) Opens() time.Time {
 	return s.Start.Add(-s.PreQueue)
 }
 
-// Closes returns when the draw closes: a raffle's entries, else the start
-// window's end.
+// Closes returns when the entries close: a raffle's registration window's
+// end, else the start window's end.
 func (s *Sale) Closes() time.Time {
 	if s.Raffle {
 		return s.EntriesClose
@@ -127,7 +131,7 @@ func (s *Sale) Closes() time.Time {
 	return s.Start.Add(s.Window)
 }
 
-// AdmitsFrom returns when admission starts: Grace after the draw closes,
+// AdmitsFrom returns when admission starts: Grace after the entries close,
 // and not before the start.
 func (s *Sale) AdmitsFrom() time.Time {
 	if t := s.Closes().Add(Grace); t.After(s.Start) {
@@ -136,13 +140,13 @@ func (s *Sale) AdmitsFrom() time.Time {
 	return s.Start
 }
 
-// State is a room's state as one tick read it. It is immutable.
+// State is a sale's admission state as one tick read it. It is immutable.
 type State struct {
-	Cursor int64 // places admitted so far
-	Draw   int64 // users in the draw (final once Final)
-	Final  bool
-	Tail   int64     // late arrivals
-	At     time.Time // the gateway's clock at the tick
+	Cursor   int64 // places admitted so far
+	Entrants int64 // entrants counted (final once Final)
+	Final    bool
+	Tail     int64     // late arrivals
+	At       time.Time // the gateway's clock at the tick
 	// Frozen is the draw once frozen (then revealed), as this gateway
 	// computed and checked it; nil before.
 	Frozen *Frozen
@@ -174,16 +178,16 @@ type Config struct {
 	Log      *slog.Logger
 }
 
-// Room is one gateway's side of every waiting room: the tick that shares the
-// state through Redis, and the local copy polls are answered from. It is safe
-// for concurrent use; only Tick (one goroutine) writes.
+// Room is one gateway's side of every waiting room and raffle: the tick that
+// shares the state through Redis, and the local copy polls are answered
+// from. It is safe for concurrent use; only Tick (one goroutine) writes.
 type Room struct {
 	c     rueidis.Client
 	cfg   Config
 	rooms atomic.Pointer[map[int64]*atomic.Pointer[State]]
-	// draws is each open draw's last size and when it was read; only Tick
-	// touches it.
-	draws map[int64]drawReading
+	// counts is each sale's last count of entrants while its entries can
+	// still change, and when it was read; only Tick touches it.
+	counts map[int64]entrantCount
 	// frozen is each sale's frozen (then revealed) draw, busy the sales
 	// whose freeze runs, freezes where those report; only Tick touches the
 	// maps.
@@ -192,22 +196,22 @@ type Room struct {
 	freezes chan freezeResult
 }
 
-type drawReading struct {
+type entrantCount struct {
 	n  int64
 	at time.Time
 }
 
-// drawReadEvery is how often a draw's size is read while the draw is far
-// from closing (positions shown in a long pre-queue need no more); near the
-// close, and until the size is final, every tick reads it.
-const drawReadEvery = time.Second
+// countEvery is how often the entrants are counted while the entries are
+// far from closing (positions shown in a long pre-queue need no more); near
+// the close, and until the count is final, every tick counts them.
+const countEvery = time.Second
 
 var (
 	joinScript = rueidis.NewLuaScript(lua.RoomJoin)
 	tickScript = rueidis.NewLuaScript(lua.RoomTick)
 )
 
-// New returns a room over the cluster client c.
+// New returns a Room over the cluster client c.
 func New(c rueidis.Client, cfg Config) (*Room, error) {
 	if cfg.Ring == nil {
 		return nil, errors.New("room: a key ring for the passes is required")
@@ -221,7 +225,7 @@ func New(c rueidis.Client, cfg Config) (*Room, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	r := &Room{c: c, cfg: cfg, draws: map[int64]drawReading{}, frozen: map[int64]*Frozen{}, busy: map[int64]bool{},
+	r := &Room{c: c, cfg: cfg, counts: map[int64]entrantCount{}, frozen: map[int64]*Frozen{}, busy: map[int64]bool{},
 		freezes: make(chan freezeResult, 16)}
 	r.rooms.Store(&map[int64]*atomic.Pointer[State]{})
 	return r, nil
@@ -235,8 +239,8 @@ func (r *Room) State(saleID int64) *State {
 	return nil
 }
 
-// Source lists the sales with a waiting room and their remaining units (in
-// the gateway, the catalog).
+// Source lists the sales with a waiting room or raffle and their remaining
+// units (in the gateway, the catalog).
 type Source interface {
 	Rooms() []Sale
 	// Remaining returns the sale's units left over all items, or -1 when not read yet.
@@ -249,7 +253,7 @@ func (r *Room) Run(ctx context.Context, src Source) {
 	defer t.Stop()
 	var fails repeatlog.Failure
 	for {
-		fails.Round(ctx, r.cfg.Log, r.Tick(ctx, time.Now(), src), "waiting room tick")
+		fails.Round(ctx, r.cfg.Log, r.Tick(ctx, time.Now(), src), "admission tick")
 		select {
 		case <-ctx.Done():
 			return
@@ -258,14 +262,14 @@ func (r *Room) Run(ctx context.Context, src Source) {
 	}
 }
 
-// live reports whether the room of s needs ticking at now: from a little
-// before it opens (so the first joins find a state) to the end of the sale.
+// live reports whether s needs ticking at now: from a little before its
+// entries open (so the first joins find a state) to the end of the sale.
 func live(s *Sale, now time.Time) bool {
 	return !now.Before(s.Opens().Add(-2*time.Second)) && now.Before(s.End)
 }
 
-// Tick reads the draw's size while it is open, then advances and reads
-// every live room in one pipelined batch.
+// Tick counts the entrants while the entries are open, then advances and
+// reads the state of every live sale in one pipelined batch.
 func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
@@ -279,7 +283,7 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 	if len(sales) == 0 {
 		return nil
 	}
-	draws, err := r.readDraws(ctx, now, sales)
+	entrants, err := r.countEntrants(ctx, now, sales)
 	if err != nil {
 		return err
 	}
@@ -297,7 +301,7 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 		}
 		execs[i] = rueidis.LuaExec{
 			Keys: []string{sharding.RoomStateKey(s.ID), sharding.RoomTailKey(s.ID)},
-			Args: []string{ms(s.AdmitsFrom()), strconv.FormatInt(draws[i], 10), final,
+			Args: []string{ms(s.AdmitsFrom()), strconv.FormatInt(entrants[i], 10), final,
 				strconv.FormatInt(rem, 10), strconv.FormatFloat(s.Factor, 'g', -1, 64), ms(s.End.Add(time.Hour))},
 		}
 	}
@@ -305,7 +309,7 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 	for i, res := range tickScript.ExecMulti(ctx, r.c, execs...) {
 		st, err := parseTick(res)
 		if err != nil {
-			return fmt.Errorf("room of sale %d: %w", sales[i].ID, err)
+			return fmt.Errorf("admission state of sale %d: %w", sales[i].ID, err)
 		}
 		st.At, st.Frozen = now, r.frozen[sales[i].ID]
 		rooms[sales[i].ID].Store(st)
@@ -316,8 +320,8 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 // freezeDue collects the freezes that ended since the last tick, starts one
 // for every sale whose entries closed FreezeAfter ago and whose draw this
 // gateway has not revealed yet, and returns the first error of those that
-// ended. A freeze runs beside the ticks, under FreezeTimeout: reading a big
-// draw's entrants must not hold up every room's state.
+// ended. A freeze runs beside the ticks, under FreezeTimeout: reading the
+// entrants of a big draw must not hold up every sale's state.
 func (r *Room) freezeDue(now time.Time, sales []Sale) error {
 	var first error
 	for done := false; !done; {
@@ -391,26 +395,26 @@ func (r *Room) track(sales []Sale) {
 	}
 }
 
-// readDraws returns the size of each sale's draw, read while it can still
-// change (a final size is kept by the state hash and not read again), every
-// tick near the close and every drawReadEvery before.
-func (r *Room) readDraws(ctx context.Context, now time.Time, sales []Sale) ([]int64, error) {
+// countEntrants returns the count of each sale's entrants, read while it can
+// still change (a final count is kept by the state hash and not read again),
+// every tick near the close and every countEvery before.
+func (r *Room) countEntrants(ctx context.Context, now time.Time, sales []Sale) ([]int64, error) {
 	out := make([]int64, len(sales))
 	var cmds rueidis.Commands
 	var owner []int
 	for i := range sales {
 		s := &sales[i]
 		if st := r.State(s.ID); st != nil && st.Final {
-			delete(r.draws, s.ID)
+			delete(r.counts, s.ID)
 			continue
 		}
-		last, seen := r.draws[s.ID]
+		last, seen := r.counts[s.ID]
 		out[i] = last.n
-		if seen && now.Sub(last.at) < drawReadEvery && now.Before(s.Closes().Add(-drawReadEvery)) {
+		if seen && now.Sub(last.at) < countEvery && now.Before(s.Closes().Add(-countEvery)) {
 			continue
 		}
-		for k := 0; k < sharding.RoomLotteryShards; k++ {
-			cmds = append(cmds, r.c.B().Hlen().Key(sharding.RoomLotteryKey(s.ID, k)).Build())
+		for k := 0; k < sharding.RoomEntrantsShards; k++ {
+			cmds = append(cmds, r.c.B().Hlen().Key(sharding.RoomEntrantsKey(s.ID, k)).Build())
 			owner = append(owner, i)
 		}
 		out[i] = 0
@@ -421,12 +425,12 @@ func (r *Room) readDraws(ctx context.Context, now time.Time, sales []Sale) ([]in
 	for j, res := range r.c.DoMulti(ctx, cmds...) {
 		n, err := res.AsInt64()
 		if err != nil {
-			return nil, fmt.Errorf("reading the draw of sale %d: %w", sales[owner[j]].ID, err)
+			return nil, fmt.Errorf("counting the entrants of sale %d: %w", sales[owner[j]].ID, err)
 		}
 		out[owner[j]] += n
 	}
 	for _, i := range owner {
-		r.draws[sales[i].ID] = drawReading{n: out[i], at: now}
+		r.counts[sales[i].ID] = entrantCount{n: out[i], at: now}
 	}
 	return out, nil
 }
@@ -448,12 +452,12 @@ func parseTick(res rueidis.RedisResult) (*State, error) {
 	if n[0] < 0 || n[1] < 0 || n[3] < 0 || (n[2] != 0 && n[2] != 1) {
 		return nil, fmt.Errorf("room_tick: malformed reply %v", n)
 	}
-	return &State{Cursor: n[0], Draw: n[1], Final: n[2] == 1, Tail: n[3]}, nil
+	return &State{Cursor: n[0], Entrants: n[1], Final: n[2] == 1, Tail: n[3]}, nil
 }
 
 func ms(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
-// rate returns the admissions per second of a room with rem units left.
+// rate returns the admissions per second of s with rem units left.
 func rate(s *Sale, rem int64) float64 {
 	return math.Max(float64(max(rem, 1))*s.Factor, 0.01)
 }

@@ -163,7 +163,7 @@ func TestCrowdOverThreeGateways(t *testing.T) {
 		t.Fatalf("a second join changed the entry: %s %q vs %s %q (%v)", again, v.Nonce, users[0].pass, users[0].last.Nonce, err)
 	}
 	if !time.Now().Before(s.Closes()) {
-		t.Fatalf("the draw closed before the %d joins were done: slow machine", drawn)
+		t.Fatalf("the entries closed before the %d joins were done: slow machine", drawn)
 	}
 	time.Sleep(time.Until(s.Closes()))
 	for i := 0; i < late; i++ {
@@ -178,7 +178,7 @@ func TestCrowdOverThreeGateways(t *testing.T) {
 	// (a slow machine may need another tick for the last ones).
 	waitFor(t, 2*time.Second, "a final draw of every join and every late arrival on every gateway", func() bool {
 		for _, g := range gws {
-			if st := g.State(s.ID); st == nil || !st.Final || st.Draw != drawn || st.Tail != late || st.Frozen == nil || !st.Frozen.Revealed {
+			if st := g.State(s.ID); st == nil || !st.Final || st.Entrants != drawn || st.Tail != late || st.Frozen == nil || !st.Frozen.Revealed {
 				return false
 			}
 		}

@@ -23,7 +23,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	c := testenv.NewRedis(t)
 	ctx := context.Background()
 	sale := randomSale()
-	draw := sharding.RoomLotteryKey(sale, 3)
+	draw := sharding.RoomEntrantsKey(sale, 3)
 	state, tail := sharding.RoomStateKey(sale), sharding.RoomTailKey(sale)
 	future := ms(time.Now().Add(time.Hour).UnixMilli())
 	later := ms(time.Now().Add(2 * time.Hour).UnixMilli())

@@ -147,7 +147,7 @@ func drawRefusal(code int, body io.Reader, u string, id int64) error {
 	_ = json.NewDecoder(body).Decode(&e)
 	switch {
 	case code == http.StatusNotFound && e.Error == api.NoDraw:
-		return fmt.Errorf("sale %d has no draw (its access is open: buyers are not ordered by a draw), so there is nothing to verify", id)
+		return fmt.Errorf("sale %d has no draw (its access mode is open: buyers are not ordered by a draw), so there is nothing to verify", id)
 	case code == http.StatusNotFound && e.Error == api.SaleNotFound:
 		return fmt.Errorf("the gateway does not know sale %d (GET %s: %s)", id, u, api.SaleNotFound)
 	}

@@ -148,7 +148,7 @@ func TestDrawVerifyRefusals(t *testing.T) {
 		want string
 	}{
 		{"frozen", serveDraw(t, frozen, 20), "sale 7: draw not revealed yet: its 5 entrants are frozen under root " + frozen.Root},
-		{"no draw", errorServer(t, api.NoDraw), "sale 7 has no draw (its access is open"},
+		{"no draw", errorServer(t, api.NoDraw), "sale 7 has no draw (its access mode is open"},
 		{"unknown sale", errorServer(t, api.SaleNotFound), "the gateway does not know sale 7"},
 		{"pages that skip", skipServer(t, publishedDraw(t, 50)), "not a continuation"},
 	}

@@ -12,7 +12,7 @@ import (
 // TestForcedPreloadKeepsTheFrontDoor: a forced preload rebuilds the sale
 // from PostgreSQL; the live description's access and draw stay.
 func TestForcedPreloadKeepsTheFrontDoor(t *testing.T) {
-	cur, err := saleops.ParseSale([]byte(opstest.RaffleYAML), "")
+	cur, err := saleops.ParseSale([]byte(opstest.QueuePresaleYAML), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -246,12 +246,16 @@ func repairBuyers(ctx context.Context, t *tool.Tool, sale *sale.Sale, c *Check, 
 			if f.Kind == KindEnded {
 				status = f.Status
 			}
-			ok, err := t.Store.Release(ctx, f.tag, f.Item, f.User, f.oid, status)
+			rel, err := t.Store.Release(ctx, f.tag, f.Item, f.User, f.oid, status)
 			if err != nil {
 				return out, held, err
 			}
-			f.Repair = "released with " + status + ": unit returned"
-			if !ok {
+			switch rel {
+			case stock.ReleaseFrozen:
+				return out, held, fmt.Errorf("releasing order %s on %s: %w", f.oid, f.tag, stock.ErrFrozen)
+			case stock.Released:
+				f.Repair = "released with " + status + ": unit returned"
+			default:
 				f.Repair = "already released meanwhile"
 			}
 		case KindOrphanNoItem:

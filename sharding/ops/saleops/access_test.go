@@ -17,7 +17,7 @@ import (
 // is its commitment; an open sale, or one whose create keeps its stored
 // draw, gets none.
 func TestNewDrawCommits(t *testing.T) {
-	s, err := ParseSale([]byte(opstest.RaffleYAML), "")
+	s, err := ParseSale([]byte(opstest.QueuePresaleYAML), "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,9 +102,10 @@ func unfinishedCreate(ctx context.Context, rs *stock.Store, stored, s *sale.Sale
 		return "its description there differs from this file's"
 	}
 	if stored.Drawn() {
-		// The gateways run a sale's room from its description in Redis,
-		// created or not: a draw frozen meanwhile may have been revealed
-		// under a seed nobody saw committed, so the create is not finished.
+		// The gateways run a sale's waiting room or raffle from its
+		// description in Redis, created or not: a draw frozen meanwhile may
+		// have been revealed under a seed nobody saw committed, so the create
+		// is not finished.
 		switch frozen, err := rs.DrawFrozen(ctx, stored.ID); {
 		case err != nil:
 			return fmt.Sprintf("its draw's state cannot be read (%v)", err)

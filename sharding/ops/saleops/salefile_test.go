@@ -62,7 +62,7 @@ func TestParseSaleBad(t *testing.T) {
 		{"duplicate item", strings.Replace(goodJSON, `}]}`, `}, {"id": 4201, "name": "x", "price": 1, "currency": "EUR", "quantity": 1}]}`, 1), "json", "appears twice"},
 		{"format", goodJSON, "toml", "unknown sale file format"},
 		{"state in the file", goodYAML + "state: PAUSED\n", "yaml", "state is not part of a sale file"},
-		{"draw in the file", opstest.RaffleYAML + "draw: {commitment: " + strings.Repeat("ab", 32) + "}\n", "yaml", "draw is not part of a sale file"},
+		{"draw in the file", opstest.QueuePresaleYAML + "draw: {commitment: " + strings.Repeat("ab", 32) + "}\n", "yaml", "draw is not part of a sale file"},
 	}
 	for _, tc := range cases {
 		_, err := ParseSale([]byte(tc.data), tc.format)

@@ -175,12 +175,15 @@ func (s *Sweeper) release(ctx context.Context, due []candidate) (int, error) {
 	var done []sharding.OrderID
 	for _, e := range recorded {
 		c := byID[e.OrderID]
-		ok, err := s.redis.Release(ctx, c.tag, c.itemID, c.user, c.id, stock.StatusFailed)
+		rel, err := s.redis.Release(ctx, c.tag, c.itemID, c.user, c.id, stock.StatusFailed)
+		if err == nil && rel == stock.ReleaseFrozen {
+			err = stock.ErrFrozen // the replay releases it on the new layout
+		}
 		if err != nil {
 			return n, fmt.Errorf("releasing ghost %s (recorded; the outbox replay releases it): %w", c.id, err)
 		}
 		done = append(done, c.id)
-		if ok {
+		if rel == stock.Released {
 			n++
 			s.m.Ghosts.Inc()
 			s.log.Error("ghost reservation released: a buyer record with no journal entry and no order",

@@ -20,6 +20,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -201,7 +202,7 @@ func (a *Applier) applyOne(ctx context.Context, e *store.Effect) error {
 			return err
 		}
 		if dup {
-			released, err := a.redis.Release(ctx, tag, e.ItemID, e.UserID, e.OrderID, e.Status)
+			released, err := a.release(ctx, tag, e)
 			if err != nil {
 				return err
 			}
@@ -215,7 +216,7 @@ func (a *Applier) applyOne(ctx context.Context, e *store.Effect) error {
 		}
 	}
 	if e.Releases() {
-		released, err := a.redis.Release(ctx, tag, e.ItemID, e.UserID, e.OrderID, e.Status)
+		released, err := a.release(ctx, tag, e)
 		if err != nil {
 			return err
 		}
@@ -230,6 +231,20 @@ func (a *Applier) applyOne(ctx context.Context, e *store.Effect) error {
 	return a.redis.SetStatus(ctx, tag, e.OrderID, stock.OrderRecord{
 		UserID: e.UserID, ItemID: e.ItemID, Status: e.Status, Created: e.Created, Expires: e.Expires,
 	}, a.cfg.StatusTTL)
+}
+
+// release returns e's unit on tag's shard and reports whether this call
+// returned it. A frozen shard (a reshard) is an error here, as a status write
+// there is: the row stays undone and its replay releases on the new layout.
+func (a *Applier) release(ctx context.Context, tag string, e *store.Effect) (bool, error) {
+	rel, err := a.redis.Release(ctx, tag, e.ItemID, e.UserID, e.OrderID, e.Status)
+	if err != nil {
+		return false, err
+	}
+	if rel == stock.ReleaseFrozen {
+		return false, fmt.Errorf("releasing order %s on %s: %w", e.OrderID, tag, stock.ErrFrozen)
+	}
+	return rel == stock.Released, nil
 }
 
 // Tag returns the hash tag of userID's home shard in sale saleID's current

@@ -58,11 +58,12 @@
   let busyTries = 0;          // 503s of the queue waited out in this attempt
   let inQueue = false;        // this attempt has been answered QUEUED
   let timers = [];
-  // What the page knows of the signed-in buyer's access (a new one at each
-  // sign-in and sign-out; a loop that finds another one here stops).
+  // What the page knows of the signed-in buyer's standing in the sale's
+  // access mode and presale (a new one at each sign-in and sign-out; a loop
+  // that finds another one here stops).
   function freshBuyer() {
     return {
-      entered: null,      // in the raffle's draw: true, false, or null (not known)
+      entered: null,      // a raffle's entrant: true, false, or null (not known)
       result: null,       // a raffle's final word: 'not-selected' or 'raffle-closed'
       admitted: false,    // handed a ticket after the raffle's draw: buys as usual
       polling: false,     // rafflePoll runs for this buyer
@@ -989,7 +990,7 @@
     el.checkDetails.hidden = !values.length;
   }
 
-  // forgetBuyer forgets what the page knew of the buyer's access, at a
+  // forgetBuyer forgets what the page knew of the buyer's standing, at a
   // sign-in or sign-out.
   function forgetBuyer() {
     buyer = freshBuyer();

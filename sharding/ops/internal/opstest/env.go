@@ -177,7 +177,7 @@ func (sh *Shopper) Buy(ctx context.Context, item int64, user uint64) (stock.Resu
 			OrderID: sharding.NewOrderID(sale.ID, rand.Uint64(), rand.Uint32()),
 			Created: now, Expires: now.Add(10 * time.Minute), TTL: 15 * time.Minute, Credit: credit})
 		cancel()
-		if errors.Is(err, stock.ErrFrozen) {
+		if err == nil && r.Outcome == stock.Frozen {
 			sh.Frozen.Add(1)
 			fresh, err := sh.st.LoadSale(ctx, sale.ID)
 			if err != nil {

@@ -8,12 +8,12 @@
 // TestNoSQLOutsideTheWriter exempts it for that reason).
 package opstest
 
-// RaffleYAML is a queue (a drawn sale, as a raffle is) with a presale
-// phase open to a claim and to a list, capped at 3 of its 10 units (a
-// raffle cannot have a presale: its draw promises every unit).
-const RaffleYAML = `
+// QueuePresaleYAML is a waiting room (a drawn sale, as a raffle is) with a
+// presale phase open to a claim and to a list, capped at 3 of its 10 units
+// (a raffle cannot have a presale: its draw promises every unit).
+const QueuePresaleYAML = `
 id: 42
-name: Winter raffle
+name: Winter queue
 startsAt: 2026-12-01T10:00:00Z
 endsAt: 2026-12-01T11:00:00Z
 ticketRequired: true
