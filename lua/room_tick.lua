@@ -1,26 +1,27 @@
 -- room_tick.lua: one tick of a sale's waiting room, run by every gateway
--- about every 100 ms: it records the size of the random draw, advances the
+-- about every 100 ms: it records the count of entrants, advances the
 -- admission cursor by the time since the last advance (whichever gateway
 -- made it) at a rate of remaining units x admit factor per second, and
 -- answers the state every gateway serves its polls from until its next
 -- tick. The script is atomic, so concurrent ticks never advance twice for
 -- the same time; the clock is this server's.
 --
--- KEYS[1] the room's state (hash: draw, final, cursor, last), KEYS[2] the
+-- KEYS[1] the room's state (hash: draw, the entrant count; final, cursor,
+-- last), KEYS[2] the
 -- room's counter of late arrivals (INCR per arrival)
--- ARGV[1] admission start (unix ms: close of the draw plus a grace),
--- ARGV[2] the draw size this gateway read (sum of the draw shards' ZCARD,
--- integer >= 0), ARGV[3] 1 when that reading started after the draw closed
--- (the size is final), else 0, ARGV[4] remaining units (integer >= 0; 0
+-- ARGV[1] admission start (unix ms: close of the entries plus a grace),
+-- ARGV[2] the entrant count this gateway read (sum of the entrants shards'
+-- HLEN, integer >= 0), ARGV[3] 1 when that reading started after the
+-- entries closed (the count is final), else 0, ARGV[4] remaining units (integer >= 0; 0
 -- holds the cursor, as while sold out or paused), ARGV[5] admit factor
 -- (admissions per second per remaining unit, > 0), ARGV[6] expiry of the
 -- keys (unix ms)
 --
--- Reply: {cursor (whole admitted places), draw size, final (0/1), late
--- arrivals, server time (unix ms)}. Places 1..draw belong to the draw,
--- draw+n to the n-th late arrival. The cursor never passes the last place
+-- Reply: {cursor (whole admitted places), entrant count, final (0/1), late
+-- arrivals, server time (unix ms)}. Places 1..count belong to the entrants,
+-- count+n to the n-th late arrival. The cursor never passes the last place
 -- taken, so an idle room saves no admissions for a later burst, and it moves
--- only once the draw is final.
+-- only once the count is final.
 if #KEYS ~= 2 or #ARGV ~= 6 then
   return redis.error_reply('ERR room_tick: want 2 keys and 6 args, got ' .. #KEYS .. ' keys and ' .. #ARGV .. ' args')
 end
@@ -29,7 +30,7 @@ local admitAt, reading, final, remaining, factor, expire =
 local function whole(x) return x and x >= 0 and x == math.floor(x) end
 if not whole(admitAt) or not whole(reading) or (final ~= '0' and final ~= '1') or not whole(remaining)
   or not factor or not (factor > 0 and factor <= 1000) or not whole(expire) then
-  return redis.error_reply('ERR room_tick: bad arguments (admission ms, draw size, final 0/1, remaining, factor, expiry ms)')
+  return redis.error_reply('ERR room_tick: bad arguments (admission ms, entrant count, final 0/1, remaining, factor, expiry ms)')
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
