@@ -1,0 +1,115 @@
+package beacon
+
+import (
+	"encoding/hex"
+	"errors"
+	"testing"
+	"time"
+)
+
+// Rounds of quicknet as its relays served them (signatures are public; each
+// one below verifies against the pinned key, which no one but the League of
+// Entropy's threshold can sign for).
+var quicknetRounds = []struct {
+	round      uint64
+	sig        string
+	randomness string // when the source also gave it
+}{
+	{1000, "b44679b9a59af2ec876b1a6b1ad52ea9b1615fc3982b19576350f93447cb1125e342b73a8dd2bacbe47e4b6b63ed5e39", ""},
+	{12040883, "929906c959032ab363c9f26570d215d66f5c06cb0c44fe508c12bb5839f04ec895bb6868e5b9ff13ab289bdb5266b394", ""},
+	{32281667, "b0f5ae301358ff87a9d3dd539ed4a07c0148b1ab4f7b61a8ca43c7e9ca7ca9553e4faae9188deb30b2cd1a7f447e3e5b", "4fd2fc55983dbfa3f446d8a0bd56f16cc8c5e76afd1ec154b60d477cbabed13b"},
+	{32285085, "81dbce51d584d90d618547f4b50391d53ace6f6b9aeb8fb67e1879427af9d0310ac0ec6f519271d9a313ee84b378d416", ""},
+	{32285086, "a64d99fd7fa3e48912be7209c7b69c72c88fc5224be2516949b6f29f3a4b7e3fa069dd58b2bbb4bf2c34ae61ef631a44", ""},
+}
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRealRoundsVerify(t *testing.T) {
+	for _, r := range quicknetRounds {
+		sig := unhex(t, r.sig)
+		if err := Verify(r.round, sig); err != nil {
+			t.Errorf("round %d: %v", r.round, err)
+		}
+		if r.randomness != "" {
+			if got := Randomness(sig); hex.EncodeToString(got[:]) != r.randomness {
+				t.Errorf("round %d: randomness %x, want %s", r.round, got, r.randomness)
+			}
+		}
+	}
+}
+
+// TestForgedRoundsAreRefused: a signature moved to another round, one with
+// a bit flipped, another chain's signature of the same round (drand's
+// fastnet round 1000) and malformed input are all refused.
+func TestForgedRoundsAreRefused(t *testing.T) {
+	good := unhex(t, quicknetRounds[0].sig)
+	flipped := append([]byte(nil), good...)
+	flipped[20] ^= 0x01
+	cases := []struct {
+		name  string
+		round uint64
+		sig   []byte
+		sigOK bool // the error is ErrSignature (a well-formed point that does not verify)
+	}{
+		{"the next round's", 1001, good, true},
+		{"a bit flipped", 1000, flipped, false},
+		{"fastnet's round 1000", 1000, unhex(t, "b09eacd45767c4d58306b98901ad0d6086e2663766f3a4ec71d00cf26f0f49eaf248abc7151c60cf419c4e8b37e80412"), true},
+		{"empty", 1000, nil, false},
+		{"47 bytes", 1000, good[:47], false},
+		{"96 bytes (a G2 point's length)", 1000, append(append([]byte(nil), good...), good...), false},
+		{"all zero", 1000, make([]byte, 48), false},
+		{"round 0", 0, good, false},
+	}
+	for _, c := range cases {
+		err := Verify(c.round, c.sig)
+		if err == nil {
+			t.Errorf("%s: accepted", c.name)
+			continue
+		}
+		if c.sigOK && !errors.Is(err, ErrSignature) {
+			t.Errorf("%s: %v, want ErrSignature", c.name, err)
+		}
+	}
+}
+
+func TestRoundTimes(t *testing.T) {
+	genesis := time.Unix(GenesisUnix, 0)
+	for _, c := range []struct {
+		t    time.Time
+		want uint64
+	}{
+		{genesis.Add(-time.Second), 0},
+		{genesis, 1},
+		{genesis.Add(2999 * time.Millisecond), 1},
+		{genesis.Add(3 * time.Second), 2},
+		{TimeOf(32285086), 32285086},
+	} {
+		if got := RoundAt(c.t); got != c.want {
+			t.Errorf("RoundAt(%v) = %d, want %d", c.t, got, c.want)
+		}
+	}
+	freeze := time.Date(2026, 12, 7, 1, 0, 0, 500e6, time.UTC)
+	r := FirstAfter(freeze.Add(30 * time.Second))
+	if at := TimeOf(r); at.Before(freeze.Add(30*time.Second)) || at.Sub(freeze.Add(30*time.Second)) >= Period {
+		t.Fatalf("FirstAfter: round %d at %v, want the first at or after %v", r, at, freeze.Add(30*time.Second))
+	}
+	if FirstAfter(TimeOf(500)) != 500 || FirstAfter(genesis.Add(-time.Hour)) != 1 {
+		t.Fatalf("FirstAfter on a round's own time: %d; before the genesis: %d", FirstAfter(TimeOf(500)), FirstAfter(genesis.Add(-time.Hour)))
+	}
+}
+
+func BenchmarkVerify(b *testing.B) {
+	sig, _ := hex.DecodeString(quicknetRounds[0].sig)
+	for b.Loop() {
+		if err := Verify(1000, sig); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
