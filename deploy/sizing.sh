@@ -24,7 +24,7 @@ set -euo pipefail
 DUR=${1:-5}
 cd "$(dirname "$0")/.."
 source .run/env
-source bench/peers/cpu.sh # repl_cmds, reserve_calls, open_sales_warning, need_debian
+source bench/peers/cpu.sh # redis_cpu, node_cpu, replicas, masters, repl_bytes, repl_cmds, reserve_calls, open_sales_warning, need_debian
 need_debian sizing "wrk bc" wrk bc
 open_sales_warning
 RUN=.run/sizing
