@@ -56,10 +56,11 @@ for g = 1, G do
     and credit and credit >= 0 and credit == math.floor(credit) and (credit == 0 or (ARGV[a + 6] ~= '' and mttl and mttl >= 1)) or false
   gttl[g], gcredit[g], gmttl[g] = ttl, credit, mttl
 end
--- group returns reservation i's group (1..G), or nil for a bad index.
-local function group(i)
+-- grp[i] is reservation i's group (1..G), or false for a bad index.
+local grp = {}
+for i = 0, n - 1 do
   local g = tonumber(ARGV[R0 + RA * i + 1])
-  if g and g >= 1 and g <= G and g == math.floor(g) then return g end
+  grp[i] = g and g >= 1 and g <= G and g == math.floor(g) and g or false
 end
 
 -- Every key any reservation reads, read once per distinct key before the
@@ -69,7 +70,7 @@ end
 local fence, jlen, halt, stock, held, ord = {}, {}, {}, {}, {}, {}
 local users, orders = {}, {}
 for i = 0, n - 1 do
-  local k = GK * ((group(i) or 1) - 1)
+  local k = GK * ((grp[i] or 1) - 1)
   local kStock, kBuyers, kFence, kJournal, kHalt = KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], KEYS[k + 6]
   if fence[kFence] == nil then fence[kFence] = redis.call('EXISTS', kFence) == 1 end
   if jlen[kJournal] == nil then jlen[kJournal] = redis.call('XLEN', kJournal) end
@@ -106,7 +107,7 @@ local buyers = {} -- buyers key -> {user, buyer record, ...} to write
 local added = {}  -- journal key -> entries added by this call
 
 local function one(i)
-  local g, r = group(i), R0 + RA * i
+  local g, r = grp[i], R0 + RA * i
   local user, oid, created, expires, attempt = ARGV[r + 2], ARGV[r + 3], ARGV[r + 4], ARGV[r + 5], ARGV[r + 6]
   local createdN = tonumber(created)
   if not g or not gok[g] or user == '' or oid == '' or not createdN or not tonumber(expires) or attempt == '' then
