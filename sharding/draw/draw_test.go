@@ -103,7 +103,7 @@ func TestTamperingFails(t *testing.T) {
 			a, b := 0, 1
 			p.Places[a], p.Places[b] = p.Places[b], p.Places[a]
 		}, "is published at place"},
-		{"draw changed", func(p *Published) { p.Draws[3][0] ^= 1 }, "is not the seed's"},
+		{"draw changed", func(p *Published) { p.Draws[3][0] ^= 1 }, "is not the key's"},
 		{"entrant dropped", func(p *Published) {
 			p.Leaves = p.Leaves[1:]
 			p.Count--

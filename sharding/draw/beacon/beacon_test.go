@@ -34,7 +34,7 @@ func unhex(t *testing.T, s string) []byte {
 func TestRealRoundsVerify(t *testing.T) {
 	for _, r := range quicknetRounds {
 		sig := unhex(t, r.sig)
-		if err := Verify(r.round, sig); err != nil {
+		if err := Quicknet.Verify(r.round, sig); err != nil {
 			t.Errorf("round %d: %v", r.round, err)
 		}
 		if r.randomness != "" {
@@ -68,7 +68,7 @@ func TestForgedRoundsAreRefused(t *testing.T) {
 		{"round 0", 0, good, false},
 	}
 	for _, c := range cases {
-		err := Verify(c.round, c.sig)
+		err := Quicknet.Verify(c.round, c.sig)
 		if err == nil {
 			t.Errorf("%s: accepted", c.name)
 			continue
@@ -89,27 +89,68 @@ func TestRoundTimes(t *testing.T) {
 		{genesis, 1},
 		{genesis.Add(2999 * time.Millisecond), 1},
 		{genesis.Add(3 * time.Second), 2},
-		{TimeOf(32285086), 32285086},
+		{Quicknet.TimeOf(32285086), 32285086},
 	} {
-		if got := RoundAt(c.t); got != c.want {
-			t.Errorf("RoundAt(%v) = %d, want %d", c.t, got, c.want)
+		if got := Quicknet.RoundAt(c.t); got != c.want {
+			t.Errorf("Quicknet.RoundAt(%v) = %d, want %d", c.t, got, c.want)
 		}
 	}
 	freeze := time.Date(2026, 12, 7, 1, 0, 0, 500e6, time.UTC)
-	r := FirstAfter(freeze.Add(30 * time.Second))
-	if at := TimeOf(r); at.Before(freeze.Add(30*time.Second)) || at.Sub(freeze.Add(30*time.Second)) >= Period {
+	r := Quicknet.FirstAfter(freeze.Add(30 * time.Second))
+	if at := Quicknet.TimeOf(r); at.Before(freeze.Add(30*time.Second)) || at.Sub(freeze.Add(30*time.Second)) >= Period {
 		t.Fatalf("FirstAfter: round %d at %v, want the first at or after %v", r, at, freeze.Add(30*time.Second))
 	}
-	if FirstAfter(TimeOf(500)) != 500 || FirstAfter(genesis.Add(-time.Hour)) != 1 {
-		t.Fatalf("FirstAfter on a round's own time: %d; before the genesis: %d", FirstAfter(TimeOf(500)), FirstAfter(genesis.Add(-time.Hour)))
+	if Quicknet.FirstAfter(Quicknet.TimeOf(500)) != 500 || Quicknet.FirstAfter(genesis.Add(-time.Hour)) != 1 {
+		t.Fatalf("FirstAfter on a round's own time: %d; before the genesis: %d", Quicknet.FirstAfter(Quicknet.TimeOf(500)), Quicknet.FirstAfter(genesis.Add(-time.Hour)))
 	}
 }
 
 func BenchmarkVerify(b *testing.B) {
 	sig, _ := hex.DecodeString(quicknetRounds[0].sig)
 	for b.Loop() {
-		if err := Verify(1000, sig); err != nil {
+		if err := Quicknet.Verify(1000, sig); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestDevChainSignsItsOwnRoundsOnly: the local chain signs and verifies its
+// rounds, quicknet refuses them (and the other way round), and quicknet
+// cannot be signed here.
+func TestDevChainSignsItsOwnRoundsOnly(t *testing.T) {
+	sig, err := Dev.Sign(42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Dev.Verify(42, sig); err != nil {
+		t.Fatalf("dev round 42: %v", err)
+	}
+	if err := Dev.Verify(43, sig); !errors.Is(err, ErrSignature) {
+		t.Fatalf("dev round 42's signature as round 43: %v, want ErrSignature", err)
+	}
+	if err := Quicknet.Verify(42, sig); !errors.Is(err, ErrSignature) {
+		t.Fatalf("a dev signature checked as quicknet's: %v, want ErrSignature", err)
+	}
+	real := unhex(t, quicknetRounds[0].sig)
+	if err := Dev.Verify(quicknetRounds[0].round, real); !errors.Is(err, ErrSignature) {
+		t.Fatalf("a quicknet signature checked as dev's: %v, want ErrSignature", err)
+	}
+	if _, err := Quicknet.Sign(1); err == nil {
+		t.Fatal("quicknet signed a round here")
+	}
+	for _, c := range []*Chain{Quicknet, Dev} {
+		if got, err := ByHash(c.Hash); err != nil || got != c {
+			t.Fatalf("ByHash(%s): %v, %v", c.Name, got, err)
+		}
+		if got, err := ByName(c.Name); err != nil || got != c {
+			t.Fatalf("ByName(%s): %v, %v", c.Name, got, err)
+		}
+	}
+	if _, err := ByHash("00"); err == nil {
+		t.Fatal("ByHash accepted an unknown chain")
+	}
+	close := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
+	if r := Dev.RoundFor(close); Dev.TimeOf(r).Before(close.Add(Dev.Lead)) || Dev.TimeOf(r).Sub(close.Add(Dev.Lead)) >= Dev.Period {
+		t.Fatalf("Dev.RoundFor: round %d at %v for a close at %v", r, Dev.TimeOf(r), close)
 	}
 }
