@@ -101,6 +101,11 @@ var DropBuyer string
 //go:embed room_join.lua
 var RoomJoin string
 
+// DrawLog appends an entry to a sale's draw log. See draw_log.lua.
+//
+//go:embed draw_log.lua
+var DrawLog string
+
 // RoomFreeze freezes a draw's entrants and then reveals its seed. See room_freeze.lua.
 //
 //go:embed room_freeze.lua

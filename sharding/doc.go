@@ -33,6 +33,8 @@
 //	{room:<id>}:state         the admission state of the waiting room or raffle
 //	{room:<id>}:tail          the waiting room's counter of late arrivals
 //	{room:<id>}:seed          the secret seed of the sale's draw (its SHA-256 is the commitment)
+//	{room:<id>}:headkey       the secret key that signs the draw's tree head
+//	{room:<id>}:log           the draw's hash-chained log (draw_log.lua)
 //	{room:<id>:<k>}:entrants  shard k (of RoomEntrantsShards) of the sale's entrants
 //	{presale:<id>}:users      the user ids loaded for the sale's presale
 //	{presale:<id>}:cap        the units the presale may still sell

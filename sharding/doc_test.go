@@ -42,6 +42,8 @@ func TestDocKeyMap(t *testing.T) {
 		"RoomStateKey":        RoomStateKey(sale),
 		"RoomTailKey":         RoomTailKey(sale),
 		"RoomSeedKey":         RoomSeedKey(sale),
+		"RoomHeadKeyKey":      RoomHeadKeyKey(sale),
+		"RoomLogKey":          RoomLogKey(sale),
 		"RoomEntrantsKey":     RoomEntrantsKey(sale, 3),
 		"PresaleListKey":      PresaleListKey(sale),
 		"PresaleCapKey":       PresaleCapKey(sale),

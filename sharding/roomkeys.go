@@ -22,6 +22,15 @@ func RoomTailKey(saleID int64) string { return roomTag(saleID) + ":tail" }
 // copied into the state once the entrants are frozen.
 func RoomSeedKey(saleID int64) string { return roomTag(saleID) + ":seed" }
 
+// RoomHeadKeyKey returns the key of the secret Ed25519 key that signs a
+// sale's tree head (package draw), written by `flashctl sale create`; its
+// public half is in the sale's description. It is never revealed.
+func RoomHeadKeyKey(saleID int64) string { return roomTag(saleID) + ":headkey" }
+
+// RoomLogKey returns the key of a sale's draw log: a list of entries
+// "<hash hex> <body>", appended by draw_log.lua (package draw's Log).
+func RoomLogKey(saleID int64) string { return roomTag(saleID) + ":log" }
+
 // RoomEntrantsKey returns the key of shard k of a sale's entrants: a hash of
 // the users who entered before the entries closed, each with the nonce of
 // their leaf (package draw).

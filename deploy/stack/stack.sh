@@ -64,6 +64,9 @@ write_env() {
 		echo "export DATABASE_URL=$(shq "$DB_URL")"
 		echo "export KAFKA_BROKERS=$(shq "127.0.0.1:$KAFKA_PORT")"
 		echo "export FLASHSALE_BROKER=$(shq "$BROKER")"
+		# The local stack reaches no drand relay: its sales are drawn on the
+		# dev beacon chain (sharding/draw/beacon), which every gateway signs.
+		echo "export FLASHSALE_BEACON=dev"
 		secure_env
 	} >"$RUN/env.tmp"
 	mv "$RUN/env.tmp" "$RUN/env"

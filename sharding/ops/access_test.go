@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"flashsale/sharding/draw/beacon"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -93,7 +94,7 @@ func unfinishedDrawnCreate(e *opstest.Env, t *testing.T) {
 	if stopped.Shards, err = sharding.PlaceTags(id, 2, top); err != nil {
 		t.Fatal(err)
 	}
-	seed := saleops.NewDraw(&stopped)
+	seed := saleops.NewDraw(&stopped, beacon.Dev)
 	if _, err := saleops.PutAccessKeys(ctx, e.T.Store, &stopped, seed); err != nil {
 		t.Fatal(err)
 	}
@@ -107,13 +108,13 @@ func unfinishedDrawnCreate(e *opstest.Env, t *testing.T) {
 	if err := e.C.Do(ctx, e.C.B().Hset().Key(state).FieldValue().FieldValue("root", strings.Repeat("0", 64)).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := saleops.CreateParsedSale(ctx, e.T, s, 0); err == nil || !strings.Contains(err.Error(), "frozen by the gateways") {
+	if _, err := saleops.CreateParsedSale(ctx, e.T, s, 0, beacon.Dev); err == nil || !strings.Contains(err.Error(), "frozen by the gateways") {
 		t.Fatalf("finishing a create whose draw was frozen: %v", err)
 	}
 	if err := e.C.Do(ctx, e.C.B().Del().Key(state).Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := saleops.CreateParsedSale(ctx, e.T, s, 0)
+	rep, err := saleops.CreateParsedSale(ctx, e.T, s, 0, beacon.Dev)
 	if err != nil || rep.Commitment != stopped.Draw.Commitment {
 		t.Fatalf("finishing the stopped create: %+v %v, want commitment %s", rep, err, stopped.Draw.Commitment)
 	}

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"flashsale/sharding/draw/beacon"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -97,7 +98,7 @@ func TestSaleBrand(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.DropSale(id) })
-	if _, err := saleops.CreateParsedSale(ctx, e.T, s, 1); err != nil {
+	if _, err := saleops.CreateParsedSale(ctx, e.T, s, 1, beacon.Dev); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

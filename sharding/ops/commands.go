@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -248,9 +249,14 @@ func saleCreateFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, erro
 	var shards int
 	fs.StringVar(&file, "file", "", "sale `file`, JSON or YAML (the extension says which); - reads standard input")
 	fs.IntVar(&shards, "shards", 0, "shard `count` of the new sale, 1..256 (default: one per Redis master)")
+	chainName := fs.String("beacon", os.Getenv("FLASHSALE_BEACON"), "beacon `chain` that seals a queue's or raffle's draw: quicknet (drand; the default), dev (the local stack's test chain) or none (env FLASHSALE_BEACON)")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		if file == "" {
 			return 0, tool.Usagef("sale create: --file is required")
+		}
+		chain, err := saleops.ChainNamed(*chainName)
+		if err != nil {
+			return 0, tool.Usagef("sale create: --beacon: %v", err)
 		}
 		if err := checkShards("sale create", shards, false); err != nil {
 			return 0, err
@@ -261,7 +267,7 @@ func saleCreateFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, erro
 			return 0, err
 		}
 		return report(ctx, e, true, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
-			return saleops.CreateParsedSale(ctx, t, s, shards)
+			return saleops.CreateParsedSale(ctx, t, s, shards, chain)
 		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"time"
+
+	"flashsale/sharding/draw/beacon"
 )
 
 // Access modes of a sale (SPEC "Fair access"; the sale file's "access").
@@ -32,8 +34,17 @@ type Raffle struct {
 // draw): the SHA-256 of the secret seed, in hex, written by `flashctl sale
 // create` for a queue or raffle sale. The seed itself is kept in Redis
 // (RoomSeedKey) until the draw reveals it.
+//
+// A sale created since issue 59 also names the beacon round that seals its
+// draw (Chain, Round: the first round of a pinned chain at least its Lead
+// after the entries close) and the public Ed25519 key that signs its tree
+// head; a sale without them is drawn on its seed alone, and every checker
+// says so.
 type DrawCommitment struct {
 	Commitment string `json:"commitment"`
+	Chain      string `json:"chain,omitempty"`
+	Round      uint64 `json:"round,omitempty"`
+	HeadKey    string `json:"headKey,omitempty"`
 }
 
 // Presale is a phase before the general sale open only to some buyers (the
@@ -120,11 +131,52 @@ func (s *Sale) validateAccess() error {
 		if !hex64.MatchString(d.Commitment) {
 			return fmt.Errorf("draw.commitment %q: want 64 lower-case hex digits (SHA-256 of the seed)", d.Commitment)
 		}
+		if err := s.validateBeacon(d); err != nil {
+			return err
+		}
 	}
 	return s.validatePresale()
 }
 
 var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// EntriesClose returns when the entries of a queue or raffle close: a
+// raffle's registration window's end, else the start window's end.
+func (s *Sale) EntriesClose() time.Time {
+	if s.Mode() == AccessRaffle && s.Raffle != nil {
+		return s.Raffle.EntriesClose
+	}
+	w := DefaultStartWindow
+	if s.WaitingRoom != nil {
+		w = s.WaitingRoom.Window()
+	}
+	return s.StartsAt.Add(w)
+}
+
+// validateBeacon checks the beacon round of d: a pinned chain, a round at
+// least the chain's Lead after the entries close, and, for a raffle, out by
+// the start (its first places are admitted then).
+func (s *Sale) validateBeacon(d *DrawCommitment) error {
+	if d.Round == 0 && d.Chain == "" && d.HeadKey == "" {
+		return nil // drawn on the seed alone
+	}
+	c, err := beacon.ByHash(d.Chain)
+	if err != nil {
+		return fmt.Errorf("draw.chain: %w", err)
+	}
+	close := s.EntriesClose()
+	switch at := c.TimeOf(d.Round); {
+	case d.Round == 0 || at.Before(close.Add(c.Lead)):
+		return fmt.Errorf("draw.round %d (%s): published at %s, want the first %v or more after the entries close (%s)",
+			d.Round, c.Name, at.UTC().Format(time.RFC3339), c.Lead, close.UTC().Format(time.RFC3339))
+	case s.Mode() == AccessRaffle && at.After(s.StartsAt):
+		return fmt.Errorf("raffle: its draw's round %d (%s) is published at %s, after startsAt %s: close the entries at least %v before the start",
+			d.Round, c.Name, at.UTC().Format(time.RFC3339), s.StartsAt.UTC().Format(time.RFC3339), c.Lead+c.Period)
+	case !hex64.MatchString(d.HeadKey):
+		return fmt.Errorf("draw.headKey %q: want 64 lower-case hex digits (an Ed25519 public key)", d.HeadKey)
+	}
+	return nil
+}
 
 func (s *Sale) validateRaffle(mode string) error {
 	r := s.Raffle

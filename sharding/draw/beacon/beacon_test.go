@@ -1,8 +1,14 @@
 package beacon
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -152,5 +158,53 @@ func TestDevChainSignsItsOwnRoundsOnly(t *testing.T) {
 	close := time.Date(2026, 12, 7, 3, 0, 0, 0, time.UTC)
 	if r := Dev.RoundFor(close); Dev.TimeOf(r).Before(close.Add(Dev.Lead)) || Dev.TimeOf(r).Sub(close.Add(Dev.Lead)) >= Dev.Period {
 		t.Fatalf("Dev.RoundFor: round %d at %v for a close at %v", r, Dev.TimeOf(r), close)
+	}
+}
+
+// TestFetcherVerifiesWhatRelaysSay: a relay that answers a forged or
+// another round's signature is passed over for the next; a round before its
+// time is not asked for; the dev chain is signed only where allowed.
+func TestFetcherVerifiesWhatRelaysSay(t *testing.T) {
+	good := quicknetRounds[2]
+	forged := quicknetRounds[3].sig
+	serve := func(sig string, round uint64) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/"+ChainHash+"/public/"+strconv.FormatUint(good.round, 10) {
+				http.NotFound(w, r)
+				return
+			}
+			fmt.Fprintf(w, `{"round":%d,"randomness":"00","signature":%q}`, round, sig)
+		}))
+	}
+	liar, other, honest := serve(forged, good.round), serve(good.sig, good.round+1), serve(good.sig, good.round)
+	defer liar.Close()
+	defer other.Close()
+	defer honest.Close()
+	f := &Fetcher{Relays: []string{liar.URL, other.URL, honest.URL}}
+	sig, err := f.Round(context.Background(), Quicknet, good.round)
+	if err != nil || hex.EncodeToString(sig) != good.sig {
+		t.Fatalf("Round: %x, %v", sig, err)
+	}
+	f.Relays = f.Relays[:2]
+	_, err = f.Round(context.Background(), Quicknet, good.round)
+	if !errors.Is(err, ErrSignature) || !strings.Contains(err.Error(), "answered round") {
+		t.Fatalf("two lying relays: %v, want both named", err)
+	}
+	f.Now = func() time.Time { return Quicknet.TimeOf(good.round).Add(-time.Millisecond) }
+	if _, err := f.Round(context.Background(), Quicknet, good.round); !errors.Is(err, ErrNotYet) {
+		t.Fatalf("a round before its time: %v", err)
+	}
+	f.Now = nil
+	if _, err := f.Round(context.Background(), Dev, 5); err == nil {
+		t.Fatal("signed a dev round without Dev")
+	}
+	f.Dev = true
+	if sig, err := f.Round(context.Background(), Dev, 5); err != nil || Dev.Verify(5, sig) != nil {
+		t.Fatalf("a dev round: %v", err)
+	}
+	for _, bad := range []string{`{`, `{"round":1000,"signature":"zz"}`, `{"round":1000,"signature":"` + good.sig[:90] + `"}`} {
+		if _, err := ParseRound([]byte(bad), Quicknet, 1000); err == nil {
+			t.Errorf("ParseRound(%s) accepted", bad)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package preload_test
 
 import (
+	"flashsale/sharding/draw/beacon"
 	"testing"
 
 	"flashsale/sharding/ops/internal/opstest"
@@ -16,7 +17,7 @@ func TestForcedPreloadKeepsTheFrontDoor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	saleops.NewDraw(cur)
+	saleops.NewDraw(cur, beacon.Dev)
 	cur.Shards, cur.Version = []string{"s42:a", "s42:b"}, 3
 	fromPG := &sale.Sale{ID: 42, Name: cur.Name, StartsAt: cur.StartsAt, EndsAt: cur.EndsAt, Items: cur.Items}
 	if err := preload.PlacePreload(fromPG, cur, 2, nil); err != nil {

@@ -2,14 +2,18 @@ package saleops
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
+	"flashsale/sharding/draw/beacon"
 	"flashsale/sharding/ops/tool"
 	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
@@ -19,40 +23,84 @@ import (
 var errDrawInFile = errors.New(`draw is not part of a sale file: ` +
 	"`flashctl sale create` draws the seed of a queue's or raffle's draw and publishes its commitment itself; drop the field")
 
-// NewDraw draws the seed of s's draw and sets s.Draw to its commitment; it
-// returns the seed, or "" when s draws nothing or has its Draw already (a
-// finished create keeps the stored one).
-func NewDraw(s *sale.Sale) string {
+// Secrets are the secret halves of a new sale's draw: the seed (hex) whose
+// commitment the sale publishes, and the key that signs its tree head.
+type Secrets struct {
+	Seed string
+	Head ed25519.PrivateKey
+}
+
+// DefaultChain is the beacon chain a new sale's draw is sealed by: the
+// environment's FLASHSALE_BEACON ("quicknet", the default; "dev", the local
+// stack's; "none", the seed alone), as `sale create --beacon` defaults.
+func DefaultChain() (*beacon.Chain, error) { return ChainNamed(os.Getenv("FLASHSALE_BEACON")) }
+
+// ChainNamed is DefaultChain for name ("" is quicknet; "none" is nil).
+func ChainNamed(name string) (*beacon.Chain, error) {
+	switch name {
+	case "":
+		return beacon.Quicknet, nil
+	case "none":
+		return nil, nil
+	}
+	return beacon.ByName(name)
+}
+
+// NewDraw draws the secrets of s's draw and sets s.Draw to their public
+// halves: the seed's commitment and, with a chain, the round that seals the
+// draw (chain.RoundFor the entries' close) and the head key. It returns no
+// secrets when s draws nothing or has its Draw already (a finished create
+// keeps the stored one).
+func NewDraw(s *sale.Sale, chain *beacon.Chain) Secrets {
 	if !s.Drawn() || s.Draw != nil {
-		return ""
+		return Secrets{}
 	}
 	seed := draw.NewSeed()
 	s.Draw = &sale.DrawCommitment{Commitment: draw.Commitment(seed).String()}
-	return seed.String()
+	sec := Secrets{Seed: seed.String()}
+	if chain != nil {
+		sec.Head = draw.NewHeadKey()
+		s.Draw.Chain, s.Draw.Round = chain.Hash, chain.RoundFor(s.EntriesClose())
+		s.Draw.HeadKey = hex.EncodeToString(sec.Head.Public().(ed25519.PublicKey))
+	}
+	return sec
 }
 
-// PutAccessKeys writes s's draw seed (seed, from NewDraw) and presale cap to
-// Redis, before its description, and returns the seed Redis holds ("" for a
-// sale without a draw). A seed already there (left by a create that stopped
-// before the description was written, so nobody saw its commitment) is kept
-// and s.Draw committed to it; without seed, the stored seed must match
-// s.Draw.
-func PutAccessKeys(ctx context.Context, rs *stock.Store, s *sale.Sale, seed string) (string, error) {
+// PutAccessKeys writes s's draw secrets (from NewDraw) and presale cap to
+// Redis, before its description, logs the draw's commitment, and returns the
+// seed Redis holds ("" for a sale without a draw). A seed already there
+// (left by a create that stopped before the description was written, so
+// nobody saw its commitment) is kept and s.Draw committed to it, as is a
+// head key; without secrets, the stored seed must match s.Draw.
+func PutAccessKeys(ctx context.Context, rs *stock.Store, s *sale.Sale, sec Secrets) (string, error) {
 	at := tool.AccessExpiry(s)
 	var held string
-	if seed != "" {
+	if sec.Seed != "" {
 		var err error
-		if held, err = rs.PutDrawSeed(ctx, s.ID, seed, at); err != nil {
+		if held, err = rs.PutDrawSeed(ctx, s.ID, sec.Seed, at); err != nil {
 			return "", err
 		}
 		h, err := draw.ParseHash(held)
 		if err != nil || h.String() != held {
 			return "", fmt.Errorf("sale %d: %s holds %q, not a seed (64 lower-case hex digits): delete the key, then create the sale again", s.ID, sharding.RoomSeedKey(s.ID), held)
 		}
-		s.Draw = &sale.DrawCommitment{Commitment: draw.Commitment(h).String()}
+		s.Draw.Commitment = draw.Commitment(h).String()
+		if sec.Head != nil {
+			k, err := rs.PutDrawHeadKey(ctx, s.ID, sec.Head, at)
+			if err != nil {
+				return "", err
+			}
+			s.Draw.HeadKey = hex.EncodeToString(k.Public().(ed25519.PublicKey))
+		}
 	} else if s.Draw != nil {
 		var err error
 		if held, err = checkStoredSeed(ctx, rs, s); err != nil {
+			return "", err
+		}
+	}
+	if d := s.Draw; d != nil {
+		e := &draw.Event{Event: draw.EventCommit, At: time.Now().UnixMilli(), Commitment: d.Commitment, Chain: d.Chain, Round: d.Round, HeadKey: d.HeadKey}
+		if _, err := rs.LogDrawEvent(ctx, s.ID, e, at); err != nil {
 			return "", err
 		}
 	}

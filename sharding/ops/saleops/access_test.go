@@ -2,8 +2,10 @@ package saleops
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"flashsale/sharding/draw/beacon"
 	"strings"
 	"testing"
 	"time"
@@ -14,34 +16,48 @@ import (
 )
 
 // TestNewDrawCommits: a queue or raffle sale gets a fresh seed whose SHA-256
-// is its commitment; an open sale, or one whose create keeps its stored
-// draw, gets none.
+// is its commitment, the first round of its chain at least the chain's lead
+// after the entries close, and a head key whose public half it publishes;
+// an open sale, or one whose create keeps its stored draw, gets none.
 func TestNewDrawCommits(t *testing.T) {
 	s, err := ParseSale([]byte(opstest.QueuePresaleYAML), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed := NewDraw(s)
-	b, err := hex.DecodeString(seed)
+	sec := NewDraw(s, beacon.Dev)
+	b, err := hex.DecodeString(sec.Seed)
 	if sum := sha256.Sum256(b); err != nil || len(b) != 32 || s.Draw == nil || s.Draw.Commitment != hex.EncodeToString(sum[:]) {
-		t.Fatalf("seed %q, draw %+v: want a 32-byte seed and its SHA-256", seed, s.Draw)
+		t.Fatalf("seed %q, draw %+v: want a 32-byte seed and its SHA-256", sec.Seed, s.Draw)
 	}
 	if err := s.Validate(); err != nil {
 		t.Fatalf("the sale with its commitment: %v", err)
 	}
+	d, close := s.Draw, s.EntriesClose()
+	if at := beacon.Dev.TimeOf(d.Round); d.Chain != beacon.Dev.Hash || at.Before(close.Add(beacon.Dev.Lead)) || at.Sub(close.Add(beacon.Dev.Lead)) >= beacon.Dev.Period {
+		t.Fatalf("draw %+v: round at %v for entries closing at %v", d, at, close)
+	}
+	if pub := hex.EncodeToString(sec.Head.Public().(ed25519.PublicKey)); d.HeadKey != pub {
+		t.Fatalf("head key %s published, %s kept", d.HeadKey, pub)
+	}
+	late := *s
+	late.Draw = &sale.DrawCommitment{Commitment: d.Commitment, Chain: d.Chain, Round: d.Round - 1, HeadKey: d.HeadKey}
+	if err := late.Validate(); err == nil || !strings.Contains(err.Error(), "after the entries close") {
+		t.Fatalf("a round before the lead: %v", err)
+	}
 	kept := s.Draw
-	if again := NewDraw(s); again != "" || s.Draw != kept {
+	if again := NewDraw(s, beacon.Dev); again.Seed != "" || again.Head != nil || s.Draw != kept {
 		t.Fatal("a sale with its draw got another seed")
 	}
-	if other := NewDraw(s); other == seed {
-		t.Fatal("two seeds alike")
+	bare, _ := ParseSale([]byte(opstest.QueuePresaleYAML), "")
+	if sec2 := NewDraw(bare, nil); sec2.Seed == sec.Seed || sec2.Head != nil || bare.Draw.Round != 0 || bare.Validate() != nil {
+		t.Fatalf("a draw on the seed alone: %+v", bare.Draw)
 	}
 	open, err := ParseSale([]byte(goodYAML), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if seed := NewDraw(open); seed != "" || open.Draw != nil {
-		t.Fatalf("an open sale got seed %q", seed)
+	if sec := NewDraw(open, beacon.Dev); sec.Seed != "" || open.Draw != nil {
+		t.Fatalf("an open sale got seed %q", sec.Seed)
 	}
 	if at := tool.AccessExpiry(s); !at.Equal(s.EndsAt.Add(sale.DefaultPaymentWindow + 24*time.Hour)) {
 		t.Fatalf("the access keys expire at %v", at)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"flashsale/sharding"
+	"flashsale/sharding/draw/beacon"
 	"flashsale/sharding/journal"
 	"flashsale/sharding/ops/tool"
 	"flashsale/sharding/sale"
@@ -32,6 +33,16 @@ import (
 // PostgreSQL's commit left in Redis alone: the same file again finishes that
 // one, with its draw, while none of its units was sold.
 func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *sale.Sale, shards int) error {
+	chain, err := DefaultChain()
+	if err != nil {
+		return err
+	}
+	return CreateSaleOn(ctx, db, rs, s, shards, chain)
+}
+
+// CreateSaleOn is CreateSale with the draw sealed by chain (nil: the seed
+// alone).
+func CreateSaleOn(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *sale.Sale, shards int, chain *beacon.Chain) error {
 	if s.Draw != nil {
 		return fmt.Errorf("sale %d: %w", s.ID, errDrawInFile)
 	}
@@ -72,12 +83,12 @@ func CreateSale(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *sale.
 	if s.Version == 0 {
 		s.Version = 1
 	}
-	seed := NewDraw(s)
+	sec := NewDraw(s, chain)
 	if err := s.Validate(); err != nil {
 		return err
 	}
 	return schema.CreateSaleSeeded(ctx, db, s, func(ctx context.Context) (string, error) {
-		held, err := PutAccessKeys(ctx, rs, s, seed)
+		held, err := PutAccessKeys(ctx, rs, s, sec)
 		if err != nil {
 			return "", err
 		}
@@ -135,6 +146,18 @@ type SaleCreated struct {
 	// Commitment is the SHA-256 of the secret seed of a queue's or
 	// raffle's draw (hex), public from now on; "" for an open sale.
 	Commitment string `json:"commitment,omitempty"`
+	// Beacon is the round that seals the draw, HeadKey the public key of
+	// its tree head (hex).
+	Beacon  *BeaconShown `json:"beacon,omitempty"`
+	HeadKey string       `json:"headKey,omitempty"`
+}
+
+// BeaconShown is a draw's beacon round as the reports show it.
+type BeaconShown struct {
+	Chain string    `json:"chain"` // its name
+	Hash  string    `json:"hash"`
+	Round uint64    `json:"round"`
+	At    time.Time `json:"at"`
 }
 
 // Text renders the report.
@@ -143,20 +166,26 @@ func (r *SaleCreated) Text(w io.Writer) error {
 	if err == nil && r.Commitment != "" {
 		_, err = fmt.Fprintf(w, "draw commitment %s (SHA-256 of the draw's seed, which stays secret in Redis until the draw is revealed; publish it now)\n", r.Commitment)
 	}
+	if b := r.Beacon; err == nil && b != nil {
+		_, err = fmt.Fprintf(w, "draw sealed by %s round %d (published %s), tree heads signed by %s\n", b.Chain, b.Round, b.At.Format(time.RFC3339), r.HeadKey)
+	}
 	return err
 }
 
 // CreateParsedSale creates the sale s read from a sale file (CreateSale).
-func CreateParsedSale(ctx context.Context, t *tool.Tool, s *sale.Sale, shards int) (*SaleCreated, error) {
+func CreateParsedSale(ctx context.Context, t *tool.Tool, s *sale.Sale, shards int, chain *beacon.Chain) (*SaleCreated, error) {
 	if err := t.NeedDB(); err != nil {
 		return nil, err
 	}
-	if err := CreateSale(ctx, t.DB, t.Store, s, shards); err != nil {
+	if err := CreateSaleOn(ctx, t.DB, t.Store, s, shards, chain); err != nil {
 		return nil, err
 	}
 	rep := &SaleCreated{Sale: s.ID, Name: s.Name, Items: len(s.Items), Shards: s.Shards, Access: s.Mode()}
-	if s.Draw != nil {
-		rep.Commitment = s.Draw.Commitment
+	if d := s.Draw; d != nil {
+		rep.Commitment, rep.HeadKey = d.Commitment, d.HeadKey
+		if c, err := beacon.ByHash(d.Chain); err == nil {
+			rep.Beacon = &BeaconShown{Chain: c.Name, Hash: c.Hash, Round: d.Round, At: c.TimeOf(d.Round).UTC()}
+		}
 	}
 	return rep, nil
 }

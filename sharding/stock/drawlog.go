@@ -1,0 +1,119 @@
+package stock
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"flashsale/lua"
+	"flashsale/sharding"
+	"flashsale/sharding/draw"
+)
+
+// A sale's draw log and tree-head key in Redis (package draw): the log is a
+// list of "<hash hex> <body>" on the room's slot, appended by draw_log.lua
+// once per sequence number; the head key is written once by `flashctl sale
+// create` (SET NX) and read by the gateways at the freeze.
+
+var drawLogScript = rueidis.NewLuaScript(lua.DrawLog)
+
+// DrawLog reads sale saleID's log, every entry parsed (not yet checked:
+// draw.CheckLog does that).
+func (s *Store) DrawLog(ctx context.Context, saleID int64) ([]draw.Entry, error) {
+	k := sharding.RoomLogKey(saleID)
+	v, err := s.c.Do(ctx, s.c.B().Lrange().Key(k).Start(0).Stop(-1).Build()).AsStrSlice()
+	if err != nil {
+		return nil, fmt.Errorf("reading the draw log of sale %d (%s): %w", saleID, k, err)
+	}
+	out := make([]draw.Entry, len(v))
+	for i, e := range v {
+		if out[i], err = ParseLogEntry(e); err != nil {
+			return nil, fmt.Errorf("the draw log of sale %d (%s), entry %d: %w", saleID, k, i, err)
+		}
+	}
+	return out, nil
+}
+
+// ParseLogEntry parses one stored entry, "<hash hex> <body>".
+func ParseLogEntry(e string) (draw.Entry, error) {
+	h, body, ok := strings.Cut(e, " ")
+	if !ok || !strings.HasPrefix(body, "{") {
+		return draw.Entry{}, fmt.Errorf("%.40q… is not \"<hash> <json>\"", e)
+	}
+	hash, err := draw.ParseHash(h)
+	if err != nil {
+		return draw.Entry{}, err
+	}
+	return draw.Entry{Body: []byte(body), Hash: hash}, nil
+}
+
+// LogDrawEvent appends e to sale saleID's log unless the log already holds
+// an entry at the next step (another writer's), and returns the log after
+// it. It reads and checks the log first: a log that does not check is an
+// error, and nothing is appended to it.
+func (s *Store) LogDrawEvent(ctx context.Context, saleID int64, e *draw.Event, expire time.Time) ([]draw.Entry, error) {
+	log, err := s.DrawLog(ctx, saleID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := draw.CheckLog(saleID, log); err != nil {
+		return nil, fmt.Errorf("sale %d: %w", saleID, err)
+	}
+	var prev draw.Hash
+	if len(log) > 0 {
+		prev = log[len(log)-1].Hash
+	}
+	e.Seq, e.Sale = len(log), saleID
+	en, err := draw.NewEntry(prev, e)
+	if err != nil {
+		return nil, err
+	}
+	k := sharding.RoomLogKey(saleID)
+	v, err := drawLogScript.Exec(ctx, s.c, []string{k},
+		[]string{fmt.Sprint(e.Seq), prev.String(), en.Hash.String() + " " + string(en.Body), fmt.Sprint(expire.UnixMilli())}).AsIntSlice()
+	if err != nil || len(v) != 2 {
+		return nil, fmt.Errorf("appending %s to the draw log of sale %d (%s): %v %w", e.Event, saleID, k, v, err)
+	}
+	if v[0] == 1 {
+		return append(log, en), nil
+	}
+	return s.DrawLog(ctx, saleID) // another writer was first: theirs stands
+}
+
+// PutDrawHeadKey writes the secret key of sale saleID's tree head unless
+// the key holds one already, and returns the one it holds.
+func (s *Store) PutDrawHeadKey(ctx context.Context, saleID int64, key ed25519.PrivateKey, expireAt time.Time) (ed25519.PrivateKey, error) {
+	k := sharding.RoomHeadKeyKey(saleID)
+	v := hex.EncodeToString(key.Seed())
+	old, err := s.doAck(ctx, s.c.B().Set().Key(k).Value(v).Nx().Get().Exat(expireAt).Build()).ToString()
+	switch {
+	case rueidis.IsRedisNil(err):
+		return key, nil
+	case err != nil:
+		return nil, fmt.Errorf("writing the tree-head key of sale %d (%s): %w", saleID, k, err)
+	}
+	return parseHeadKey(saleID, old)
+}
+
+// DrawHeadKey reads the secret key of sale saleID's tree head.
+func (s *Store) DrawHeadKey(ctx context.Context, saleID int64) (ed25519.PrivateKey, error) {
+	k := sharding.RoomHeadKeyKey(saleID)
+	v, err := s.c.Do(ctx, s.c.B().Get().Key(k).Build()).ToString()
+	if err != nil {
+		return nil, fmt.Errorf("reading the tree-head key of sale %d (%s): %w", saleID, k, err)
+	}
+	return parseHeadKey(saleID, v)
+}
+
+func parseHeadKey(saleID int64, v string) (ed25519.PrivateKey, error) {
+	b, err := hex.DecodeString(v)
+	if err != nil || len(b) != ed25519.SeedSize {
+		return nil, fmt.Errorf("sale %d: %s holds %.16q…, not a tree-head key (64 hex digits)", saleID, sharding.RoomHeadKeyKey(saleID), v)
+	}
+	return ed25519.NewKeyFromSeed(b), nil
+}
