@@ -155,8 +155,9 @@ func (tb *tab) verifyPlace() {
 // (place 2, no chance shown: none is told as 0%), and both check their
 // place in the browser (every check passes); a third buyer who comes after
 // the close is told the entries closed. At the start the winner is
-// admitted by itself and buys; the other stays not selected. In every
-// language.
+// admitted by itself and buys; the other stays not selected, and signed in
+// on another device after the sell-out (no queue pass there) is still told
+// not selected with the place, not sold out. In every language.
 //
 // The gateway must: describe the sale with "access":"raffle",
 // "raffle":{"entriesOpenAt","entriesCloseAt"} and "draw":{"commitment"};
@@ -164,8 +165,9 @@ func (tb *tab) verifyPlace() {
 // QUEUED while they are open (entering the buyer; the entering answer
 // carries a 32-hex "nonce"), 202 QUEUED with "place" and "chance" (1 for
 // place 1) once the draw is revealed (within about a second of the close),
-// 410 NOT_SELECTED with "place" for place 2, 403 ENTRIES_CLOSED to a buyer
-// who did not enter, and 200 ADMITTED to place 1 from the start; and serve
+// 410 NOT_SELECTED with "place" for place 2 (with or without the queue
+// pass, after the sell-out too), 403 ENTRIES_CLOSED to a buyer who did not
+// enter, and 200 ADMITTED to place 1 from the start; and serve
 // GET .../draw/me: 200 with entered, nonce and leaf from the entry, the
 // proof, seed and draw from the reveal, 404 NOT_ENTERED otherwise.
 func TestBrowserRaffle(t *testing.T) {
@@ -246,12 +248,13 @@ func raffle(t *testing.T, b context.Context, lang string) {
 
 	// The draw: place 1 is selected, place 2 is not.
 	var won, lost *tab
-	for _, tb := range tabs {
+	var lostUser string
+	for i, tb := range tabs {
 		switch tb.waitState(time.Until(entriesClose)+15*time.Second, nil, "selected", "not-selected") {
 		case "selected":
 			won = tb
 		default:
-			lost = tb
+			lost, lostUser = tb, users[i]
 		}
 	}
 	if won == nil || lost == nil {
@@ -312,7 +315,37 @@ func raffle(t *testing.T, b context.Context, lang string) {
 	if st := lost.state(); st != "not-selected" {
 		t.Errorf("after the start the buyer not selected shows %s", st)
 	}
+
+	// The buyer not selected, on another device once the unit is sold (no
+	// queue pass there): the draw still knows them, and a raffle's word is
+	// final, so not selected with the place, never sold out.
+	waitSoldOut(t, g, s.ID)
+	other := newTab(t, b, lang, "raffle-other-device", 390, 844, true)
+	other.do(chromedp.Navigate(url))
+	other.waitState(10*time.Second, nil, "signin")
+	other.signIn(lostUser)
+	if st := other.waitState(15*time.Second, nil, "not-selected", "soldout", "raffle-closed"); st != "not-selected" {
+		t.Errorf("the buyer not selected, on another device after the sell-out, shows %s (status %q)", st, other.text("status"))
+	}
+	if st, want := other.text("status"), say(t, lang, "status.notSelected", "place", "2"); st != want {
+		t.Errorf("not selected on another device: status %q, want %q", st, want)
+	}
 	logShots(t, a, tabs[1], late)
+}
+
+// waitSoldOut waits until gateway g describes sale id as sold out.
+func waitSoldOut(t *testing.T, g *gateway, id int64) {
+	t.Helper()
+	url := fmt.Sprintf("http://%s/api/flash-sales/sales/%d", g.addr, id)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		code, body, err := fasthttp.GetTimeout(nil, url, time.Second)
+		if err == nil && code == 200 && strings.Contains(string(body), `"status":"SOLD_OUT"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sale %d not described as sold out 10 s after its last unit was bought: %d %s %v", id, code, body, err)
+		}
+	}
 }
 
 // TestBrowserPresale: a sale whose presale is for tokens with the claim

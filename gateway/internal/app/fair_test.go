@@ -168,9 +168,11 @@ func enterAll(t *testing.T, s *stack, gws []*app.App, first uint64, n int) []*fa
 // user's own id and nonce, and each user's inclusion proof from
 // .../draw/me); the published draw verifies, and an added entrant, a
 // changed seed and a moved place each make it fail; everyone past place 100
-// hears NOT_SELECTED before the start; the first 100 places, and nobody
-// else, are admitted and buy; once most have paid the others still hear
-// NOT_SELECTED.
+// hears NOT_SELECTED before the start, with the queue pass or without it
+// (another device: the draw knows every entrant); the first 100 places, and
+// nobody else, are admitted and buy; once the units are sold and most paid,
+// the others still hear NOT_SELECTED (final, not SOLD_OUT) with or without
+// the pass, and a user who did not enter ENTRIES_CLOSED.
 func TestRaffleOverThreeGateways(t *testing.T) {
 	const units, crowd = 100, 1000
 	s := start(t, units, 2, nil, "")
@@ -201,27 +203,58 @@ func TestRaffleOverThreeGateways(t *testing.T) {
 	muteDraw(t, &pub)
 
 	// Before the start: every loser hears NOT_SELECTED, every winner sees a
-	// sure unit at their place.
+	// sure unit at their place, with the pass and without it (another
+	// device, another gateway).
 	for i, u := range us {
-		a := s.askTicket(gws[i%3], u.tok, u.pass, false)
-		if u.place > units {
-			if want := fmt.Sprintf(`{"error":"NOT_SELECTED","place":%d}`, u.place); a.code != 410 || a.body != want {
-				t.Fatalf("user at place %d: %+v, want %s", u.place, a, want)
+		for k, pass := range []string{u.pass, ""} {
+			a := s.askTicket(gws[(i+k)%3], u.tok, pass, false)
+			if u.place > units {
+				if want := fmt.Sprintf(`{"error":"NOT_SELECTED","place":%d}`, u.place); a.code != 410 || a.body != want {
+					t.Fatalf("user at place %d (pass %q): %+v, want %s", u.place, pass, a, want)
+				}
+				continue
 			}
-			continue
-		}
-		if a.code == 200 && !time.Now().Before(s.sale.StartsAt) {
-			continue // a slow machine reached the start: admitted, as it should be
-		}
-		if a.code != 202 || !strings.Contains(a.body, fmt.Sprintf(`,"place":%d,"chance":1.000`, u.place)) {
-			t.Fatalf("winner at place %d before the start: %+v", u.place, a)
+			if a.code == 200 && !time.Now().Before(s.sale.StartsAt) {
+				continue // a slow machine reached the start: admitted, as it should be
+			}
+			if a.code != 202 || !strings.Contains(a.body, fmt.Sprintf(`,"place":%d,"chance":1.000`, u.place)) {
+				t.Fatalf("winner at place %d before the start (pass %q): %+v", u.place, pass, a)
+			}
 		}
 	}
 	winners := admitWinners(t, s, gws, us, units)
 	payMost(t, s, gws, winners)
+	waitSoldOutFlags(t, s, gws)
 	for i, u := range us {
-		if a := s.askTicket(gws[i%3], u.tok, u.pass, false); u.place > units && a.code != 410 {
-			t.Fatalf("a loser at place %d once the winners paid: %+v", u.place, a)
+		if u.place <= units {
+			continue
+		}
+		want := fmt.Sprintf(`{"error":"NOT_SELECTED","place":%d}`, u.place)
+		for k, pass := range []string{u.pass, ""} {
+			if a := s.askTicket(gws[(i+k)%3], u.tok, pass, false); a.code != 410 || a.body != want {
+				t.Fatalf("a loser at place %d after the sell-out (pass %q): %+v, want %s", u.place, pass, a, want)
+			}
+		}
+	}
+	for _, g := range gws {
+		if a := s.askTicket(g, token(t, 299_999), "", false); a.code != 403 || a.body != `{"error":"ENTRIES_CLOSED"}` {
+			t.Fatalf("a user who did not enter, after the sell-out: %+v", a)
+		}
+	}
+}
+
+// waitSoldOutFlags waits until every gateway flags s's item sold out: from
+// then on the ticket endpoint's cheap SOLD_OUT would answer a queue before
+// the token.
+func waitSoldOutFlags(t *testing.T, s *stack, gws []*app.App) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for _, g := range gws {
+		for !g.Catalog.Snapshot().Item(s.item).Flags.SoldOut() {
+			if time.Now().After(deadline) {
+				t.Fatal("a gateway did not learn of the sell-out within 3 s")
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 }

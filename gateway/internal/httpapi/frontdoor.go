@@ -20,9 +20,15 @@ import (
 //  1. A sale with a waiting room or raffle and a queue pass (X-Queue-Pass,
 //     else the cookie) is answered from the pass and this gateway's copy of
 //     the admission state: 202 QUEUED, the ticket when admitted, 410
-//     SOLD_OUT, 403 QUEUE_PASS_INVALID for a bad pass (the cookie is cleared,
-//     so the next ask joins afresh). No Redis call, no proof: the pass shows
-//     the work was done when it was issued.
+//     SOLD_OUT (410 NOT_SELECTED for a raffle's place past its units, also
+//     after a sell-out), 403 QUEUE_PASS_INVALID for a bad pass (the cookie
+//     is cleared, so the next ask joins afresh). No Redis call, no proof:
+//     the pass shows the work was done when it was issued. Once the
+//     entrants are frozen an entrant without the pass (another device, a
+//     cleared browser) is answered the same way from the draw (202 QUEUED,
+//     entered and waiting for the draw until the reveal, then with the
+//     place), and a raffle's non-entrant 403 ENTRIES_CLOSED: the draw
+//     knows them, so they need no proof either.
 //  2. Without a pass, when the sale or the operator asks for proof of work:
 //     no X-Proof is 428 PROOF_REQUIRED with a new challenge (so is an
 //     expired proof); a malformed, forged, other user's or weak one is 403
@@ -39,9 +45,13 @@ import (
 // has answered.
 func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.Sale, user uint64) bool {
 	rs, inRoom := &sale.Room, sale.InRoom && h.Room != nil
+	rem := roomRemaining(sale)
 	if inRoom {
-		if pass := queuePass(ctx); pass != nil {
-			return h.roomAnswer(ctx, sale, rs, h.Room.Check(now, rs, user, pass, sale.Remaining()))
+		// NeedJoin: no pass and not known to the frozen draw, or a pass
+		// the frozen draw does not know (an entry lost in a failover):
+		// the user joins, as in 2 and 3.
+		if v := h.Room.Check(now, rs, user, queuePass(ctx), rem); v.Outcome != room.NeedJoin {
+			return h.roomAnswer(ctx, sale, rs, v)
 		}
 	}
 	if !h.proofOK(ctx, now, sale, user) {
@@ -52,7 +62,7 @@ func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.S
 	}
 	rctx, _ := h.deadlines.get(now)
 	var buf [room.PassLen]byte
-	pass, v, err := h.Room.Join(rctx, now, rs, user, sale.Remaining(), buf[:0])
+	pass, v, err := h.Room.Join(rctx, now, rs, user, rem, buf[:0])
 	if err != nil {
 		h.Log.Warn("joining the waiting room or raffle", "sale", sale.ID, "err", err)
 		h.answer(ctx, obs.RouteTicket, aUnavailable)
@@ -62,6 +72,30 @@ func (h *Handler) admit(ctx *fasthttp.RequestCtx, now time.Time, sale *catalog.S
 		setQueuePass(ctx, sale.ID, pass, rs.End.Sub(now))
 	}
 	return h.roomAnswer(ctx, sale, rs, v)
+}
+
+// roomRemaining is the sale's units left as the room judges them: 0 once
+// every item is flagged sold out (the ticket endpoint's SOLD_OUT, whatever
+// the last readings say), else the catalog's sum (-1 before a reading).
+func roomRemaining(sale *catalog.Sale) int64 {
+	if saleSoldOut(sale) {
+		return 0
+	}
+	return sale.Remaining()
+}
+
+// drawDecides reports whether sale is a raffle whose draw this gateway has
+// revealed: then the draw answers each user, a sell-out included, so the
+// ticket endpoint does not answer SOLD_OUT before knowing the user. A place
+// past the units is NOT_SELECTED (final, where SOLD_OUT would invite a
+// retry), a place within them SOLD_OUT (returned stock may reach it), a
+// non-entrant ENTRIES_CLOSED.
+func (h *Handler) drawDecides(sale *catalog.Sale) bool {
+	if h.Room == nil || !sale.InRoom || !sale.Room.Raffle {
+		return false
+	}
+	st := h.Room.State(sale.ID)
+	return st != nil && st.Frozen != nil && st.Frozen.Revealed
 }
 
 // preQueueOpen reports whether sale takes entries before its start: a

@@ -413,6 +413,8 @@ type envOpt struct {
 	ticketRequired     bool
 	tickets            *ticket.Keys // default: keys of testTicketKey
 	waitingRoom        *sale.Room
+	access             string               // the sale's access mode ("": by waitingRoom)
+	raffle             *sale.Raffle         // a raffle's entries
 	draw               *sale.DrawCommitment // a queue's published commitment
 	presale            *sale.Presale
 	powDifficulty      int
@@ -446,7 +448,8 @@ func newEnv(t testing.TB, o envOpt) *env {
 	s := &sale.Sale{ID: 77, Name: "Test \"sale\"", StartsAt: o.start.Truncate(time.Second), EndsAt: o.end.Truncate(time.Second),
 		Items:  []sale.Item{{ID: 7, Name: "Widget", Price: 1999, Currency: "JPY", Quantity: o.stockPerShard * int64(o.shards)}},
 		Shards: sharding.UniformTags(77, o.shards), Version: 1, TicketRequired: o.ticketRequired,
-		WaitingRoom: o.waitingRoom, Draw: o.draw, Presale: o.presale, PowDifficulty: o.powDifficulty, Brand: o.brand}
+		WaitingRoom: o.waitingRoom, Draw: o.draw, Presale: o.presale, PowDifficulty: o.powDifficulty, Brand: o.brand,
+		Access: o.access, Raffle: o.raffle}
 	s.Items[0].Image = o.itemImage
 	if o.tickets == nil {
 		o.tickets, _ = ticket.New(testTicketKey, nil, 0)

@@ -13,11 +13,12 @@ import (
 // ticket serves POST /api/flash-sales/sales/{saleId}/ticket: the purchase
 // URL's key, handed out only once the sale has started (SPEC, "The front
 // door"). The cheap refusals come first, as on the purchase path: sale id,
-// per-IP bucket, window, pause, sold out; then the bearer token and the
-// per-user bucket; then admission (the waiting room or raffle and the proof
-// of work, frontdoor.go); then 200 ADMITTED with a ticket bound to (user,
-// sale). The only Redis call is a user's join of the waiting room or
-// raffle.
+// per-IP bucket, window, pause, sold out (but for a raffle whose draw is
+// revealed, where the draw answers each user: drawDecides); then the bearer
+// token and the per-user bucket; then admission (the waiting room or raffle
+// and the proof of work, frontdoor.go); then 200 ADMITTED with a ticket
+// bound to (user, sale). The only Redis call is a user's join of the
+// waiting room or raffle.
 func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteTicket
 	sale := h.saleOf(ctx, now, route, arg)
@@ -31,6 +32,7 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	// expiry. now stays the start of the request's durations.
 	wall := clock.Wall(now)
 	inPresale := sale.InPresale(wall)
+	soldOut := saleSoldOut(sale)
 	switch n := wall.UnixNano(); {
 	case sale.Halt == catalog.HaltEnded:
 		h.answer(ctx, route, aSaleEnded)
@@ -47,7 +49,9 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	case salePaused(sale):
 		h.answer(ctx, route, aSalePaused)
 		return
-	case saleSoldOut(sale):
+	case soldOut && !h.drawDecides(sale):
+		// A raffle's revealed draw answers after the token instead
+		// (admit): NOT_SELECTED past the units is final, not SOLD_OUT.
 		h.answer(ctx, route, aSoldOut)
 		return
 	}
@@ -59,6 +63,10 @@ func (h *Handler) ticket(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	case inPresale && h.presaleEligible(sale, user, tok):
 		// The presale's buyers skip the waiting room (the phase is theirs),
 		// not the proof of work.
+		if soldOut {
+			h.answer(ctx, route, aSoldOut)
+			return
+		}
 		if !h.proofOK(ctx, now, sale, user) {
 			return
 		}

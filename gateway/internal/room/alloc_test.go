@@ -8,8 +8,9 @@ import (
 )
 
 // TestPollAllocatesNothing: a poll with a pass (queued or admitted), an
-// entrant's poll without one (answered from the revealed draw), a raffle's
-// NOT_SELECTED and a refused pass allocate nothing and call no Redis (the
+// entrant's poll without one (answered from the revealed draw, or entered
+// and waiting before the reveal), a raffle's NOT_SELECTED and
+// ENTRIES_CLOSED and a refused pass allocate nothing and call no Redis (the
 // room has no client).
 func TestPollAllocatesNothing(t *testing.T) {
 	rg := ring(t, "room-secret-0123456789", "")
@@ -40,6 +41,16 @@ func TestPollAllocatesNothing(t *testing.T) {
 	var v Verdict
 	if n := testing.AllocsPerRun(1000, func() { v = r.Check(now, &raffle, 6, nil, 50) }); n != 0 || v.Outcome != NotSelected || v.Place != 60 {
 		t.Errorf("not selected: %v allocs, %+v", n, v)
+	}
+	// Frozen, not revealed yet: an entrant without a pass is entered and
+	// waits for the draw, a raffle's non-entrant is told ENTRIES_CLOSED.
+	frozen := raffle
+	frozen.ID = 10
+	r.Preset(&frozen, State{Entrants: 2, Final: true}, []uint64{5, 6}, nil)
+	for user, want := range map[uint64]Outcome{5: Queued, 7: EntriesClosed} {
+		if n := testing.AllocsPerRun(1000, func() { v = r.Check(now, &frozen, user, nil, 50) }); n != 0 || v.Outcome != want || v.Place != 0 {
+			t.Errorf("user %d without a pass before the reveal: %v allocs, %+v", user, n, v)
+		}
 	}
 	if v := r.Check(now, &s, 6, nil, 50); v.Outcome != Queued || v.Place != 60 || v.Chance <= 0 || v.Chance >= 1 {
 		t.Fatalf("an entrant without a pass, queued: %+v", v)

@@ -27,6 +27,9 @@ import (
 //     entrants, computes their leaves and the Merkle root, and calls
 //     room_freeze.lua: the first call records root and count, the others
 //     must find the same (a gateway that reads otherwise serves no place).
+//     From then on the gateway knows every entrant: one who asks without
+//     their pass is told they are entered and wait for the draw, a
+//     raffle's non-entrant ENTRIES_CLOSED, with no Redis call.
 //  3. Reveal: RevealDelay after the freeze the script copies the seed into
 //     the state; each gateway checks it against the sale's commitment
 //     (refusing a seed that is not the committed one), computes every
@@ -90,6 +93,13 @@ func (f *Frozen) PageBody(k int, build func() []byte) ([]byte, bool) {
 	b := build()
 	f.pages[k].Store(&b)
 	return b, true
+}
+
+// Entered reports whether user is among the frozen entrants, from the
+// freeze on (before the reveal too). It allocates nothing.
+func (f *Frozen) Entered(user uint64) bool {
+	_, ok := f.index[user]
+	return ok
 }
 
 // Place returns user's place in the revealed draw, or 0 when the user did
@@ -241,7 +251,12 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 		f.Commitment = *s.Commitment
 	}
 	if rep.seed == nil {
-		f.read = es // frozen: the next call reveals from the same reading
+		// Frozen: the next call reveals from the same reading. The index
+		// already answers who entered (Entered).
+		f.read, f.index = es, make(map[uint64]int32, len(es))
+		for i := range es {
+			f.index[es[i].user] = int32(i)
+		}
 		return f, nil
 	}
 	seed := *rep.seed

@@ -137,10 +137,11 @@ func checkPublished(t *testing.T, f *room.Frozen, s *room.Sale, seed draw.Hash, 
 // behind three gateways. Places follow the seed committed before entries
 // opened exactly (recomputed from the published data and each user's own id
 // and nonce); an entry after the close is refused; everyone past place 100
-// is told NOT_SELECTED at the reveal, before the start; from the start the
-// first places are admitted in place order, stock-aware, and nobody else;
-// a gateway started after the reveal serves the same places; and the three
-// mutants of the published draw fail verification.
+// is told NOT_SELECTED at the reveal, before the start, and still after
+// the sell-out; from the start the first places are admitted in place
+// order, stock-aware, and nobody else; a gateway started after the reveal
+// serves the same places; and the three mutants of the published draw fail
+// verification.
 func TestRaffleOverThreeGateways(t *testing.T) {
 	const units, crowd = 100, 1000
 	now := time.Now()
@@ -195,6 +196,18 @@ func TestRaffleOverThreeGateways(t *testing.T) {
 	}
 	sh.set(t, units)
 	admitRaffle(t, gws, &s, sh, es, places)
+	// Sold out: a loser is still told NOT_SELECTED (final), with the pass
+	// or without it.
+	for i, e := range es {
+		if places[e.id] <= units {
+			continue
+		}
+		for _, p := range [][]byte{e.pass, nil} {
+			if v := gws[i%len(gws)].Check(time.Now(), &s, e.id, p, 0); v.Outcome != room.NotSelected || int(v.Place) != places[e.id] {
+				t.Fatalf("user %d at place %d after the sell-out: %+v", e.id, places[e.id], v)
+			}
+		}
+	}
 	muteRaffle(t, f)
 }
 

@@ -19,12 +19,12 @@ type Outcome uint8
 // Outcomes of Check and Join.
 const (
 	NotOpen       Outcome = iota // before the entries open: SALE_NOT_STARTED
-	NeedJoin                     // no pass (or one the frozen draw does not know): Join
+	NeedJoin                     // no pass, not a frozen entrant (or a pass the frozen draw lost): Join
 	Refused                      // the pass was refused (Verdict.Problem)
 	Queued                       // waiting: Verdict.Position, Verdict.Wait, Verdict.Chance
 	Admitted                     // the place is admitted: hand out the ticket
 	SoldOut                      // nothing left: every queued user is told so
-	NotSelected                  // a raffle's place past its units: never admitted
+	NotSelected                  // a raffle's place past its units: never admitted (final, also after a sell-out)
 	EntriesClosed                // a raffle's entries closed without this user
 )
 
@@ -45,14 +45,17 @@ type Verdict struct {
 
 // Check answers a ticket request of user in sale from the pass it carries
 // (nil when none) and the sale's remaining units (-1 when unknown), with no
-// Redis call and no allocation. Once the draw is revealed, an entrant
-// without a pass is answered from the draw too.
+// Redis call and no allocation. Once the entrants are frozen, an entrant
+// without a pass (another device, a cleared browser) is answered from the
+// draw too: entered and waiting for the draw until the reveal, then their
+// place; so is a raffle's non-entrant (EntriesClosed). Otherwise a request
+// without a pass is NeedJoin.
 func (r *Room) Check(now time.Time, s *Sale, user uint64, pass []byte, remaining int64) Verdict {
 	if now.Before(s.Opens()) {
 		return Verdict{Outcome: NotOpen}
 	}
 	if pass == nil {
-		if st := r.State(s.ID); st != nil && st.revealed() != nil && (s.Raffle || st.Frozen.Place(user) > 0) {
+		if st := r.State(s.ID); st != nil && st.Frozen != nil && (s.Raffle || st.Frozen.Entered(user)) {
 			return r.judge(now, s, user, nil, remaining)
 		}
 		return Verdict{Outcome: NeedJoin}
@@ -76,20 +79,24 @@ func (r *Room) judge(now time.Time, s *Sale, user uint64, p *Pass, remaining int
 	var pl int64
 	if p != nil && p.Kind == Late {
 		pl = st.Entrants + int64(p.Number)
-	} else if f := st.revealed(); f != nil {
-		if pl = f.Place(user); pl == 0 {
+	} else if f := st.Frozen; f != nil {
+		if !f.Entered(user) {
 			// Not among the frozen entrants: a lost entry, or no entry.
 			if s.Raffle {
 				return Verdict{Outcome: EntriesClosed}
 			}
 			return Verdict{Outcome: NeedJoin}
 		}
+		pl = f.Place(user) // 0 until the reveal: entered, waiting for the draw
 	}
 	switch {
+	case s.Raffle && pl > s.Units:
+		// Certain from the reveal on, whatever the stock: a raffle never
+		// admits a place past its units, so a sell-out changes nothing for
+		// it (SOLD_OUT would invite a retry) and returned stock neither.
+		return Verdict{Outcome: NotSelected, Place: pl}
 	case remaining == 0:
 		return Verdict{Outcome: SoldOut}
-	case s.Raffle && pl > s.Units:
-		return Verdict{Outcome: NotSelected, Place: pl}
 	case pl > 0 && st.Final && !now.Before(s.Start) && pl <= st.Cursor:
 		return Verdict{Outcome: Admitted, Place: pl, Chance: 1}
 	}
@@ -118,9 +125,10 @@ func (r *Room) Join(ctx context.Context, now time.Time, s *Sale, user uint64, re
 	p := Pass{SaleID: s.ID, UserID: user, Expires: s.End.Unix() + 1}
 	var nonce string
 	joined := false
-	if st := r.State(s.ID); st == nil || st.revealed() == nil {
-		// Once the draw is revealed, Check answers every entrant: whoever
-		// asks to join then is not one.
+	if st := r.State(s.ID); st == nil || st.Frozen == nil {
+		// Once the entrants are frozen, Check answers every entrant:
+		// whoever asks to join then is not one (the freeze read every
+		// entrants shard after its clock passed the close).
 		var err error
 		if nonce, joined, err = r.enter(ctx, s, user); err != nil {
 			return dst, Verdict{}, err

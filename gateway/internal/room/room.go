@@ -25,7 +25,9 @@
 //     endpoint hands them a purchase ticket). The cursor advances at
 //     remaining units x AdmitFactor places per second, held while the sale
 //     is sold out, and never passes the last place taken. A raffle admits
-//     no place past its units: those are told NOT_SELECTED at the reveal.
+//     no place past its units: those are told NOT_SELECTED at the reveal,
+//     and after a sell-out still (it is final; SOLD_OUT is for the places
+//     that returned stock may still reach).
 //   - Queued users see their place and their chance of a unit (odds.go).
 //
 // Keys (package sharding) and who touches them: the entrants are spread over
@@ -38,11 +40,11 @@
 // so concurrent ticks never advance twice for the same time), every Interval
 // (100 ms): G gateways cost 10 G calls per second, whatever the crowd. Polls
 // never touch Redis: a queued user holds a signed pass (drawn, or its tail
-// number), and once the draw is revealed each gateway holds every entrant's
-// place. While the entries are open a gateway also counts the entrants, 16
-// HLENs (for positions shown before the draw and for the final count): once a
-// second, and every tick from a second before the close until the count is
-// final.
+// number), and once the entrants are frozen each gateway knows every
+// entrant (then, revealed, their place), with or without a pass. While the
+// entries are open a gateway also counts the entrants, 16 HLENs (for
+// positions shown before the draw and for the final count): once a second,
+// and every tick from a second before the close until the count is final.
 package room
 
 import (
@@ -150,14 +152,6 @@ type State struct {
 	// Frozen is the draw once frozen (then revealed), as this gateway
 	// computed and checked it; nil before.
 	Frozen *Frozen
-}
-
-// revealed returns the revealed draw, or nil.
-func (st *State) revealed() *Frozen {
-	if f := st.Frozen; f != nil && f.Revealed {
-		return f
-	}
-	return nil
 }
 
 // Acker sends a write and answers once the replicas acknowledged it
