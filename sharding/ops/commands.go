@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"flashsale/sharding/draw/beacon"
 	"flashsale/sharding/journal"
 	"flashsale/sharding/ops/drawverify"
 	"flashsale/sharding/ops/plan"
@@ -51,6 +52,8 @@ var commands = []command{
 		required: []string{"sale", "users"}, flags: presaleLoadFlags},
 	{name: "sale draw verify", summary: "check a queue's or raffle's published draw (seed, commitment, root, draws, places): exit 1 with the reason when it does not verify",
 		required: []string{"sale"}, flags: drawVerifyFlags},
+	{name: "sale draw beacon", summary: "hand a sealed draw its beacon round: verify the round's signature (given, or fetched from drand's relays) against the pinned key and record it for the gateways",
+		required: []string{"sale"}, flags: drawBeaconFlags},
 	{name: "sale pause", summary: "stop selling now: every shard refuses reservations at once, every gateway answers 503 SALE_PAUSED within 1 s",
 		required: []string{"sale"}, flags: stateFlags(sale.StatePaused)},
 	{name: "sale resume", summary: "sell again after a pause",
@@ -346,10 +349,13 @@ func report(ctx context.Context, e *cmdEnv, needDB bool, do func(context.Context
 
 func drawVerifyFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
 	var sale saleFlag
-	var gateway, file string
+	var gateway, file, logFile string
+	var offline bool
 	fs.Var(&sale, "sale", "sale `id`")
 	fs.StringVar(&gateway, "gateway", drawverify.DefaultGateway, "`URL` of a gateway that serves the draw (env FLASHCTL_GATEWAY)")
 	fs.StringVar(&file, "file", "", "verify the draw saved whole in this JSON `file` instead of asking a gateway; - reads standard input")
+	fs.StringVar(&logFile, "log", "", "with --file: the draw's log saved in this JSON `file` (GET .../draw/log); without it the log is not checked")
+	fs.BoolVar(&offline, "offline", false, "with --file: do not compare the commitment with the sale's description in Redis")
 	return func(ctx context.Context, e *cmdEnv) (int, error) {
 		if err := needSale("sale draw verify", &sale); err != nil {
 			return 0, err
@@ -358,29 +364,67 @@ func drawVerifyFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, erro
 		if err != nil && file == "" {
 			return 0, err
 		}
+		if logFile != "" && file == "" {
+			return 0, tool.Usagef("sale draw verify: --log goes with --file (asking a gateway reads its log too)")
+		}
 		ctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 		defer cancel()
-		doc, src := (*drawverify.DrawPage)(nil), file
+		doc, log, src := (*drawverify.DrawPage)(nil), (*drawverify.LogPage)(nil), file
 		if file != "" {
-			doc, err = drawverify.ReadDrawFile(file)
+			if doc, err = drawverify.ReadDrawFile(file); err == nil && logFile != "" {
+				log, err = drawverify.ReadLogFile(logFile)
+			}
 		} else {
 			src = base
-			doc, err = drawverify.FetchDraw(ctx, &http.Client{Timeout: 30 * time.Second}, base, sale.id)
+			cl := &http.Client{Timeout: 30 * time.Second}
+			if doc, err = drawverify.FetchDraw(ctx, cl, base, sale.id); err == nil && doc.State == drawverify.DrawRevealed {
+				log, err = drawverify.FetchLog(ctx, cl, base, sale.id)
+			}
 		}
 		if err != nil {
 			return 0, err
 		}
-		rep, err := drawverify.CheckDraw(doc, sale.id)
+		rep, err := drawverify.CheckDraw(doc, log, sale.id)
 		if err != nil {
 			return 0, err
 		}
 		rep.Source = src
-		drawverify.DescribedCommitment(ctx, e.cfg.Redis, rep)
+		if offline && file != "" {
+			rep.Described = "not compared: --offline"
+		} else {
+			drawverify.DescribedCommitment(ctx, e.cfg.Redis, rep)
+		}
 		if err := tool.Write(e.stdout, rep, e.cfg.JSON); err != nil || !rep.Verified {
 			return ExitFail, err
 		}
 		return ExitOK, nil
 	}
+}
+
+func drawBeaconFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var sale saleFlag
+	var signature, relays string
+	fs.Var(&sale, "sale", "sale `id`")
+	fs.StringVar(&signature, "signature", "", "the round's signature (96 hex digits), as a drand relay serves it, for gateways that reach no relay")
+	fs.StringVar(&relays, "relays", strings.Join(beacon.DefaultRelays, ","), "drand HTTP `relays` to fetch the round from when --signature is not given, comma-separated")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if err := needSale("sale draw beacon", &sale); err != nil {
+			return 0, err
+		}
+		return report(ctx, e, false, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
+			return saleops.HandBeacon(ctx, t, sale.id, signature, &beacon.Fetcher{Relays: splitList(relays)})
+		})
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func presaleLoadFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {

@@ -117,3 +117,24 @@ func parseHeadKey(saleID int64, v string) (ed25519.PrivateKey, error) {
 	}
 	return ed25519.NewKeyFromSeed(b), nil
 }
+
+// PutDrawBeacon records sig as the signature of sale saleID's beacon round
+// in its room state unless one is recorded already, and returns the one
+// recorded (hex). The caller verified sig; the gateways verify what they
+// read all the same.
+func (s *Store) PutDrawBeacon(ctx context.Context, saleID int64, sig []byte, expireAt time.Time) (string, error) {
+	k := sharding.RoomStateKey(saleID)
+	v := hex.EncodeToString(sig)
+	res := s.doAckAll(ctx, rueidis.Commands{
+		s.c.B().Hsetnx().Key(k).Field("beacon").Value(v).Build(),
+		s.c.B().Pexpireat().Key(k).MillisecondsTimestamp(expireAt.UnixMilli()).Nx().Build(),
+	})
+	if res != nil {
+		return "", fmt.Errorf("recording the beacon of sale %d (%s): %w", saleID, k, res)
+	}
+	held, err := s.c.Do(ctx, s.c.B().Hget().Key(k).Field("beacon").Build()).ToString()
+	if err != nil {
+		return "", fmt.Errorf("reading the beacon of sale %d (%s): %w", saleID, k, err)
+	}
+	return held, nil
+}

@@ -34,13 +34,18 @@ type DrawVerified struct {
 	// Described is "matches" when the commitment is the one in the sale's
 	// description in Redis, else why it was not compared.
 	Described string `json:"DescribedCommitment"`
+	// Sealed says whether a beacon round seals the draw, and which; Log
+	// whether the draw's log was checked.
+	Sealed string `json:"sealed"`
+	Log    string `json:"log"`
 }
 
 // CheckDraw verifies doc, the whole published draw of sale id, with
-// draw.Verify. A draw of another sale, or one not revealed yet
-// (ErrNotRevealed), is an error; otherwise the report says whether it
-// verifies and, when not, why.
-func CheckDraw(doc *DrawPage, id int64) (*DrawVerified, error) {
+// draw.Verify, and what seals it: the beacon round, the tree head and, with
+// log (nil: not read), the draw's log. A draw of another sale, or one not
+// revealed yet (ErrNotRevealed), is an error; otherwise the report says
+// whether it verifies and, when not, why.
+func CheckDraw(doc *DrawPage, log *LogPage, id int64) (*DrawVerified, error) {
 	if doc.SaleID != id {
 		return nil, fmt.Errorf("the draw read is of sale %d, not of sale %d", doc.SaleID, id)
 	}
@@ -59,11 +64,19 @@ func CheckDraw(doc *DrawPage, id int64) (*DrawVerified, error) {
 		rep.Reason = "the published draw is malformed: " + err.Error()
 		return rep, nil
 	}
+	if pub.Beacon, err = checkBeacon(doc, rep); err != nil {
+		rep.Reason = err.Error()
+		return rep, nil
+	}
 	if err := draw.Verify(pub); err != nil {
 		rep.Reason = err.Error()
 		if !rep.Committed {
 			rep.Reason += " (the gateway itself says the revealed seed is not the one written at the sale's creation)"
 		}
+		return rep, nil
+	}
+	if err := checkWitness(doc, log, rep); err != nil {
+		rep.Reason = err.Error()
 		return rep, nil
 	}
 	rep.Verified = true
@@ -121,6 +134,12 @@ func (r *DrawVerified) Text(w io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "draw of sale %d does NOT verify: %s\n", r.Sale, r.Reason)
 		fmt.Fprintf(w, "as published: %d entrants, root %s, seed %s, commitment %s\n", r.Count, r.Root, r.Seed, r.Commitment)
+	}
+	if r.Sealed != "" {
+		fmt.Fprintf(w, "sealed by a beacon: %s\n", r.Sealed)
+	}
+	if r.Log != "" {
+		fmt.Fprintf(w, "log: %s\n", r.Log)
 	}
 	desc := "the same as in the sale's description in Redis"
 	if r.Described != "matches" {

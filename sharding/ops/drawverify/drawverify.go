@@ -33,18 +33,24 @@ const (
 // page starts, nil on the last. A saved draw is one DrawPage with every
 // entry and no Next. Hashes are lower-case hex.
 type DrawPage struct {
-	SaleID     int64       `json:"saleId"`
-	Access     string      `json:"access"`
-	State      string      `json:"state"`
-	Commitment *string     `json:"commitment"` // nil: the sale was created without one
-	Count      int         `json:"count"`
-	Root       string      `json:"root,omitempty"`
-	FrozenAt   string      `json:"frozenAt,omitempty"`
-	Seed       string      `json:"seed,omitempty"`
-	Committed  *bool       `json:"committed,omitempty"`
-	From       int         `json:"from"`
-	Entries    []DrawEntry `json:"entries,omitempty"`
-	Next       *int        `json:"next,omitempty"`
+	SaleID     int64   `json:"saleId"`
+	Access     string  `json:"access"`
+	State      string  `json:"state"`
+	Commitment *string `json:"commitment"` // nil: the sale was created without one
+	Count      int     `json:"count"`
+	Root       string  `json:"root,omitempty"`
+	FrozenAt   string  `json:"frozenAt,omitempty"`
+	Seed       string  `json:"seed,omitempty"`
+	Committed  *bool   `json:"committed,omitempty"`
+	// Beacon is the round that seals the draw (nil for a draw on the seed
+	// alone); HeadKey the public key of its tree head, Head the signed tree
+	// head once frozen.
+	Beacon  *BeaconJSON `json:"beacon,omitempty"`
+	HeadKey string      `json:"headKey,omitempty"`
+	Head    *HeadJSON   `json:"head,omitempty"`
+	From    int         `json:"from"`
+	Entries []DrawEntry `json:"entries,omitempty"`
+	Next    *int        `json:"next,omitempty"`
 }
 
 // DrawEntry is one published entrant: its leaf, its draw and its place (1

@@ -1,8 +1,11 @@
 package drawverify_test
 
 import (
+	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flashsale/sharding/draw/beacon"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"flashsale/sharding/api"
 	"flashsale/sharding/draw"
@@ -20,8 +24,15 @@ import (
 	"flashsale/sharding/stock"
 )
 
-// publishedDraw runs a whole draw of n entrants of sale 7 with package draw
-// and returns what a gateway serves of it once revealed, whole.
+// headKey signs the tree heads of the draws these tests publish.
+var headKey = ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+
+// closed is when the entries of the published draws closed.
+var closed = time.Date(2026, 12, 1, 9, 59, 59, 0, time.UTC)
+
+// publishedDraw runs a whole draw of n entrants of sale 7 with package draw,
+// sealed by a round of the dev chain, and returns what a gateway serves of
+// it once revealed, whole.
 func publishedDraw(t *testing.T, n int) *drawverify.DrawPage {
 	t.Helper()
 	seed := draw.NewSeed()
@@ -34,28 +45,95 @@ func publishedDraw(t *testing.T, n int) *drawverify.DrawPage {
 	}
 	root := draw.Root(leaves)
 	c, yes := draw.Commitment(seed).String(), true
+	r := beacon.Dev.RoundFor(closed)
+	sig, _ := beacon.Dev.Sign(r)
+	frozen := closed.Add(200 * time.Millisecond)
 	p := &drawverify.DrawPage{SaleID: 7, Access: sale.AccessRaffle, State: drawverify.DrawRevealed, Commitment: &c, Root: root.String(),
-		FrozenAt: "2026-12-01T09:59:59.200Z", Seed: seed.String(), Committed: &yes}
+		FrozenAt: frozen.Format(time.RFC3339Nano), Seed: seed.String(), Committed: &yes,
+		Beacon:  &drawverify.BeaconJSON{Chain: beacon.Dev.Hash, Round: r, Signature: hex.EncodeToString(sig)},
+		HeadKey: hex.EncodeToString(headKey.Public().(ed25519.PublicKey))}
 	setEntries(p, seed, root, leaves)
+	signHead(t, p, frozen)
 	return p
 }
 
+// signHead signs p's tree head, frozen at frozen.
+func signHead(t *testing.T, p *drawverify.DrawPage, frozen time.Time) {
+	t.Helper()
+	root, _ := draw.ParseHash(p.Root)
+	h := draw.Head{Sale: p.SaleID, Count: p.Count, Root: root, FrozenAt: frozen, Chain: p.Beacon.Chain, Round: p.Beacon.Round}
+	sig, err := draw.SignHead(headKey, &h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Head = &drawverify.HeadJSON{Sale: h.Sale, Count: h.Count, Root: p.Root, FrozenAtMs: frozen.UnixMilli(), Chain: h.Chain, Round: h.Round,
+		Signature: hex.EncodeToString(sig)}
+}
+
+// logOf is the log a gateway serves of p: commitment, freeze, beacon and
+// reveal, then extra.
+func logOf(t *testing.T, p *drawverify.DrawPage, extra ...*draw.Event) *drawverify.LogPage {
+	t.Helper()
+	n := p.Count
+	evs := []*draw.Event{{Event: draw.EventCommit, Commitment: hexOr(p.Commitment), Chain: p.Beacon.Chain, Round: p.Beacon.Round, HeadKey: p.HeadKey},
+		{Event: draw.EventFreeze, Root: p.Root, Count: &n, FrozenAt: p.Head.FrozenAtMs, HeadSig: p.Head.Signature},
+		{Event: draw.EventBeacon, Round: p.Beacon.Round, Signature: p.Beacon.Signature},
+		{Event: draw.EventReveal, Seed: p.Seed}}
+	return chainLog(t, p.SaleID, append(evs, extra...))
+}
+
+func chainLog(t *testing.T, sale int64, evs []*draw.Event) *drawverify.LogPage {
+	t.Helper()
+	l := &drawverify.LogPage{SaleID: sale}
+	var prev draw.Hash
+	for i, e := range evs {
+		e.Seq, e.Sale = i, sale
+		en, err := draw.NewEntry(prev, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Entries, prev = append(l.Entries, drawverify.LogEntry{Hash: en.Hash.String(), Body: string(en.Body)}), en.Hash
+	}
+	return l
+}
+
+func hexOr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
 // setEntries publishes leaves with their draws and places under seed and
-// root, as a gateway does (count included).
+// root, as a gateway does (count included), keyed by the seed and p's
+// beacon round.
 func setEntries(p *drawverify.DrawPage, seed, root draw.Hash, leaves []draw.Hash) {
-	draws, places := draw.Places(seed, root, leaves)
+	key := seed
+	if b := p.Beacon; b != nil {
+		sig, _ := hex.DecodeString(b.Signature)
+		key = draw.Key(seed, beacon.Randomness(sig))
+	}
+	draws, places := draw.Places(key, root, leaves)
 	p.Count, p.Entries = len(leaves), make([]drawverify.DrawEntry, len(leaves))
 	for i := range leaves {
 		p.Entries[i] = drawverify.DrawEntry{Leaf: leaves[i].String(), Draw: draws[i].String(), Place: places[i]}
 	}
 }
 
-// serveDraw serves whole (or, with status, only that error code) as the
-// gateway's GET .../draw does, in pages of size entries.
-func serveDraw(t *testing.T, whole *drawverify.DrawPage, size int) *httptest.Server {
+// serveDraw serves whole as the gateway's GET .../draw does, in pages of
+// size entries, and its log (logOf, or the one given) at .../draw/log.
+func serveDraw(t *testing.T, whole *drawverify.DrawPage, size int, log ...*drawverify.LogPage) *httptest.Server {
 	t.Helper()
+	base := "/api/flash-sales/sales/" + strconv.FormatInt(whole.SaleID, 10) + "/draw"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/flash-sales/sales/"+strconv.FormatInt(whole.SaleID, 10)+"/draw" {
+		if r.URL.Path == base+"/log" {
+			if len(log) == 0 {
+				log = append(log, logOf(t, whole))
+			}
+			json.NewEncoder(w).Encode(log[0])
+			return
+		}
+		if r.URL.Path != base {
 			w.WriteHeader(http.StatusNotFound)
 			w.Write([]byte(`{"error":"` + api.SaleNotFound + `"}`))
 			return
@@ -211,6 +289,24 @@ func TestDrawVerifyFromFile(t *testing.T) {
 	if code, out, errOut := verifyOn("http://unused.invalid", "--file", save("good.json", good)); code != ops.ExitOK || !strings.Contains(out, "verifies: 30 entrants") {
 		t.Fatalf("a saved draw: exit %d\n%s%s", code, out, errOut)
 	}
+	lb, _ := json.Marshal(logOf(t, good))
+	logPath := filepath.Join(dir, "log.json")
+	if err := os.WriteFile(logPath, lb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := verifyOn("", "--file", save("good.json", good), "--log", logPath, "--offline")
+	if code != ops.ExitOK || !strings.Contains(out, "log: 4 entries, chained") || !strings.Contains(out, "commitment: not compared: --offline") {
+		t.Fatalf("a saved draw and log, offline: exit %d\n%s%s", code, out, errOut)
+	}
+	bad := logOf(t, good)
+	bad.Entries[2].Body = strings.Replace(bad.Entries[2].Body, `"round":`, `"round":1`, 1)
+	lb, _ = json.Marshal(bad)
+	if err := os.WriteFile(logPath, lb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := verifyOn("", "--file", save("good.json", good), "--log", logPath, "--offline"); code != ops.ExitFail || !strings.Contains(out, "entry 2's hash") {
+		t.Errorf("a saved log changed after the fact: exit %d\n%s", code, out)
+	}
 	page := publishedDraw(t, 30)
 	next := 20
 	page.Entries, page.Next = page.Entries[:20], &next
@@ -228,7 +324,7 @@ func TestDrawVerifyFromFile(t *testing.T) {
 // the sale's description; a sale Redis does not hold is not compared.
 func TestDrawCommitmentAgainstRedis(t *testing.T) {
 	check := func(s *sale.Sale, err error) *drawverify.DrawVerified {
-		rep, cerr := drawverify.CheckDraw(publishedDraw(t, 4), 7)
+		rep, cerr := drawverify.CheckDraw(publishedDraw(t, 4), nil, 7)
 		if cerr != nil || !rep.Verified {
 			t.Fatalf("the honest draw: %+v %v", rep, cerr)
 		}
@@ -244,5 +340,63 @@ func TestDrawCommitmentAgainstRedis(t *testing.T) {
 	}
 	if rep := check(&sale.Sale{}, nil); rep.Verified || !strings.Contains(rep.Reason, "names none") {
 		t.Errorf("no commitment in Redis: %+v", rep)
+	}
+}
+
+// TestDrawVerifySealedMutants: what seals a draw is checked, each mutant
+// refused with its reason: a forged beacon signature, a tree head dated at
+// the round's time, a tree head signed by another key, a log with a second
+// freeze, a redraw without an abort entry, a log telling another seed. A
+// redraw after an abort verifies, the abort's reason in the report.
+func TestDrawVerifySealedMutants(t *testing.T) {
+	good := publishedDraw(t, 40)
+	code, out, errOut := verifyOn(serveDraw(t, good, 20).URL)
+	if code != ops.ExitOK || !strings.Contains(out, "sealed by a beacon: yes: dev round") || !strings.Contains(out, "test chain anyone can sign") ||
+		!strings.Contains(out, "log: 4 entries, chained") {
+		t.Fatalf("the sealed draw: exit %d\n%s%s", code, out, errOut)
+	}
+	n := good.Count
+	cases := []struct {
+		name string
+		srv  *httptest.Server
+		want string
+	}{
+		{"forged beacon", func() *httptest.Server {
+			p := publishedDraw(t, 40)
+			other, _ := beacon.Dev.Sign(p.Beacon.Round + 1)
+			p.Beacon.Signature = hex.EncodeToString(other)
+			return serveDraw(t, p, 20)
+		}(), "a forged round"},
+		{"head dated at the round", func() *httptest.Server {
+			p := publishedDraw(t, 40)
+			signHead(t, p, beacon.Dev.TimeOf(p.Beacon.Round))
+			return serveDraw(t, p, 20)
+		}(), "issued after the beacon could be known"},
+		{"head of another key", func() *httptest.Server {
+			p := publishedDraw(t, 40)
+			p.HeadKey = strings.Repeat("ab", 32)
+			return serveDraw(t, p, 20)
+		}(), "not the sale's head key"},
+		{"second freeze", serveDraw(t, good, 20, logOf(t, good, &draw.Event{Event: draw.EventFreeze, Root: good.Root, Count: &n,
+			FrozenAt: good.Head.FrozenAtMs, HeadSig: good.Head.Signature})), "a second freeze"},
+		{"redraw without an abort", serveDraw(t, good, 20, logOf(t, good, &draw.Event{Event: draw.EventReveal, Seed: good.Seed})),
+			"a second reveal without an abort"},
+		{"log of another seed", serveDraw(t, good, 20, func() *drawverify.LogPage {
+			q := *good
+			q.Seed = draw.NewSeed().String()
+			return logOf(t, &q)
+		}()), "the log's seed is"},
+	}
+	for _, tc := range cases {
+		code, out, errOut := verifyOn(tc.srv.URL)
+		if code != ops.ExitFail || !strings.Contains(out, "does NOT verify") || !strings.Contains(out, tc.want) {
+			t.Errorf("%s: exit %d, want 1 and %q\n%s%s", tc.name, code, tc.want, out, errOut)
+		}
+	}
+	redrawn := logOf(t, good, &draw.Event{Event: draw.EventAbort, Reason: "the seed leaked"},
+		&draw.Event{Event: draw.EventBeacon, Round: good.Beacon.Round, Signature: good.Beacon.Signature},
+		&draw.Event{Event: draw.EventReveal, Seed: good.Seed})
+	if code, out, errOut := verifyOn(serveDraw(t, good, 20, redrawn).URL); code != ops.ExitOK || !strings.Contains(out, "aborted and redrawn 1 time(s): the seed leaked") {
+		t.Errorf("a redraw after an abort: exit %d\n%s%s", code, out, errOut)
 	}
 }

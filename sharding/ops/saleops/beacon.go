@@ -1,0 +1,71 @@
+package saleops
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"flashsale/sharding/draw/beacon"
+	"flashsale/sharding/ops/tool"
+)
+
+// BeaconHanded is the report of `sale draw beacon`.
+type BeaconHanded struct {
+	Sale      int64  `json:"sale"`
+	Chain     string `json:"chain"`
+	Round     uint64 `json:"round"`
+	Signature string `json:"signature"`
+	// Recorded: this signature is now the one the gateways use; false when
+	// another was recorded first (Held), which the gateways verify alike.
+	Recorded bool   `json:"recorded"`
+	Held     string `json:"held,omitempty"`
+}
+
+// HandBeacon records the beacon round of sale id's draw for the gateways:
+// sig (hex) when given, else the round fetched by f, verified in both cases
+// against the sale's pinned chain before anything is written.
+func HandBeacon(ctx context.Context, t *tool.Tool, id int64, sig string, f beacon.Source) (*BeaconHanded, error) {
+	s, err := t.Store.LoadSale(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d := s.Draw
+	if d == nil || d.Round == 0 {
+		return nil, fmt.Errorf("sale %d's draw is not sealed by a beacon round (created without one): there is nothing to hand it", id)
+	}
+	c, err := beacon.ByHash(d.Chain)
+	if err != nil {
+		return nil, err
+	}
+	var b []byte
+	if sig != "" {
+		if b, err = beacon.ParseSignature(sig); err == nil {
+			err = c.Verify(d.Round, b)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sale %d, %s round %d: %w: refused, nothing recorded", id, c.Name, d.Round, err)
+		}
+	} else if b, err = f.Round(ctx, c, d.Round); err != nil {
+		return nil, fmt.Errorf("sale %d, %s round %d: %w", id, c.Name, d.Round, err)
+	}
+	held, err := t.Store.PutDrawBeacon(ctx, id, b, s.EndsAt.Add(time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	rep := &BeaconHanded{Sale: id, Chain: c.Name, Round: d.Round, Signature: fmt.Sprintf("%x", b), Recorded: held == fmt.Sprintf("%x", b)}
+	if !rep.Recorded {
+		rep.Held = held
+	}
+	return rep, nil
+}
+
+// Text renders the report.
+func (r *BeaconHanded) Text(w io.Writer) error {
+	if r.Recorded {
+		_, err := fmt.Fprintf(w, "sale %d: %s round %d verified and recorded; the gateways reveal the draw on their next tick\n", r.Sale, r.Chain, r.Round)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "sale %d: %s round %d verified; a signature was recorded before (%.16s…), and the gateways verify it alike\n", r.Sale, r.Chain, r.Round, r.Held)
+	return err
+}
