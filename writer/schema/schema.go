@@ -9,7 +9,8 @@
 // package's functions, so that a schema change touches writer/ alone:
 // flashctl writes a sale's rows (sales.go, brand.go, frontdoor.go) and the
 // operator's acts (events.go), and reads what its commands show (read.go,
-// ledger.go); the bench's audit reads what it checks (audit.go). A test
+// ledger.go); the bench's audit reads what it checks (audit.go); the
+// writer keeps each sale's draw log, which anyone may read (drawlog.go). A test
 // (TestNoSQLOutsideTheWriter) fails on SQL text against these tables in a
 // .go file outside writer/.
 package schema

@@ -23,6 +23,7 @@ import (
 	"flashsale/sharding/stock"
 	"flashsale/writer/internal/config"
 	"flashsale/writer/internal/consume"
+	"flashsale/writer/internal/drawlog"
 	"flashsale/writer/internal/drift"
 	"flashsale/writer/internal/expiry"
 	"flashsale/writer/internal/ghost"
@@ -44,8 +45,9 @@ type App struct {
 	Applier  *outbox.Applier
 	Expiry   *expiry.Job
 	Consumer *consume.Consumer
-	Ghost    *ghost.Sweeper // nil when -ghost-interval is 0
-	Drift    *drift.Watcher // nil when -drift-interval is 0
+	Ghost    *ghost.Sweeper  // nil when -ghost-interval is 0
+	Drift    *drift.Watcher  // nil when -drift-interval is 0
+	DrawLog  *drawlog.Copier // nil when -draw-log-interval is 0
 	batcher  *stock.Batcher
 	admin    *obs.Server   // nil without -admin
 	start    startup.State // why /readyz is red while New waits
@@ -107,8 +109,8 @@ func (a *App) connect(ctx context.Context) (err error) {
 }
 
 // build makes the parts that use the connections: the stock store and its
-// acknowledged batcher, the outbox, the expiry job, the consumer and the
-// drift and ghost watchers.
+// acknowledged batcher, the outbox, the expiry job, the consumer, the
+// drift and ghost watchers and the draw log's copier.
 func (a *App) build() (err error) {
 	cfg, log := a.Cfg, a.Log
 	a.Stock = stock.New(a.Redis)
@@ -151,6 +153,9 @@ func (a *App) build() (err error) {
 	}
 	if cfg.DriftInterval > 0 {
 		a.Drift = drift.New(drift.Config{Interval: cfg.DriftInterval, Sales: cfg.Sales}, a.Store.Pool(), a.Stock, a.Metrics.Registry, log)
+	}
+	if cfg.DrawLogInterval > 0 {
+		a.DrawLog = drawlog.New(drawlog.Config{Interval: cfg.DrawLogInterval, Sales: cfg.Sales}, a.Store.Pool(), a.Stock, a.Metrics, log)
 	}
 	if cfg.GhostInterval > 0 {
 		a.Ghost = ghost.New(ghost.Config{Interval: cfg.GhostInterval, Grace: cfg.GhostGrace, Sales: cfg.Sales},
@@ -243,6 +248,9 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	if a.Drift != nil {
 		wg.Go(func() { a.Drift.Run(ctx) })
+	}
+	if a.DrawLog != nil {
+		wg.Go(func() { a.DrawLog.Run(ctx) })
 	}
 	a.Log.Info("writer consuming", "topic", a.Cfg.Topic, "group", a.Cfg.Group)
 	err := a.Consumer.Run(ctx)

@@ -23,55 +23,57 @@ type Config struct {
 	// after SIGTERM).
 	shared.Common
 
-	Topic          string
-	DeadLetter     string
-	Group          string
-	InstanceID     string
-	BatchSize      int
-	FetchMaxWait   time.Duration
-	SessionTimeout time.Duration
-	RetryMin       time.Duration
-	RetryMax       time.Duration
-	ExpiryInterval time.Duration
-	ExpiryBatch    int
-	Sales          []int64
-	OutboxInterval time.Duration
-	OutboxGrace    time.Duration
-	GhostInterval  time.Duration
-	DriftInterval  time.Duration
-	GhostGrace     time.Duration
-	StatusTTL      time.Duration
-	RedisParallel  int
-	ReplicaAcks    int
-	ReplicaTimeout time.Duration
-	Migrate        bool
+	Topic           string
+	DeadLetter      string
+	Group           string
+	InstanceID      string
+	BatchSize       int
+	FetchMaxWait    time.Duration
+	SessionTimeout  time.Duration
+	RetryMin        time.Duration
+	RetryMax        time.Duration
+	ExpiryInterval  time.Duration
+	ExpiryBatch     int
+	Sales           []int64
+	OutboxInterval  time.Duration
+	OutboxGrace     time.Duration
+	GhostInterval   time.Duration
+	DriftInterval   time.Duration
+	DrawLogInterval time.Duration
+	GhostGrace      time.Duration
+	StatusTTL       time.Duration
+	RedisParallel   int
+	ReplicaAcks     int
+	ReplicaTimeout  time.Duration
+	Migrate         bool
 }
 
 // Default returns the configuration with every default applied: the one
 // place they are written (the common ones in package shared).
 func Default() Config {
 	return Config{
-		Common:         shared.NewCommon("127.0.0.1:9103", 15*time.Second),
-		Topic:          orderevent.DefaultTopic,
-		DeadLetter:     orderevent.DefaultDeadLetterTopic,
-		Group:          orderevent.DefaultGroup,
-		BatchSize:      5000,
-		FetchMaxWait:   50 * time.Millisecond,
-		SessionTimeout: 10 * time.Second,
-		RetryMin:       50 * time.Millisecond,
-		RetryMax:       5 * time.Second,
-		ExpiryInterval: 5 * time.Second,
-		ExpiryBatch:    1000,
-		OutboxInterval: 5 * time.Second,
-		OutboxGrace:    2 * time.Second,
-		GhostInterval:  30 * time.Second,
-		DriftInterval:  time.Second,
-		GhostGrace:     2 * time.Minute,
-		StatusTTL:      24 * time.Hour,
-		RedisParallel:  64,
-		ReplicaAcks:    1,
-		ReplicaTimeout: 50 * time.Millisecond,
-		Migrate:        true,
+		Common:          shared.NewCommon("127.0.0.1:9103", 15*time.Second),
+		Topic:           orderevent.DefaultTopic,
+		DeadLetter:      orderevent.DefaultDeadLetterTopic,
+		Group:           orderevent.DefaultGroup,
+		BatchSize:       5000,
+		FetchMaxWait:    50 * time.Millisecond,
+		SessionTimeout:  10 * time.Second,
+		RetryMin:        50 * time.Millisecond,
+		RetryMax:        5 * time.Second,
+		ExpiryInterval:  5 * time.Second,
+		ExpiryBatch:     1000,
+		OutboxInterval:  5 * time.Second,
+		OutboxGrace:     2 * time.Second,
+		GhostInterval:   30 * time.Second,
+		DriftInterval:   time.Second,
+		DrawLogInterval: time.Second,
+		GhostGrace:      2 * time.Minute,
+		StatusTTL:       24 * time.Hour,
+		RedisParallel:   64,
+		ReplicaAcks:     1,
+		ReplicaTimeout:  50 * time.Millisecond,
+		Migrate:         true,
 	}
 }
 
@@ -99,6 +101,7 @@ func (c *Config) Register(set *shared.Set) {
 		{Name: "outbox-interval", Usage: "period of the replay of Redis effects not yet applied", Value: shared.Duration(&c.OutboxInterval)},
 		{Name: "outbox-grace", Usage: "age before an unapplied outbox row is replayed by any writer", Value: shared.Duration(&c.OutboxGrace)},
 		{Name: "drift-interval", Usage: "period of the online invariant Q - (S + M + P + J) per item of live sales (flashsale_writer_stock_drift_units; 0 turns it off)", Value: shared.Duration(&c.DriftInterval)},
+		{Name: "draw-log-interval", Usage: "period of the copy of drawn sales' draw logs from Redis to PostgreSQL (table draw_log; 0 turns it off)", Value: shared.Duration(&c.DrawLogInterval)},
 		{Name: "ghost-interval", Usage: "period of the ghost sweep (reservations with no journal entry and no order; 0 turns it off)", Value: shared.Duration(&c.GhostInterval)},
 		{Name: "ghost-grace", Usage: "how long a reservation must stay without journal entry and order before the sweep releases it", Value: shared.Duration(&c.GhostGrace)},
 		{Name: "status-ttl", Usage: "how long Redis keeps an order record after its final status", Value: shared.Duration(&c.StatusTTL)},
@@ -151,6 +154,8 @@ func (c *Config) Validate() error {
 		return errors.New("-outbox-grace and -session-timeout must not be negative")
 	case c.DriftInterval < 0:
 		return fmt.Errorf("-drift-interval %s: want >= 0", c.DriftInterval)
+	case c.DrawLogInterval < 0:
+		return fmt.Errorf("-draw-log-interval %s: want >= 0", c.DrawLogInterval)
 	case c.GhostInterval < 0 || (c.GhostInterval > 0 && c.GhostGrace < 10*time.Second):
 		return fmt.Errorf("ghost sweep -ghost-interval %s -ghost-grace %s: want interval >= 0 and grace >= 10s", c.GhostInterval, c.GhostGrace)
 	}

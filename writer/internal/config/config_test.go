@@ -23,7 +23,7 @@ func TestDefaults(t *testing.T) {
 	}
 	if c.Group != "flashsale-writer" || c.Admin != "127.0.0.1:9103" || c.ExpiryInterval != 5*time.Second ||
 		c.Topic != "flash-sale-orders" || c.DeadLetter != "flash-sale-orders.dlq" || len(c.Redis.Addrs) != 6 || !c.Migrate ||
-		c.Postgres.URL != shared.DefaultDatabaseURL || c.ShutdownGrace != 15*time.Second {
+		c.Postgres.URL != shared.DefaultDatabaseURL || c.ShutdownGrace != 15*time.Second || c.DrawLogInterval != time.Second {
 		t.Fatalf("defaults: %+v", c)
 	}
 }

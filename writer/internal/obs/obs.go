@@ -78,6 +78,17 @@ type Metrics struct {
 	// GhostSweepsSkipped counts sweeps that did not judge because the orders
 	// topic's consumer group had lag (an event could still be on its way).
 	GhostSweepsSkipped prometheus.Counter
+	// DrawLogEntries counts draw log entries copied from Redis to
+	// PostgreSQL (internal/drawlog).
+	DrawLogEntries prometheus.Counter
+	// DrawLogRefused counts reads of a sale's draw log in Redis that did
+	// not verify (draw.CheckLog) or held an entry unfit to keep: nothing of
+	// it was copied. Counted at every read while it lasts.
+	DrawLogRefused prometheus.Counter
+	// DrawLogConflicts counts reads of a sale's draw log in Redis holding an
+	// entry at a sequence number PostgreSQL holds with another hash: the
+	// entry held is kept. Counted at every read while it lasts.
+	DrawLogConflicts prometheus.Counter
 }
 
 // NewMetrics registers the writer's metrics in a new registry, with the Go
@@ -108,6 +119,9 @@ func NewMetrics() *Metrics {
 		UnlinkedRuns:       f("unlinked_runs_total", "Runs of an item's journal chain that did not link to its persisted watermark (an entry before them never reached PostgreSQL); their orders were marked one by one."),
 		Ghosts:             f("ghost_reservations_total", "Reservations found in Redis with no journal entry and no order after the sweep's grace, released as FAILED (the journal makes this 0 by construction; anything else is a bug or a lost failover write)."),
 		GhostSweepsSkipped: f("ghost_sweeps_skipped_total", "Ghost sweeps that judged nothing because the orders consumer group had lag."),
+		DrawLogEntries:     f("draw_log_entries_total", "Draw log entries copied from Redis to PostgreSQL."),
+		DrawLogRefused:     f("draw_log_refused_total", "Reads of a sale's draw log in Redis that did not verify (hash chain, sequence, order of events) or held an entry unfit to keep; nothing of it was copied (counted at every read while it lasts)."),
+		DrawLogConflicts:   f("draw_log_conflicts_total", "Reads of a sale's draw log in Redis holding an entry at a sequence number PostgreSQL holds with another hash; the entry held is kept (counted at every read while it lasts)."),
 		ExpirySkipped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "flashsale_writer_expiry_skipped_total", Help: "Due orders the Redis claim kept from expiring, by reason.",
 		}, []string{"reason"}),
