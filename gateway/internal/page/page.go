@@ -116,13 +116,17 @@ func New(cfg Config) (*Site, error) {
 	return s, nil
 }
 
+// notServed are the files beside the assets that document them (a vendored
+// script's README and licence): embedded with the folder, never served.
+var notServed = map[string]bool{"README.md": true, "LICENSE": true}
+
 // hashAssets names every embedded file but the HTML by its content hash
 // (i18n/ja.json is served as i18n-ja.<hash>.json) and returns the served
 // path of each, by source path.
 func (s *Site) hashAssets() (map[string]string, error) {
 	names := map[string]string{}
 	err := fs.WalkDir(files, "assets", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || p == "assets/sale.html" {
+		if err != nil || d.IsDir() || p == "assets/sale.html" || notServed[path.Base(p)] {
 			return err
 		}
 		body, err := files.ReadFile(p)
