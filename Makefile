@@ -31,7 +31,7 @@ test: up
 # FAULT_PKGS are the packages with TestFault or TestBrowser tests: the second
 # phase runs only these (with -p 1 every other package's test binary would be
 # linked one after another, to run nothing).
-FAULT_PKGS = ./deploy/e2e ./gateway/internal/app ./gateway/internal/pow ./sharding/ops/reconcile ./sharding/stock ./writer/internal/app
+FAULT_PKGS = ./deploy/e2e ./gateway/internal/app ./gateway/internal/page ./gateway/internal/pow ./sharding/ops/reconcile ./sharding/stock ./writer/internal/app
 
 # chaos runs a seeded fault run of the whole system (deploy/e2e TestFaultChaos;
 # with LAB=1 TestLabChaos, on the lab's hosts, links and clocks: deploy/lab):

@@ -3,8 +3,12 @@ package page
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"flashsale/sharding/draw/beacon"
 )
 
 // The vendored @noble/curves (assets/vendor, see its README): Ed25519 and
@@ -49,5 +53,31 @@ func TestNobleCurvesIsTheVendoredBuild(t *testing.T) {
 	curves, drawJS := strings.Index(page, `<script src="`+served+`"`), strings.Index(page, `<script src="/sale/assets/draw.`)
 	if served == "" || curves < 0 || drawJS < 0 || curves > drawJS {
 		t.Fatalf("the page does not load %s (served as %q) before draw.js", noblePath, served)
+	}
+}
+
+// TestDrawPinsTheBeaconChains: draw.js pins each chain of package beacon,
+// with its key, genesis and period, and says which one is the test chain.
+func TestDrawPinsTheBeaconChains(t *testing.T) {
+	src, err := files.ReadFile("assets/draw.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := regexp.MustCompile(`'([0-9a-f]{64})': \{\s*key: '([0-9a-f]{192})',\s*genesis: (\d+), period: (\d+), dev: (true|false),`)
+	found := entry.FindAllStringSubmatch(string(src), -1)
+	if len(found) != len(beacon.Chains) {
+		t.Fatalf("draw.js pins %d chains, package beacon %d", len(found), len(beacon.Chains))
+	}
+	for _, m := range found {
+		c, err := beacon.ByHash(m[1])
+		if err != nil {
+			t.Fatalf("draw.js: %v", err)
+		}
+		g, _ := strconv.ParseInt(m[3], 10, 64)
+		p, _ := strconv.ParseInt(m[4], 10, 64)
+		if m[2] != c.PublicKeyHex || g != c.Genesis.Unix() || p*1e9 != int64(c.Period) || (m[5] == "true") != !c.Public {
+			t.Errorf("draw.js pins %s as key %s, genesis %d, period %d s, dev %s; package beacon: %s, %d, %v, public %v",
+				c.Name, m[2], g, p, m[5], c.PublicKeyHex, c.Genesis.Unix(), c.Period, c.Public)
+		}
 	}
 }

@@ -431,6 +431,14 @@
     const c = sale && sale.draw && sale.draw.commitment;
     return typeof c === 'string' && /^[0-9a-f]{64}$/i.test(c) ? c.toLowerCase() : null;
   }
+  // saleSeal is what the sale's description published of the beacon round
+  // that seals its draw: the tree head's key, the chain's hash and the
+  // round (all null for a sale drawn on its seed alone). draw.js checks the
+  // answer against these, never against the answer's own.
+  function saleSeal() {
+    const d = (sale && sale.draw) || {};
+    return { headKey: d.headKey || null, chain: d.chain || null, round: d.round || null };
+  }
   // renderOdds shows the buyer's place and chance of a unit while they
   // wait, and "verify" once a place is known.
   function renderOdds() {
@@ -914,7 +922,7 @@
       if (r.status !== 200) { b.check = { state: 'error', code: r.body.error || r.status || 'offline' }; return; }
       let res;
       try {
-        res = await FlashSale.draw.verify(r.body, { saleId, userId: tokenUser(getToken()), commitment: saleCommitment(), nonce: savedNonce() });
+        res = await FlashSale.draw.verify(r.body, { saleId, userId: tokenUser(getToken()), commitment: saleCommitment(), nonce: savedNonce(), ...saleSeal() });
         if (r.body.root != null) {
           // The public draw, as anyone sees it: the same root and seed, and
           // the buyer's place as the rank of their draw among all of them.
@@ -928,19 +936,29 @@
       }
       // "large": the public draw has more than one page; the page does not
       // read them all (flashctl sale draw verify does), and that is no failure.
-      const words = Object.values(res).map((w) => (w === 'large' ? 'ok' : w));
-      const st = words.every((w) => w === 'ok') ? 'verified' : words.some((w) => w !== 'ok' && w !== 'pending') ? 'failed' : 'pending';
+      // "unsealed" (a sale from before the beacon) and "test" (the dev
+      // chain's round) fail nothing either, but the page says what they
+      // leave unproven instead of "verified".
+      const words = Object.values(res).map((w) => (isNote(w) || w === 'large' ? 'ok' : w));
+      let st = words.every((w) => w === 'ok') ? 'verified' : words.some((w) => w !== 'ok' && w !== 'pending') ? 'failed' : 'pending';
+      if (st === 'verified' && isNote(res.beacon)) st = res.beacon;
       b.check = { state: st, res, me: r.body };
     } finally {
       b.checking = false;
       if (b === buyer) renderCheck();
     }
   }
+  // isNote: draw.js's words that fail no check but limit what it proves.
+  const isNote = (w) => w === 'unsealed' || w === 'test';
   // checkSays names each check's outcome (draw.js's words) as a message.
   const checkSays = {
     leaf: { ok: 'check.leafOk', mismatch: 'check.leafMismatch', nonce: 'check.leafNonce' },
     proof: { ok: 'check.proofOk', mismatch: 'check.proofMismatch', pending: 'check.proofPending' },
+    head: { ok: 'check.headOk', mismatch: 'check.headMismatch', late: 'check.headLate', round: 'check.headRound', chain: 'check.chain',
+      absent: 'check.headAbsent', unsealed: 'check.unsealedOne', pending: 'check.headPending' },
     seed: { ok: 'check.seedOk', mismatch: 'check.seedMismatch', commitment: 'check.seedCommitment', absent: 'check.seedAbsent', pending: 'check.seedPending' },
+    beacon: { ok: 'check.beaconOk', test: 'check.beaconTest', mismatch: 'check.beaconMismatch', round: 'check.beaconRound', chain: 'check.chain',
+      absent: 'check.beaconAbsent', unsealed: 'check.unsealedOne', pending: 'check.beaconPending' },
     draw: { ok: 'check.drawOk', mismatch: 'check.drawMismatch', pending: 'check.drawPending' },
     published: { ok: 'check.publishedOk', mismatch: 'check.publishedMismatch', pending: 'check.publishedPending', large: 'check.publishedLarge' },
   };
@@ -956,6 +974,8 @@
     const line = {
       checking: msg('check.running'),
       verified: msg('check.verified', { place }),
+      test: msg('check.test', { place }),
+      unsealed: msg('check.unsealed', { place }),
       failed: msg('check.failed'),
       pending: msg('check.pending'),
       'not-entered': msg('check.notEntered'),
@@ -966,18 +986,19 @@
     const items = Object.keys(checkSays).filter((k) => c.res && c.res[k]).map((k) => {
       const w = c.res[k];
       const li = document.createElement('li');
-      li.className = w === 'ok' ? 'ok' : w === 'pending' ? 'wait' : 'bad';
+      li.className = w === 'ok' ? 'ok' : w === 'pending' || isNote(w) ? 'wait' : 'bad';
       li.dataset.check = k;
       li.dataset.result = w;
       const verdict = document.createElement('span');
       verdict.className = 'verdict';
-      verdict.textContent = t(w === 'ok' ? 'check.passed' : w === 'pending' ? 'check.notYet' : 'check.failedOne');
+      verdict.textContent = t(w === 'ok' ? 'check.passed' : w === 'pending' ? 'check.notYet' : isNote(w) ? 'check.note' : 'check.failedOne');
       li.append(verdict, t(checkSays[k][w] || 'check.malformed', { count: I.number(me.count > 0 ? me.count : 0) }));
       return li;
     });
     el.checks.replaceChildren(...items);
     const values = [['check.nonce', me.nonce], ['check.leaf', me.leaf], ['check.root', me.root], ['check.seed', me.seed],
-      ['check.commitment', me.commitment], ['check.draw', me.draw]].filter(([, v]) => typeof v === 'string');
+      ['check.commitment', me.commitment], ['check.beaconSignature', me.beacon && me.beacon.signature], ['check.draw', me.draw]]
+      .filter(([, v]) => typeof v === 'string');
     el.checkValues.replaceChildren(...values.flatMap(([k, v]) => {
       const dt = document.createElement('dt');
       dt.textContent = t(k);
