@@ -33,5 +33,8 @@ elseif ARGV[2] ~= string.rep('0', 64) then
   return {0, n}
 end
 n = redis.call('RPUSH', KEYS[1], ARGV[3])
-redis.call('PEXPIREAT', KEYS[1], expire)
+local at = redis.call('PEXPIRETIME', KEYS[1])
+if at < 0 or at < expire then
+  redis.call('PEXPIREAT', KEYS[1], expire) -- the log's expiry only grows
+end
 return {1, n}

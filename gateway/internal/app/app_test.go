@@ -144,6 +144,7 @@ func startWith(t testing.TB, qty int64, shards int, brokers []string, topic stri
 		topic = testenv.NewTopic(t, "gateway-it")
 	}
 	cfg := config.Default()
+	cfg.Beacon = "dev" // the sealed draws of these tests are on the dev chain
 	cfg.Listen, cfg.Admin = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.Redis.Addrs, cfg.Kafka.Brokers, cfg.Topic = testenv.RedisAddrs(), brokers, topic
 	cfg.JWTSecret = string(secret)

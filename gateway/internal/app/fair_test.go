@@ -2,8 +2,10 @@ package app_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"flashsale/sharding/draw/beacon"
 	"fmt"
 	"net/http"
 	"strings"
@@ -46,9 +48,13 @@ type publishedDraw struct {
 	Count      int
 	Root, Seed string
 	Committed  bool
-	From       int
-	Next       *int
-	Entries    []struct {
+	Beacon     *struct {
+		Chain, Signature string
+		Round            uint64
+	}
+	From    int
+	Next    *int
+	Entries []struct {
 		Leaf, Draw string
 		Place      int
 	}
@@ -82,6 +88,13 @@ func (s *stack) readDraw(gw *app.App) (publishedDraw, draw.Published) {
 		pub.Seed, pub.Root, pub.Count = mustHash(s.t, all.Seed), mustHash(s.t, all.Root), all.Count
 		if all.Commitment != nil {
 			pub.Commitment = mustHash(s.t, *all.Commitment)
+		}
+		if b := all.Beacon; b != nil {
+			sig, err := hex.DecodeString(b.Signature)
+			if err != nil {
+				s.t.Fatalf("the beacon's signature %q: %v", b.Signature, err)
+			}
+			pub.Beacon = &draw.Beacon{Chain: b.Chain, Round: b.Round, Signature: sig}
 		}
 	}
 	return all, pub
@@ -195,7 +208,12 @@ func TestRaffleOverThreeGateways(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep, err := drawverify.CheckDraw(doc, s.sale.ID); err != nil || !rep.Verified || rep.Count != crowd {
+		log, err := drawverify.FetchLog(context.Background(), http.DefaultClient, "http://"+g.Addr(), s.sale.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep, err := drawverify.CheckDraw(doc, log, s.sale.ID); err != nil || !rep.Verified || rep.Count != crowd ||
+			!strings.HasPrefix(rep.Sealed, "yes: dev round") || !strings.HasPrefix(rep.Log, "4 entries") {
 			t.Fatalf("flashctl's check of the draw: %+v %v", rep, err)
 		}
 	}
@@ -268,6 +286,7 @@ func closeEntries(t *testing.T, s *stack, gws []*app.App) {
 	r := *sale.Raffle
 	r.EntriesClose = time.Now().Add(300 * time.Millisecond)
 	sale.Raffle, sale.StartsAt, sale.Version = &r, r.EntriesClose.Add(1500*time.Millisecond), sale.Version+1
+	sealDraw(t, s, &sale)
 	if err := s.store.StoreSale(context.Background(), &sale); err != nil {
 		t.Fatal(err)
 	}
@@ -279,17 +298,42 @@ func closeEntries(t *testing.T, s *stack, gws []*app.App) {
 	}
 }
 
+// sealDraw seals sl's draw, whose entries now close for good, as
+// `flashctl sale create --beacon dev` does: the first round of the dev
+// chain 2 s or more after the close, a head key in Redis, the log's
+// commitment entry; the start moves to the round's time when it was before.
+func sealDraw(t *testing.T, s *stack, sl *sale.Sale) {
+	t.Helper()
+	c := beacon.Dev
+	key := draw.NewHeadKey()
+	d := *sl.Draw
+	d.Chain, d.Round, d.HeadKey = c.Hash, c.RoundFor(sl.Raffle.EntriesClose), hex.EncodeToString(key.Public().(ed25519.PublicKey))
+	sl.Draw = &d
+	if at := c.TimeOf(d.Round); sl.StartsAt.Before(at) {
+		sl.StartsAt = at.Add(100 * time.Millisecond)
+	}
+	ctx := context.Background()
+	expire := sl.EndsAt.Add(48 * time.Hour)
+	if _, err := s.store.PutDrawHeadKey(ctx, sl.ID, key, expire); err != nil {
+		t.Fatal(err)
+	}
+	e := &draw.Event{Event: draw.EventCommit, At: time.Now().UnixMilli(), Commitment: d.Commitment, Chain: d.Chain, Round: d.Round, HeadKey: d.HeadKey}
+	if _, err := s.store.LogDrawEvent(ctx, sl.ID, e, expire); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitRevealed waits until every gateway serves the revealed draw, the
 // same on each, committed to seed.
 func waitRevealed(t *testing.T, s *stack, gws []*app.App, seed draw.Hash, crowd int) draw.Published {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(6 * time.Second) // the dev chain's round comes 2-3 s after the close
 	var first draw.Published
 	for i, g := range gws {
 		head, pub := s.readDraw(g)
 		for head.State != "REVEALED" {
 			if time.Now().After(deadline) {
-				t.Fatalf("gateway %d: the draw is %s 3 s after the close", i, head.State)
+				t.Fatalf("gateway %d: the draw is %s 6 s after the close", i, head.State)
 			}
 			time.Sleep(50 * time.Millisecond)
 			head, pub = s.readDraw(g)
@@ -313,7 +357,11 @@ func waitRevealed(t *testing.T, s *stack, gws []*app.App, seed draw.Hash, crowd 
 // their own id and nonce, and checks their entry from .../draw/me.
 func checkPlaces(t *testing.T, s *stack, gws []*app.App, us []*fairUser, pub *draw.Published) {
 	t.Helper()
-	_, places := draw.Places(pub.Seed, pub.Root, pub.Leaves)
+	key, err := draw.KeyOf(pub.Seed, pub.Beacon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, places := draw.Places(key, pub.Root, pub.Leaves)
 	at := map[draw.Hash]int{}
 	for i, l := range pub.Leaves {
 		at[l] = i
@@ -363,7 +411,8 @@ func muteDraw(t *testing.T, pub *draw.Published) {
 	extra := draw.Leaf(1, 1, draw.NewNonce())
 	added.Leaves = append(added.Leaves, extra)
 	draw.Sort(added.Leaves)
-	added.Draws, added.Places = draw.Places(added.Seed, added.Root, added.Leaves)
+	key, _ := draw.KeyOf(added.Seed, added.Beacon)
+	added.Draws, added.Places = draw.Places(key, added.Root, added.Leaves)
 	added.Count++
 	reseeded := clone()
 	reseeded.Seed = draw.NewSeed()

@@ -14,6 +14,7 @@ import (
 	"flashsale/gateway/internal/mac"
 	"flashsale/gateway/internal/pow"
 	"flashsale/gateway/internal/room"
+	"flashsale/sharding/draw/beacon"
 	"flashsale/sharding/sale"
 )
 
@@ -34,7 +35,8 @@ func frontDoor(cfg config.Config, c rueidis.Client, acks room.Acker, log *slog.L
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := room.New(c, room.Config{Ring: passes, Acks: acks, Log: log})
+	src := &beacon.Fetcher{Relays: cfg.BeaconRelays, Dev: cfg.Beacon == "dev"}
+	r, err := room.New(c, room.Config{Ring: passes, Acks: acks, Log: log, Beacon: src})
 	if err != nil {
 		return nil, nil, err
 	}

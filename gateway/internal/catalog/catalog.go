@@ -512,6 +512,14 @@ func (s *Sale) appendAccess(b []byte, now time.Time) []byte {
 	if d := s.Draw; d != nil {
 		b = append(b, `,"draw":{"commitment":`...)
 		b = appendString(b, d.Commitment)
+		if d.Round != 0 {
+			b = append(b, `,"chain":`...)
+			b = appendString(b, d.Chain)
+			b = append(b, `,"round":`...)
+			b = strconv.AppendUint(b, d.Round, 10)
+			b = append(b, `,"headKey":`...)
+			b = appendString(b, d.HeadKey)
+		}
 		b = append(b, '}')
 	}
 	return b

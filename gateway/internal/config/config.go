@@ -27,6 +27,7 @@ import (
 
 	"flashsale/gateway/internal/auth"
 	shared "flashsale/sharding/config"
+	"flashsale/sharding/draw/beacon"
 	"flashsale/sharding/journal"
 	"flashsale/sharding/sale"
 )
@@ -69,6 +70,13 @@ type Config struct {
 	PowDifficulty int
 	PowAutoRate   float64
 	PowTTL        time.Duration
+
+	// Beacon is "dev" where this gateway signs the dev beacon chain's
+	// rounds itself (the local stack, which reaches no relay), else
+	// "quicknet"; BeaconRelays are drand's HTTP relays the rounds are taken
+	// from (package sharding/draw/beacon), each verified before use.
+	Beacon       string
+	BeaconRelays []string
 
 	// PageMaxAge is the Cache-Control max-age of the sale page's HTML (its
 	// assets are content-hashed and immutable).
@@ -163,6 +171,8 @@ func Default() Config {
 		JWKSRefresh:     auth.DefaultJWKSRefresh,
 		TicketTTL:       60 * time.Second,
 		PowTTL:          2 * time.Minute,
+		Beacon:          "quicknet",
+		BeaconRelays:    beacon.DefaultRelays,
 		PageMaxAge:      60 * time.Second,
 		PageToken:       "localStorage:flashsale.token",
 		Skew:            30 * time.Second,
@@ -217,6 +227,8 @@ func (c *Config) settings(set *shared.Set) {
 		{Name: "pow-difficulty", Usage: "proof of work asked by every sale's ticket endpoint, leading zero bits (0: only sales with powDifficulty)", Value: shared.Int(&c.PowDifficulty)},
 		{Name: "pow-auto-rate", Usage: "challenge requests per second at this gateway above which the difficulty rises a bit per doubling, at most 8 (0: never)", Value: shared.Float(&c.PowAutoRate)},
 		{Name: "pow-ttl", Usage: "lifetime of a proof-of-work challenge", Value: shared.Duration(&c.PowTTL)},
+		{Name: "beacon", Usage: "quicknet: take the rounds that seal the draws from -beacon-relays; dev: also sign the dev test chain's rounds here (the local stack only)", Value: shared.String(&c.Beacon)},
+		{Name: "beacon-relays", Usage: "drand HTTP relays the draws' beacon rounds are fetched from, comma-separated (each round is verified against the pinned key)", Value: shared.List(&c.BeaconRelays)},
 		{Name: "page-max-age", Usage: "Cache-Control max-age of the sale page's HTML", Value: shared.Duration(&c.PageMaxAge)},
 		{Name: "page-token", Usage: "where the sale page finds the buyer's bearer token: localStorage:<key> or cookie:<name>", Value: shared.String(&c.PageToken)},
 		{Name: "page-media", Usage: "directory of images (.svg .png .jpg .webp .gif .avif) served at /sale/media/<name> for sale files that name them; read at start", Value: shared.String(&c.PageMedia)},
@@ -404,6 +416,9 @@ func (c *Config) validateFrontDoor(bad func(string, ...any)) {
 	}
 	if !(c.PowAutoRate >= 0) || c.PowAutoRate > 1e9 {
 		bad("-pow-auto-rate %v: want 0 (off) or a rate of challenge requests per second", c.PowAutoRate)
+	}
+	if c.Beacon != "quicknet" && c.Beacon != "dev" {
+		bad("-beacon %q: want quicknet or dev", c.Beacon)
 	}
 	if c.PowTTL < 10*time.Second || c.PowTTL > 10*time.Minute {
 		bad("-pow-ttl %v: want 10s..10m (long enough to solve, short enough that a solve is not kept)", c.PowTTL)

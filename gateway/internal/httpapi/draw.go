@@ -100,6 +100,7 @@ func appendDrawHead(b []byte, sale *catalog.Sale, rs *room.Sale, st *room.State)
 	}
 	b = append(b, `","commitment":`...)
 	b = appendHashOrNull(b, rs.Commitment)
+	b = appendBeacon(b, rs, f)
 	b = append(b, `,"count":`...)
 	if f == nil {
 		return strconv.AppendInt(b, st.Entrants, 10)
@@ -109,6 +110,7 @@ func appendDrawHead(b []byte, sale *catalog.Sale, rs *room.Sale, st *room.State)
 	b = append(b, `,"frozenAt":"`...)
 	b = f.FrozenAt.UTC().AppendFormat(b, rfc3339Milli)
 	b = append(b, '"')
+	b = appendHead(b, f)
 	if f.Revealed {
 		b = appendHashField(b, "seed", f.Seed)
 		b = append(b, `,"committed":`...)
@@ -180,13 +182,12 @@ func (h *Handler) drawMe(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	b := append(make([]byte, 0, 1024), `{"saleId":`...)
 	b = strconv.AppendInt(b, sale.ID, 10)
 	b = append(b, `,"entered":true`...)
-	if f := st.Frozen; f != nil && f.Revealed {
-		e, ok := f.Entry(user)
-		if !ok {
-			h.answer(ctx, route, aNotEntered)
-			return
-		}
-		h.answerBody(ctx, route, aOK, append(appendEntry(b, f, &e), '}'))
+	if f := st.Frozen; f != nil && f.Entered(user) {
+		e, _ := f.Entry(user)
+		h.answerBody(ctx, route, aOK, append(appendEntry(b, rs, f, &e), '}'))
+		return
+	} else if f != nil && f.Revealed {
+		h.answer(ctx, route, aNotEntered)
 		return
 	}
 	rctx, _ := h.deadlines.get(now)
@@ -206,13 +207,21 @@ func (h *Handler) drawMe(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	}
 }
 
-// appendEntry appends a revealed entry's fields: what the user needs to
-// check their own place (their leaf from their id and nonce, its inclusion
-// proof under the root, the seed against the commitment, their draw).
-func appendEntry(b []byte, f *room.Frozen, e *room.Entry) []byte {
+// appendEntry appends an entry's fields: what the user needs to check
+// their own place (their leaf from their id and nonce, its inclusion proof
+// under the root, the signed tree head, and once revealed the beacon round,
+// the seed against the commitment, their draw and place).
+func appendEntry(b []byte, rs *room.Sale, f *room.Frozen, e *room.Entry) []byte {
 	b = append(b, `,"nonce":"`...)
 	b = hex.AppendEncode(b, e.Nonce[:])
 	b = append(b, '"')
+	return appendPublicEntry(b, rs, f, e)
+}
+
+// appendPublicEntry appends an entry's fields but the nonce: its leaf,
+// index, proof, the tree head, and once revealed the beacon, draw, place,
+// seed and commitment.
+func appendPublicEntry(b []byte, rs *room.Sale, f *room.Frozen, e *room.Entry) []byte {
 	b = appendHashField(b, "leaf", e.Leaf)
 	b = append(b, `,"index":`...)
 	b = strconv.AppendInt(b, int64(e.Index), 10)
@@ -229,9 +238,130 @@ func appendEntry(b []byte, f *room.Frozen, e *room.Entry) []byte {
 		b = append(b, '"')
 	}
 	b = append(b, ']')
+	b = appendHead(b, f)
+	b = appendBeacon(b, rs, f)
+	if !f.Revealed {
+		return b
+	}
 	b = appendHashField(b, "draw", e.Draw)
 	b = append(b, `,"place":`...)
 	b = strconv.AppendInt(b, int64(e.Place), 10)
 	b = appendHashField(b, "seed", f.Seed)
 	return appendHashField(b, "commitment", f.Commitment)
+}
+
+// appendBeacon appends the sale's beacon round, when a round seals its
+// draw: chain, name, round, its time, and its signature once recorded; and
+// the tree head's public key.
+func appendBeacon(b []byte, rs *room.Sale, f *room.Frozen) []byte {
+	if !rs.Sealed() {
+		return b
+	}
+	b = append(b, `,"headKey":"`...)
+	b = append(b, rs.HeadKey...)
+	b = append(b, `","beacon":{"chain":"`...)
+	b = append(b, rs.Chain.Hash...)
+	b = append(b, `","name":"`...)
+	b = append(b, rs.Chain.Name...)
+	b = append(b, `","round":`...)
+	b = strconv.AppendUint(b, rs.Round, 10)
+	b = append(b, `,"at":"`...)
+	b = rs.Chain.TimeOf(rs.Round).UTC().AppendFormat(b, rfc3339Milli)
+	b = append(b, '"')
+	if f != nil && f.Beacon != nil {
+		b = append(b, `,"signature":"`...)
+		b = hex.AppendEncode(b, f.Beacon.Signature)
+		b = append(b, '"')
+	}
+	return append(b, '}')
+}
+
+// appendHead appends the signed tree head of a sealed, frozen draw.
+func appendHead(b []byte, f *room.Frozen) []byte {
+	hd := f.Head
+	if hd == nil {
+		return b
+	}
+	b = append(b, `,"head":{"sale":`...)
+	b = strconv.AppendInt(b, hd.Sale, 10)
+	b = append(b, `,"count":`...)
+	b = strconv.AppendInt(b, int64(hd.Count), 10)
+	b = appendHashField(b, "root", hd.Root)
+	b = append(b, `,"frozenAtMs":`...)
+	b = strconv.AppendInt(b, hd.FrozenAt.UnixMilli(), 10)
+	b = append(b, `,"chain":"`...)
+	b = append(b, hd.Chain...)
+	b = append(b, `","round":`...)
+	b = strconv.AppendUint(b, hd.Round, 10)
+	b = append(b, `,"signature":"`...)
+	b = hex.AppendEncode(b, f.HeadSig)
+	return append(b, `"}`...)
+}
+
+// drawLog serves GET .../draw/log: the draw's log as this gateway last read
+// it (each body the exact text its hash covers).
+func (h *Handler) drawLog(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
+	const route = obs.RouteDrawLog
+	sale := h.saleOf(ctx, now, route, arg)
+	if sale == nil {
+		return
+	}
+	_, st, ok := h.drawOf(ctx, route, sale)
+	if !ok {
+		return
+	}
+	var log []draw.Entry
+	if st.Frozen != nil {
+		log = st.Frozen.Log
+	}
+	b := append(make([]byte, 0, 512+400*len(log)), `{"saleId":`...)
+	b = strconv.AppendInt(b, sale.ID, 10)
+	b = append(b, `,"entries":[`...)
+	for i, e := range log {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"hash":"`...)
+		b = hex.AppendEncode(b, e.Hash[:])
+		b = append(b, `","body":`...)
+		b = strconv.AppendQuote(b, string(e.Body))
+		b = append(b, '}')
+	}
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheControl)
+	h.answerBody(ctx, route, aOK, append(b, "]}"...))
+}
+
+// valCacheForever marks a content-addressed answer: it never changes.
+var valCacheForever = []byte("public, max-age=31536000, immutable")
+
+// drawEntry serves GET .../draw/entries/{leaf}: one entrant's result in the
+// revealed draw, addressed by its leaf (which names no one), with its
+// inclusion proof, the tree head and the beacon: what a buyer needs to
+// check their place, without their token, from a CDN on results day.
+func (h *Handler) drawEntry(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
+	const route = obs.RouteDrawEntry
+	sale := h.saleOf(ctx, now, route, arg)
+	if sale == nil {
+		return
+	}
+	rs, st, ok := h.drawOf(ctx, route, sale)
+	if !ok {
+		return
+	}
+	path := ctx.Path()
+	leaf, err := draw.ParseHash(string(path[len(path)-min(len(path), 2*len(draw.Hash{})):]))
+	f := st.Frozen
+	if err != nil || f == nil || !f.Revealed {
+		h.answer(ctx, route, aNotEntered)
+		return
+	}
+	e, ok := f.EntryOf(leaf)
+	if !ok {
+		h.answer(ctx, route, aNotEntered)
+		return
+	}
+	b := append(make([]byte, 0, 2048), `{"saleId":`...)
+	b = strconv.AppendInt(b, sale.ID, 10)
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheForever)
+	h.answerBody(ctx, route, aOK, append(appendPublicEntry(b, rs, f, &e), '}'))
 }

@@ -265,6 +265,14 @@ func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {
 		if h.method(ctx, route, fasthttp.MethodGet) {
 			h.drawMe(ctx, now, arg)
 		}
+	case obs.RouteDrawLog:
+		if h.method(ctx, route, fasthttp.MethodGet) {
+			h.drawLog(ctx, now, arg)
+		}
+	case obs.RouteDrawEntry:
+		if h.method(ctx, route, fasthttp.MethodGet) {
+			h.drawEntry(ctx, now, arg)
+		}
 	case obs.RoutePage:
 		h.salePage(ctx, arg)
 	case obs.RouteDev:

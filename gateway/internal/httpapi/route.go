@@ -58,6 +58,10 @@ func Route(path []byte) (obs.Route, []byte) {
 			return obs.RouteDraw, seg
 		case string(tail) == "/draw/me":
 			return obs.RouteDrawMe, seg
+		case string(tail) == "/draw/log":
+			return obs.RouteDrawLog, seg
+		case hasPrefix(tail, "/draw/entries/"):
+			return obs.RouteDrawEntry, seg
 		}
 	}
 	return obs.RouteOther, nil

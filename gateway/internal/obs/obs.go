@@ -31,11 +31,13 @@ const (
 	RouteDev
 	RouteDraw
 	RouteDrawMe
+	RouteDrawLog
+	RouteDrawEntry
 	RouteOther
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{"purchase", "order", "pay", "cancel", "sale", "time", "ticket", "held_order", "page", "dev", "draw", "draw_me", "other"}
+var routeNames = [numRoutes]string{"purchase", "order", "pay", "cancel", "sale", "time", "ticket", "held_order", "page", "dev", "draw", "draw_me", "draw_log", "draw_entry", "other"}
 
 func (r Route) String() string { return routeNames[r] }
 

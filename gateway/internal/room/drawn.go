@@ -15,6 +15,7 @@ import (
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
+	"flashsale/sharding/draw/beacon"
 )
 
 // The verifiable draw (package draw; SPEC "Fair access"), as this package
@@ -65,7 +66,18 @@ type Frozen struct {
 	pages []atomic.Pointer[[]byte]
 	// read is the frozen reading of the entrants, kept until the reveal.
 	read []entrant
-	tree *draw.Tree // of Leaves, for the proofs
+	tree *draw.Tree // of the sorted leaves, for the proofs (from the freeze)
+	// Sealed draws: the signed tree head (from the freeze) and the beacon
+	// round once recorded and verified (Published.Beacon); when this
+	// gateway last asked for the round.
+	Head        *draw.Head
+	HeadSig     []byte
+	beaconAsked time.Time
+	// Log is the draw's log as last read (checked), logged the number of
+	// its entries this gateway saw last and when.
+	Log      []draw.Entry
+	logState *draw.LogState
+	logRead  time.Time
 }
 
 // entrants returns the reading a frozen, unrevealed draw was made from, or
@@ -121,15 +133,33 @@ type Entry struct {
 	Place int
 }
 
-// Entry returns user's entry in the revealed draw with its inclusion
-// proof, or false when the user did not enter.
+// Entry returns user's entry in the draw with its inclusion proof, from the
+// freeze on (Draw and Place zero until the reveal), or false when the user
+// did not enter.
 func (f *Frozen) Entry(user uint64) (Entry, bool) {
 	i, ok := f.index[user]
-	if !ok || !f.Revealed {
+	if !ok || f.tree == nil {
 		return Entry{}, false
+	}
+	if !f.Revealed {
+		e := f.read[i]
+		return Entry{Nonce: e.nonce, Leaf: e.leaf, Index: int(i), Proof: f.tree.Proof(int(i))}, true
 	}
 	return Entry{Nonce: f.nonces[i], Leaf: f.Leaves[i], Index: int(i), Proof: f.tree.Proof(int(i)),
 		Draw: f.Draws[i], Place: f.Places[i]}, true
+}
+
+// EntryOf returns the revealed entry whose leaf is leaf, without its nonce,
+// or false when no entrant has it.
+func (f *Frozen) EntryOf(leaf draw.Hash) (Entry, bool) {
+	if !f.Revealed {
+		return Entry{}, false
+	}
+	i, ok := slices.BinarySearchFunc(f.Leaves, leaf, func(a, b draw.Hash) int { return bytes.Compare(a[:], b[:]) })
+	if !ok {
+		return Entry{}, false
+	}
+	return Entry{Leaf: f.Leaves[i], Index: i, Proof: f.tree.Proof(i), Draw: f.Draws[i], Place: f.Places[i]}, true
 }
 
 // entrant is one row read from the entrants shards.
@@ -228,9 +258,14 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 	tree := draw.NewTree(leaves)
 	root := tree.Root()
 	spare := draw.NewSeed()
+	sig, asked := r.beaconDue(ctx, s, prev)
+	sealed := "0"
+	if s.Sealed() {
+		sealed = "1"
+	}
 	v, err := freezeScript.Exec(ctx, r.c, []string{sharding.RoomStateKey(s.ID), sharding.RoomSeedKey(s.ID)},
 		[]string{root.String(), strconv.Itoa(len(es)), spare.String(), strconv.FormatInt(RevealDelay.Milliseconds(), 10),
-			ms(s.End.Add(time.Hour)), ms(s.Closes().Add(FreezeAfter))}).ToArray()
+			ms(s.End.Add(time.Hour)), ms(s.Closes().Add(FreezeAfter)), sig, sealed}).ToArray()
 	if err != nil {
 		return nil, fmt.Errorf("freezing the draw of sale %d: %w", s.ID, err)
 	}
@@ -245,32 +280,45 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 		return nil, fmt.Errorf("draw of sale %d: the frozen root %s of %d entrants differs from this gateway's %s of %d (an entry after the freeze?)",
 			s.ID, rep.root, rep.count, root, len(es))
 	}
-	f := &Frozen{FrozenAt: rep.at}
+	f := &Frozen{FrozenAt: rep.at, tree: tree, index: make(map[uint64]int32, len(es))}
 	f.Root, f.Count = root, len(es)
 	if s.Commitment != nil {
 		f.Commitment = *s.Commitment
 	}
+	if prev != nil {
+		f.beaconAsked, f.Log, f.logState, f.logRead = prev.beaconAsked, prev.Log, prev.logState, prev.logRead
+	}
+	if asked {
+		f.beaconAsked = time.Now()
+	}
+	if err := r.seal(ctx, s, prev, f, rep.beacon); err != nil {
+		return nil, err
+	}
+	for i := range es {
+		f.index[es[i].user] = int32(i)
+	}
 	if rep.seed == nil {
-		// Frozen: the next call reveals from the same reading. The index
-		// already answers who entered (Entered).
-		f.read, f.index = es, make(map[uint64]int32, len(es))
-		for i := range es {
-			f.index[es[i].user] = int32(i)
-		}
+		f.read = es // frozen: the next call reveals from the same reading
+		r.syncLog(ctx, s, f)
 		return f, nil
 	}
 	seed := *rep.seed
 	if c := s.Commitment; c != nil && draw.Commitment(seed) != *c {
 		return nil, fmt.Errorf("draw of sale %d: the revealed seed's SHA-256 is not the published commitment %s: refusing to place anyone", s.ID, c)
 	}
-	f.Revealed, f.Committed, f.Seed, f.Leaves, f.tree = true, rep.committed && s.Commitment != nil, seed, leaves, tree
+	key, err := draw.KeyOf(seed, f.Beacon)
+	if err != nil { // checked by seal
+		return nil, fmt.Errorf("draw of sale %d: %w", s.ID, err)
+	}
+	f.Revealed, f.Committed, f.Seed, f.Leaves = true, rep.committed && s.Commitment != nil, seed, leaves
 	f.Commitment = draw.Commitment(seed)
-	f.users, f.nonces, f.index = make([]uint64, len(es)), make([]draw.Nonce, len(es)), make(map[uint64]int32, len(es))
-	f.Draws, f.Places = draw.Places(seed, root, leaves)
+	f.users, f.nonces = make([]uint64, len(es)), make([]draw.Nonce, len(es))
+	f.Draws, f.Places = draw.Places(key, root, leaves)
 	f.pages = make([]atomic.Pointer[[]byte], len(leaves)/PageSize+1)
 	for i := range es {
-		f.users[i], f.nonces[i], f.index[es[i].user] = es[i].user, es[i].nonce, int32(i)
+		f.users[i], f.nonces[i] = es[i].user, es[i].nonce
 	}
+	r.syncLog(ctx, s, f)
 	return f, nil
 }
 
@@ -280,6 +328,7 @@ type freezeReply struct {
 	at        time.Time
 	seed      *draw.Hash
 	committed bool
+	beacon    []byte // the recorded round's signature, unverified; nil: none
 }
 
 // errEarly is room_freeze.lua's {'early'}: Redis's clock is not past the
@@ -293,10 +342,10 @@ func parseFreeze(v []rueidis.RedisMessage) (freezeReply, error) {
 			return rep, errEarly
 		}
 	}
-	if len(v) != 5 {
-		return rep, fmt.Errorf("room_freeze: malformed reply of %d elements, want 5", len(v))
+	if len(v) != 6 {
+		return rep, fmt.Errorf("room_freeze: malformed reply of %d elements, want 6", len(v))
 	}
-	var s [5]string
+	var s [6]string
 	for i := range v {
 		var err error
 		if s[i], err = v[i].ToString(); err != nil {
@@ -319,6 +368,13 @@ func parseFreeze(v []rueidis.RedisMessage) (freezeReply, error) {
 			return rep, fmt.Errorf("room_freeze: seed: %w", err)
 		}
 		rep.seed = &h
+	}
+	if s[5] != "" {
+		b, err := beacon.ParseSignature(s[5])
+		if err != nil {
+			return rep, fmt.Errorf("room_freeze: beacon: %w", err)
+		}
+		rep.beacon = b
 	}
 	return rep, nil
 }

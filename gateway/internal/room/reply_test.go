@@ -58,11 +58,13 @@ func TestMalformedReplies(t *testing.T) {
 	freezes := map[string]string{
 		"return {'late'}": "malformed reply of 1 elements",
 		"return {}":       "malformed reply of 0 elements",
-		"return {'" + h + "', '3', '1700000000000', '', '2'}":    "malformed reply",
-		"return {'" + h + "', '-3', '1700000000000', '', '1'}":   "malformed reply",
-		"return {'" + h + "', '3', 'x', '', '1'}":                "malformed reply",
-		"return {'zz', '3', '1700000000000', '', '1'}":           "root",
-		"return {'" + h + "', '3', '1700000000000', 'abc', '1'}": "seed",
+		"return {'" + h + "', '3', '1700000000000', '', '1'}":        "malformed reply of 5 elements",
+		"return {'" + h + "', '3', '1700000000000', '', '2', ''}":    "malformed reply",
+		"return {'" + h + "', '-3', '1700000000000', '', '1', ''}":   "malformed reply",
+		"return {'" + h + "', '3', 'x', '', '1', ''}":                "malformed reply",
+		"return {'zz', '3', '1700000000000', '', '1', ''}":           "root",
+		"return {'" + h + "', '3', '1700000000000', 'abc', '1', ''}": "seed",
+		"return {'" + h + "', '3', '1700000000000', '', '1', 'ab'}":  "beacon",
 	}
 	for src, want := range freezes {
 		v, err := c.Do(ctx, c.B().Eval().Script(src).Numkeys(0).Build()).ToArray()
@@ -73,7 +75,7 @@ func TestMalformedReplies(t *testing.T) {
 			t.Errorf("freeze reply %q: %+v %v, want an error saying %q", src, rep, err, want)
 		}
 	}
-	v, _ = c.Do(ctx, c.B().Eval().Script("return {'"+h+"', '3', '1700000000000', '"+h+"', '1'}").Numkeys(0).Build()).ToArray()
+	v, _ = c.Do(ctx, c.B().Eval().Script("return {'"+h+"', '3', '1700000000000', '"+h+"', '1', ''}").Numkeys(0).Build()).ToArray()
 	if rep, err := parseFreeze(v); err != nil || rep.count != 3 || rep.seed == nil || !rep.committed {
 		t.Errorf("a good freeze reply: %+v %v", rep, err)
 	}

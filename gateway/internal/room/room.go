@@ -63,6 +63,7 @@ import (
 	"flashsale/lua"
 	"flashsale/sharding"
 	"flashsale/sharding/draw"
+	"flashsale/sharding/draw/beacon"
 	"flashsale/sharding/repeatlog"
 	"flashsale/sharding/sale"
 )
@@ -90,7 +91,15 @@ type Sale struct {
 	// Commitment is the SHA-256 of the draw's seed published at the sale's
 	// creation; nil when the sale has none.
 	Commitment *draw.Hash
+	// Chain and Round are the beacon round that seals the draw (nil, 0: the
+	// seed alone); HeadKey is the public key of its tree head (hex).
+	Chain   *beacon.Chain
+	Round   uint64
+	HeadKey string
 }
+
+// Sealed reports whether a beacon round seals s's draw.
+func (s *Sale) Sealed() bool { return s.Chain != nil && s.Round != 0 }
 
 // FromSale returns s's waiting room or raffle, or false when s has neither
 // (access mode open).
@@ -110,6 +119,9 @@ func FromSale(s *sale.Sale) (Sale, bool) {
 	if d := s.Draw; d != nil {
 		if h, err := draw.ParseHash(d.Commitment); err == nil {
 			out.Commitment = &h
+		}
+		if c, err := beacon.ByHash(d.Chain); err == nil && d.Round != 0 {
+			out.Chain, out.Round, out.HeadKey = c, d.Round, d.HeadKey
 		}
 	}
 	return out, true
@@ -166,7 +178,10 @@ type Config struct {
 	// Acks, when set, carries the entries and the late arrivals' places
 	// (the writes a 202 QUEUED promises) and waits for the replicas; nil
 	// sends them plainly (a single Redis, tests).
-	Acks     Acker
+	Acks Acker
+	// Beacon gives the rounds that seal the draws (checked before use);
+	// nil takes them from drand's public relays.
+	Beacon   beacon.Source
 	Interval time.Duration // tick, default DefaultInterval
 	Timeout  time.Duration // bound of a tick's Redis calls, default 1s
 	Log      *slog.Logger
@@ -218,6 +233,9 @@ func New(c rueidis.Client, cfg Config) (*Room, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
+	}
+	if cfg.Beacon == nil {
+		cfg.Beacon = &beacon.Fetcher{Relays: beacon.DefaultRelays}
 	}
 	r := &Room{c: c, cfg: cfg, counts: map[int64]entrantCount{}, frozen: map[int64]*Frozen{}, busy: map[int64]bool{},
 		freezes: make(chan freezeResult, 16)}
@@ -326,10 +344,10 @@ func (r *Room) freezeDue(now time.Time, sales []Sale) error {
 				first = res.err
 			}
 			if res.f != nil {
-				r.frozen[res.sale] = res.f
-				if res.f.Revealed {
+				if prev := r.frozen[res.sale]; res.f.Revealed && (prev == nil || !prev.Revealed) {
 					r.cfg.Log.Info("draw revealed", "sale", res.sale, "entrants", res.f.Count, "root", res.f.Root.String(), "committed", res.f.Committed)
 				}
+				r.frozen[res.sale] = res.f
 			}
 		default:
 			done = true
@@ -338,7 +356,23 @@ func (r *Room) freezeDue(now time.Time, sales []Sale) error {
 	for i := range sales {
 		s := sales[i]
 		prev := r.frozen[s.ID]
-		if (prev != nil && prev.Revealed) || r.busy[s.ID] || now.Before(s.Closes().Add(FreezeAfter)) {
+		if r.busy[s.ID] || now.Before(s.Closes().Add(FreezeAfter)) {
+			continue
+		}
+		if prev != nil && prev.Revealed {
+			// Revealed: only the log may still lack a step (an append that
+			// failed) or gain one (an operator's abort).
+			if !r.logDue(&s, prev, now) {
+				continue
+			}
+			r.busy[s.ID] = true
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), FreezeTimeout)
+				defer cancel()
+				f := prev.clone()
+				r.syncLog(ctx, &s, f)
+				r.freezes <- freezeResult{sale: s.ID, f: f}
+			}()
 			continue
 		}
 		r.busy[s.ID] = true

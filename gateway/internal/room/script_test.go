@@ -30,7 +30,7 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 	join, tick, freeze := rueidis.NewLuaScript(lua.RoomJoin), rueidis.NewLuaScript(lua.RoomTick), rueidis.NewLuaScript(lua.RoomFreeze)
 	seedKey := sharding.RoomSeedKey(sale)
 	h := strings.Repeat("ab", 32)
-	fargs := []string{h, "3", h, "100", later, "0"}
+	fargs := []string{h, "3", h, "100", later, "0", "", "0"}
 	jargs := []string{"42", strings.Repeat("0f", 16), future, later}
 	targs := []string{future, "0", "0", "10", "1", later}
 	with := func(a []string, i int, v string) []string {
@@ -64,8 +64,8 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"tick: factor 0", tick, []string{state, tail}, with(targs, 4, "0"), "bad arguments"},
 		{"tick: factor nan", tick, []string{state, tail}, with(targs, 4, "nan"), "bad arguments"},
 		{"tick: expiry missing", tick, []string{state, tail}, with(targs, 5, ""), "bad arguments"},
-		{"freeze: one key", freeze, []string{state}, fargs, "want 2 keys and 6 args"},
-		{"freeze: 5 args", freeze, []string{state, seedKey}, fargs[:5], "want 2 keys and 6 args"},
+		{"freeze: one key", freeze, []string{state}, fargs, "want 2 keys and 8 args"},
+		{"freeze: 7 args", freeze, []string{state, seedKey}, fargs[:7], "want 2 keys and 8 args"},
 		{"freeze: earliest not a number", freeze, []string{state, seedKey}, with(fargs, 5, "soon"), "bad arguments"},
 		{"freeze: root short", freeze, []string{state, seedKey}, with(fargs, 0, h[:62]), "bad arguments"},
 		{"freeze: root upper case", freeze, []string{state, seedKey}, with(fargs, 0, strings.ToUpper(h)), "bad arguments"},
@@ -74,6 +74,9 @@ func TestScriptsRefuseBadInput(t *testing.T) {
 		{"freeze: seed not hex", freeze, []string{state, seedKey}, with(fargs, 2, strings.Repeat("zz", 32)), "bad arguments"},
 		{"freeze: delay negative", freeze, []string{state, seedKey}, with(fargs, 3, "-1"), "bad arguments"},
 		{"freeze: expiry missing", freeze, []string{state, seedKey}, with(fargs, 4, ""), "bad arguments"},
+		{"freeze: beacon short", freeze, []string{state, seedKey}, with(fargs, 6, strings.Repeat("ab", 47)), "bad arguments"},
+		{"freeze: beacon upper case", freeze, []string{state, seedKey}, with(fargs, 6, strings.Repeat("AB", 48)), "bad arguments"},
+		{"freeze: sealed 2", freeze, []string{state, seedKey}, with(fargs, 7, "2"), "bad arguments"},
 	}
 	for _, tc := range cases {
 		err := tc.script.Exec(ctx, c, tc.keys, tc.args).Error()
@@ -112,13 +115,13 @@ func TestFreezeThenReveal(t *testing.T) {
 	freeze := rueidis.NewLuaScript(lua.RoomFreeze)
 	later := ms(time.Now().Add(time.Hour).UnixMilli())
 	rootA, rootB, seed, spare := strings.Repeat("0a", 32), strings.Repeat("0b", 32), strings.Repeat("5e", 32), strings.Repeat("77", 32)
-	earliest := "0"
+	earliest, sig, sealed := "0", "", "0"
 	run := func(sale int64, root, count string) []string {
 		t.Helper()
 		keys := []string{sharding.RoomStateKey(sale), sharding.RoomSeedKey(sale)}
 		t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(keys[0]).Build()).Error() })
 		t.Cleanup(func() { _ = c.Do(context.Background(), c.B().Del().Key(keys[1]).Build()).Error() })
-		v, err := freeze.Exec(ctx, c, keys, []string{root, count, spare, "300", later, earliest}).AsStrSlice()
+		v, err := freeze.Exec(ctx, c, keys, []string{root, count, spare, "300", later, earliest, sig, sealed}).AsStrSlice()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,6 +154,27 @@ func TestFreezeThenReveal(t *testing.T) {
 	time.Sleep(350 * time.Millisecond)
 	if rev := run(bare, rootA, "0"); rev[3] != spare || rev[4] != "0" {
 		t.Fatalf("a sale without a seed: %q, want the caller's, not committed", rev)
+	}
+	// A sealed draw: the seed waits for a beacon round past the delay; the
+	// first round recorded stands.
+	sealedSale := randomSale()
+	if err := c.Do(ctx, c.B().Set().Key(sharding.RoomSeedKey(sealedSale)).Value(seed).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	sealed = "1"
+	run(sealedSale, rootA, "7")
+	time.Sleep(350 * time.Millisecond)
+	if rev := run(sealedSale, rootA, "7"); rev[3] != "" || rev[5] != "" {
+		t.Fatalf("a sealed draw past the delay, no round: %q, want no seed yet", rev)
+	}
+	sig = strings.Repeat("ab", 48)
+	if rev := run(sealedSale, rootA, "7"); rev[3] != seed || rev[5] != sig {
+		t.Fatalf("a sealed draw with its round: %q, want the seed and the round", rev)
+	}
+	other := sig
+	sig = strings.Repeat("cd", 48)
+	if rev := run(sealedSale, rootA, "7"); rev[5] != other {
+		t.Fatalf("a second round offered: %q, want the first kept", rev)
 	}
 }
 
