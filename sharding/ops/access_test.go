@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flashsale/sharding/draw/beacon"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"flashsale/sharding"
+	"flashsale/sharding/draw/beacon"
 	"flashsale/sharding/ops/internal/opstest"
 	"flashsale/sharding/ops/saleops"
 	"flashsale/sharding/ops/tool"
@@ -163,7 +163,7 @@ func writeTemp(t *testing.T, name, content string) string {
 func dropAccess(e *opstest.Env, id int64) {
 	e.DropSale(id)
 	ctx := context.Background()
-	for _, k := range []string{sharding.RoomSeedKey(id), sharding.PresaleCapKey(id), sharding.PresaleListKey(id)} {
+	for _, k := range []string{sharding.RoomSeedKey(id), sharding.PresaleCapKey(id), sharding.PresaleListKey(id), sharding.RoomHeadKeyKey(id), sharding.RoomLogKey(id), sharding.RoomStateKey(id)} {
 		e.C.Do(ctx, e.C.B().Del().Key(k).Build())
 	}
 }

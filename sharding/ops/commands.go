@@ -54,6 +54,8 @@ var commands = []command{
 		required: []string{"sale"}, flags: drawVerifyFlags},
 	{name: "sale draw beacon", summary: "hand a sealed draw its beacon round: verify the round's signature (given, or fetched from drand's relays) against the pinned key and record it for the gateways",
 		required: []string{"sale"}, flags: drawBeaconFlags},
+	{name: "sale draw abort", summary: "log the abort of a draw, with its reason, in the draw's hash-chained log: a redraw without one fails every check",
+		required: []string{"sale", "reason"}, flags: drawAbortFlags},
 	{name: "sale pause", summary: "stop selling now: every shard refuses reservations at once, every gateway answers 503 SALE_PAUSED within 1 s",
 		required: []string{"sale"}, flags: stateFlags(sale.StatePaused)},
 	{name: "sale resume", summary: "sell again after a pause",
@@ -413,6 +415,21 @@ func drawBeaconFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, erro
 		}
 		return report(ctx, e, false, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
 			return saleops.HandBeacon(ctx, t, sale.id, signature, &beacon.Fetcher{Relays: splitList(relays)})
+		})
+	}
+}
+
+func drawAbortFlags(fs *flag.FlagSet) func(context.Context, *cmdEnv) (int, error) {
+	var sale saleFlag
+	var reason string
+	fs.Var(&sale, "sale", "sale `id`")
+	fs.StringVar(&reason, "reason", "", "why, in a sentence: it is published in the log")
+	return func(ctx context.Context, e *cmdEnv) (int, error) {
+		if err := needSale("sale draw abort", &sale); err != nil {
+			return 0, err
+		}
+		return report(ctx, e, false, func(ctx context.Context, t *tool.Tool) (tool.Report, error) {
+			return saleops.AbortDraw(ctx, t, sale.id, reason)
 		})
 	}
 }

@@ -400,3 +400,27 @@ func TestDrawVerifySealedMutants(t *testing.T) {
 		t.Errorf("a redraw after an abort: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestSaveAMillion writes a sealed draw of FLASHSALE_DRAW_SAVE entrants and
+// its log to the directory FLASHSALE_DRAW_DIR, as a gateway serves them, for
+// the offline check's measurement (bench/MEASUREMENTS.md):
+//
+//	FLASHSALE_DRAW_SAVE=1000000 FLASHSALE_DRAW_DIR=/tmp/draw go test -run TestSaveAMillion ./sharding/ops/drawverify/
+//	taskset -c 0 env GOMAXPROCS=1 flashctl sale draw verify --sale 7 --file /tmp/draw/draw.json --log /tmp/draw/log.json --offline
+func TestSaveAMillion(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("FLASHSALE_DRAW_SAVE"))
+	dir := os.Getenv("FLASHSALE_DRAW_DIR")
+	if n <= 0 || dir == "" {
+		t.Skip("set FLASHSALE_DRAW_SAVE (entrants) and FLASHSALE_DRAW_DIR to write a draw")
+	}
+	p := publishedDraw(t, n)
+	for name, v := range map[string]any{"draw.json": p, "log.json": logOf(t, p)} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package saleops
 
 import (
 	"context"
+	"flashsale/sharding/draw"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"flashsale/sharding/draw/beacon"
@@ -67,5 +69,41 @@ func (r *BeaconHanded) Text(w io.Writer) error {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "sale %d: %s round %d verified; a signature was recorded before (%.16s…), and the gateways verify it alike\n", r.Sale, r.Chain, r.Round, r.Held)
+	return err
+}
+
+// DrawAborted is the report of `sale draw abort`.
+type DrawAborted struct {
+	Sale    int64  `json:"sale"`
+	Reason  string `json:"reason"`
+	Entries int    `json:"entries"` // in the log, the abort included
+}
+
+// AbortDraw appends an abort of sale id's draw, with its reason, to the
+// draw's log: a redraw after it is one in the open, which every checker
+// reports; without it, a second beacon or reveal fails them all. It does not
+// stop the sale (sale pause does).
+func AbortDraw(ctx context.Context, t *tool.Tool, id int64, reason string) (*DrawAborted, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" || len(reason) > 500 {
+		return nil, tool.Usagef("sale draw abort: --reason: say why in 1 to 500 characters; it is published")
+	}
+	s, err := t.Store.LoadSale(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.Draw == nil {
+		return nil, fmt.Errorf("sale %d has no draw to abort", id)
+	}
+	log, err := t.Store.LogDrawEvent(ctx, id, &draw.Event{Event: draw.EventAbort, At: time.Now().UnixMilli(), Reason: reason}, s.EndsAt.Add(25*time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	return &DrawAborted{Sale: id, Reason: reason, Entries: len(log)}, nil
+}
+
+// Text renders the report.
+func (r *DrawAborted) Text(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "sale %d: the draw's abort is entry %d of its log (%q); pause the sale if it must stop selling\n", r.Sale, r.Entries, r.Reason)
 	return err
 }
