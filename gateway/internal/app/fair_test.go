@@ -218,6 +218,7 @@ func TestRaffleOverThreeGateways(t *testing.T) {
 		}
 	}
 	checkPlaces(t, s, gws, us, &pub)
+	checkEntryFiles(t, s, gws[1], &pub)
 	muteDraw(t, &pub)
 
 	// Before the start: every loser hears NOT_SELECTED, every winner sees a
@@ -351,6 +352,43 @@ func waitRevealed(t *testing.T, s *stack, gws []*app.App, seed draw.Hash, crowd 
 		t.Fatal(err)
 	}
 	return first
+}
+
+// checkEntryFiles: each revealed entry is served by its leaf, without its
+// nonce, with its proof, draw and place, cached for good (a CDN may keep
+// it); a leaf nobody has is 404 NOT_ENTERED.
+func checkEntryFiles(t *testing.T, s *stack, gw *app.App, pub *draw.Published) {
+	t.Helper()
+	for _, i := range []int{0, len(pub.Leaves) / 2, len(pub.Leaves) - 1} {
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		req.SetRequestURI(fmt.Sprintf("http://%s/api/flash-sales/sales/%d/draw/entries/%s", gw.Addr(), s.sale.ID, pub.Leaves[i]))
+		if err := fasthttp.Do(req, resp); err != nil {
+			t.Fatal(err)
+		}
+		var e struct {
+			Nonce, Leaf, Root, Draw string
+			Index, Place            int
+			Proof                   []string
+		}
+		err := json.Unmarshal(resp.Body(), &e)
+		if cc := string(resp.Header.Peek("Cache-Control")); resp.StatusCode() != 200 || err != nil || cc != "public, max-age=31536000, immutable" ||
+			e.Nonce != "" || e.Leaf != pub.Leaves[i].String() || e.Index != i || e.Draw != pub.Draws[i].String() || e.Place != pub.Places[i] {
+			t.Fatalf("the entry file of leaf %d: %d %q %s", i, resp.StatusCode(), cc, resp.Body())
+		}
+		proof := make([]draw.Hash, len(e.Proof))
+		for k, p := range e.Proof {
+			proof[k] = mustHash(t, p)
+		}
+		if !draw.VerifyInclusion(pub.Leaves[i], i, len(pub.Leaves), proof, pub.Root) {
+			t.Fatalf("the entry file of leaf %d: its proof does not rebuild the root", i)
+		}
+		fasthttp.ReleaseRequest(req)
+		fasthttp.ReleaseResponse(resp)
+	}
+	code, body := s.get(fmt.Sprintf("http://%s/api/flash-sales/sales/%d/draw/entries/%s", gw.Addr(), s.sale.ID, draw.Hash{}), "")
+	if code != 404 || string(body) != `{"error":"NOT_ENTERED"}` {
+		t.Fatalf("the entry file of nobody's leaf: %d %s", code, body)
+	}
 }
 
 // checkPlaces recomputes each user's place from the published draw and
