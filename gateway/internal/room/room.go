@@ -308,7 +308,10 @@ func (r *Room) Tick(ctx context.Context, now time.Time, src Source) error {
 			final = "1"
 		}
 		rem := src.Remaining(s.ID)
-		if rem < 0 || now.Before(s.Start) {
+		if f := r.frozen[s.ID]; rem < 0 || now.Before(s.Start) || f == nil || !f.Revealed {
+			// Nobody has a place before this gateway's reveal (a sealed
+			// draw waits for its beacon round): the cursor holds, and
+			// moves from the reveal on without a burst.
 			rem = 0
 		}
 		execs[i] = rueidis.LuaExec{
