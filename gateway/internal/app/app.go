@@ -255,6 +255,7 @@ func (a *App) newHandler(opt Options) (*httpapi.Handler, error) {
 	if a.Room, a.proofs, err = frontDoor(cfg, a.redis, acks, a.log); err != nil {
 		return nil, err
 	}
+	a.Metrics.DrawBeacons(a.Room.Beacons.Refused.Load, a.Room.Beacons.Overdue.Load)
 	var capAcks presale.Acker
 	if a.batcher != nil {
 		capAcks = a.batcher

@@ -160,6 +160,18 @@ func (m *Metrics) MasterClockJumps(count func() int64) {
 		func() float64 { return float64(count()) }))
 }
 
+// DrawBeacons exports the sealed draws' troubles (room.BeaconStats): rounds
+// refused for a signature that is not the chain's, and draws whose round is
+// overdue, read at each scrape.
+func (m *Metrics) DrawBeacons(refused, overdue func() int64) {
+	m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "flashsale_gateway_draw_beacon_refused_total",
+		Help: "Beacon rounds refused because their signature is not the pinned chain's: a relay's answer, or a round recorded in Redis (then no place is drawn from it)."},
+		func() float64 { return float64(refused()) }))
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "flashsale_gateway_draw_beacon_overdue",
+		Help: "Sales whose draw is frozen and has no verified beacon round 10 s after the round's time: their entrants wait (relays unreachable, or rounds refused; flashctl sale draw beacon hands one)."},
+		func() float64 { return float64(overdue()) }))
+}
+
 // ReplicaUnconfirmed exports the acknowledged writes whose WAIT failed after
 // the master answered (stock.Batcher.Unconfirmed), read at each scrape.
 func (m *Metrics) ReplicaUnconfirmed(count func() int64) {

@@ -193,6 +193,8 @@ type Config struct {
 type Room struct {
 	c     rueidis.Client
 	cfg   Config
+	// Beacons counts the sealed draws' troubles, for the metrics.
+	Beacons BeaconStats
 	rooms atomic.Pointer[map[int64]*atomic.Pointer[State]]
 	// counts is each sale's last count of entrants while its entries can
 	// still change, and when it was read; only Tick touches it.
@@ -356,9 +358,13 @@ func (r *Room) freezeDue(now time.Time, sales []Sale) error {
 			done = true
 		}
 	}
+	var overdue int64
 	for i := range sales {
 		s := sales[i]
 		prev := r.frozen[s.ID]
+		if prev != nil && prev.Beacon == nil && s.Sealed() && now.After(s.Chain.TimeOf(s.Round).Add(BeaconGrace)) {
+			overdue++
+		}
 		if r.busy[s.ID] || now.Before(s.Closes().Add(FreezeAfter)) {
 			continue
 		}
@@ -386,6 +392,7 @@ func (r *Room) freezeDue(now time.Time, sales []Sale) error {
 			r.freezes <- freezeResult{sale: s.ID, f: f, err: err}
 		}()
 	}
+	r.Beacons.Overdue.Store(overdue)
 	return first
 }
 

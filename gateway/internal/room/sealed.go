@@ -4,7 +4,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
+	"errors"
+	"flashsale/sharding/draw/beacon"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"flashsale/sharding"
@@ -30,6 +33,21 @@ import (
 //   - Each step is logged (the draw's log): every gateway that sees a step
 //     done and not in the log appends it, and draw_log.lua keeps the first.
 
+// BeaconStats are what a gateway's metrics read of the sealed draws.
+type BeaconStats struct {
+	// Refused counts rounds refused: a relay's, or one recorded in Redis,
+	// whose signature is not the chain's.
+	Refused atomic.Int64
+	// Overdue is the sales whose draw is frozen and still has no verified
+	// round BeaconGrace after the round's time.
+	Overdue atomic.Int64
+}
+
+// BeaconGrace is how late a round may come before its draw counts as
+// overdue (drand publishes on time; a relay outage or a round refused is
+// what makes it late).
+const BeaconGrace = 10 * time.Second
+
 // beaconAskEvery bounds how often a gateway asks for a round not yet out.
 const beaconAskEvery = time.Second
 
@@ -47,6 +65,9 @@ func (r *Room) beaconDue(ctx context.Context, s *Sale, prev *Frozen) (sig string
 		return "", false
 	}
 	b, err := r.cfg.Beacon.Round(ctx, s.Chain, s.Round)
+	if errors.Is(err, beacon.ErrSignature) {
+		r.Beacons.Refused.Add(1)
+	}
 	if err != nil {
 		r.cfg.Log.Warn("the draw waits for its beacon round", "sale", s.ID, "chain", s.Chain.Name, "round", s.Round, "err", err)
 		return "", true
@@ -73,6 +94,7 @@ func (r *Room) seal(ctx context.Context, s *Sale, prev, f *Frozen, recorded []by
 		return nil
 	}
 	if err := s.Chain.Verify(s.Round, recorded); err != nil {
+		r.Beacons.Refused.Add(1)
 		return fmt.Errorf("draw of sale %d: the beacon round recorded in Redis (%s field beacon) does not verify: %w; "+
 			"no place is drawn from it: delete the field, then hand the round with flashctl sale draw beacon", s.ID, sharding.RoomStateKey(s.ID), err)
 	}
