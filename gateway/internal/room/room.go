@@ -191,11 +191,11 @@ type Config struct {
 // shares the state through Redis, and the local copy polls are answered
 // from. It is safe for concurrent use; only Tick (one goroutine) writes.
 type Room struct {
-	c     rueidis.Client
-	cfg   Config
+	c   rueidis.Client
+	cfg Config
 	// Beacons counts the sealed draws' troubles, for the metrics.
 	Beacons BeaconStats
-	rooms atomic.Pointer[map[int64]*atomic.Pointer[State]]
+	rooms   atomic.Pointer[map[int64]*atomic.Pointer[State]]
 	// counts is each sale's last count of entrants while its entries can
 	// still change, and when it was read; only Tick touches it.
 	counts map[int64]entrantCount
