@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"flashsale/sharding"
+	"flashsale/sharding/draw"
 	"flashsale/sharding/draw/beacon"
 	"flashsale/sharding/ops/internal/opstest"
 	"flashsale/sharding/ops/saleops"
@@ -176,7 +177,11 @@ func lostAndPreloaded(e *opstest.Env, t *testing.T, id int64, commitment string)
 	t.Helper()
 	ctx := context.Background()
 	e.DropRedis(ctx, id)
-	for _, k := range []string{sharding.RoomSeedKey(id), sharding.PresaleCapKey(id)} {
+	heldKey, err := e.T.Store.DrawHeadKey(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{sharding.RoomSeedKey(id), sharding.PresaleCapKey(id), sharding.RoomHeadKeyKey(id), sharding.RoomLogKey(id)} {
 		if err := e.C.Do(ctx, e.C.B().Del().Key(k).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
@@ -193,6 +198,15 @@ func lostAndPreloaded(e *opstest.Env, t *testing.T, id int64, commitment string)
 	checkSeed(e, t, id, commitment)
 	if left, found, err := e.T.Store.PresaleCapLeft(ctx, id); err != nil || !found || left != 3 {
 		t.Fatalf("presale cap after the preload: %d %v %v, want 3", left, found, err)
+	}
+	// The sealed draw's head key and log come back too: the log from the
+	// commitment, as the writer had copied none.
+	if k, err := e.T.Store.DrawHeadKey(ctx, id); err != nil || !k.Equal(heldKey) {
+		t.Fatalf("the tree-head key after the preload: %v", err)
+	}
+	log, err := e.T.Store.DrawLog(ctx, id)
+	if st, cerr := draw.CheckLog(id, log); err != nil || cerr != nil || len(log) != 1 || st.Commit.Commitment != commitment || st.Commit.HeadKey != s.Draw.HeadKey {
+		t.Fatalf("the draw's log after the preload: %d entries, %v %v", len(log), err, cerr)
 	}
 	// A seed in PostgreSQL that is not the committed one is refused; none
 	// at all (a sale created before PostgreSQL kept it) drops the

@@ -138,3 +138,27 @@ func (s *Store) PutDrawBeacon(ctx context.Context, saleID int64, sig []byte, exp
 	}
 	return held, nil
 }
+
+// RestoreDrawLog writes entries, a log PostgreSQL kept, back as sale
+// saleID's log in Redis, entry by entry through draw_log.lua, after checking
+// them; a log Redis holds already is left as it is, and the one held is
+// returned.
+func (s *Store) RestoreDrawLog(ctx context.Context, saleID int64, entries []draw.Entry, expire time.Time) ([]draw.Entry, error) {
+	if _, err := draw.CheckLog(saleID, entries); err != nil {
+		return nil, fmt.Errorf("sale %d: the log to restore: %w", saleID, err)
+	}
+	k := sharding.RoomLogKey(saleID)
+	var prev draw.Hash
+	for i, en := range entries {
+		v, err := drawLogScript.Exec(ctx, s.c, []string{k},
+			[]string{fmt.Sprint(i), prev.String(), en.Hash.String() + " " + string(en.Body), fmt.Sprint(expire.UnixMilli())}).AsIntSlice()
+		if err != nil || len(v) != 2 {
+			return nil, fmt.Errorf("restoring entry %d of the draw log of sale %d (%s): %v %w", i, saleID, k, v, err)
+		}
+		if v[0] == 0 {
+			break // Redis holds a log already
+		}
+		prev = en.Hash
+	}
+	return s.DrawLog(ctx, saleID)
+}

@@ -79,6 +79,19 @@ func ReadSale(ctx context.Context, q Querier, id int64) (sl *sale.Sale, shards i
 	return &s, shards, true, nil
 }
 
+// DrawHeadKey reads the secret key of sale id's tree head kept with the
+// sale (hex; "" when it has none).
+func DrawHeadKey(ctx context.Context, q Querier, id int64) (string, error) {
+	var key *string
+	if err := q.QueryRow(ctx, `SELECT draw_head_key FROM sales WHERE id = $1`, id).Scan(&key); err != nil {
+		return "", fmt.Errorf("reading the tree-head key of sale %d from postgresql: %w", id, err)
+	}
+	if key == nil {
+		return "", nil
+	}
+	return *key, nil
+}
+
 // DrawSeed reads the secret seed of sale id's draw kept with the sale (""
 // for none: an open sale, or one created before migration 00004).
 func DrawSeed(ctx context.Context, q Querier, id int64) (string, error) {

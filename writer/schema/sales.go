@@ -24,14 +24,20 @@ var ErrSaleExists = errors.New("sale already exists")
 // committing, calls publish (which preloads Redis); when publish fails nothing
 // is committed. An existing sale id or item id is refused with a clear error.
 func CreateSale(ctx context.Context, pool *pgxpool.Pool, sale *sale.Sale, publish func(context.Context) error) error {
-	return CreateSaleSeeded(ctx, pool, sale, func(ctx context.Context) (string, error) { return "", publish(ctx) })
+	return CreateSaleSeeded(ctx, pool, sale, func(ctx context.Context) (DrawSecrets, error) { return DrawSecrets{}, publish(ctx) })
+}
+
+// DrawSecrets are the secret halves of a sale's draw, as Redis holds them:
+// the seed and the tree head's key (hex; "" for none).
+type DrawSecrets struct {
+	Seed, HeadKey string
 }
 
 // CreateSaleSeeded is CreateSale for a sale with a draw: publish returns the
-// draw's secret seed as it left it in Redis ("" for none), which is kept
+// draw's secrets as it left them in Redis (empty for none), which are kept
 // with the sale's front door (FrontDoor, as sale stands after publish), so
 // that a preload from PostgreSQL alone restores both.
-func CreateSaleSeeded(ctx context.Context, pool *pgxpool.Pool, sale *sale.Sale, publish func(context.Context) (string, error)) error {
+func CreateSaleSeeded(ctx context.Context, pool *pgxpool.Pool, sale *sale.Sale, publish func(context.Context) (DrawSecrets, error)) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("creating sale: %w", err)
@@ -64,7 +70,7 @@ func CreateSaleSeeded(ctx context.Context, pool *pgxpool.Pool, sale *sale.Sale, 
 			return fmt.Errorf("inserting item %d: %w", it.ID, err)
 		}
 	}
-	seed, err := publish(ctx)
+	sec, err := publish(ctx)
 	if err != nil {
 		return err
 	}
@@ -72,7 +78,8 @@ func CreateSaleSeeded(ctx context.Context, pool *pgxpool.Pool, sale *sale.Sale, 
 	if err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE sales SET front_door = $2, draw_seed = NULLIF($3, '') WHERE id = $1`, sale.ID, door, seed); err != nil {
+	if _, err := tx.Exec(ctx, `UPDATE sales SET front_door = $2, draw_seed = NULLIF($3, ''), draw_head_key = NULLIF($4, '') WHERE id = $1`,
+		sale.ID, door, sec.Seed, sec.HeadKey); err != nil {
 		return fmt.Errorf("recording the front door of sale %d: %w", sale.ID, err)
 	}
 	if err := tx.Commit(ctx); err != nil {

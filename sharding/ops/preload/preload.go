@@ -2,6 +2,8 @@ package preload
 
 import (
 	"context"
+	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -102,6 +104,45 @@ func Preload(ctx context.Context, t *tool.Tool, id int64, shards int, force bool
 	return rep, nil
 }
 
+// restoreSeal puts back in Redis the tree-head key of a sealed draw and the
+// draw's log, from PostgreSQL: the log the writer copied, or, when it holds
+// none, the commitment entry the sale's creation wrote.
+func restoreSeal(ctx context.Context, t *tool.Tool, sale *sale.Sale, at time.Time) error {
+	d := sale.Draw
+	if d.HeadKey != "" {
+		key, err := schema.DrawHeadKey(ctx, t.DB, sale.ID)
+		if err != nil {
+			return err
+		}
+		b, err := hex.DecodeString(key)
+		if err != nil || len(b) != ed25519.SeedSize {
+			return fmt.Errorf("sale %d: PostgreSQL holds no tree-head key of its sealed draw (%q): its heads could not be signed", sale.ID, key)
+		}
+		k := ed25519.NewKeyFromSeed(b)
+		if pub := hex.EncodeToString(k.Public().(ed25519.PublicKey)); pub != d.HeadKey {
+			return fmt.Errorf("sale %d: the tree-head key PostgreSQL keeps is not the one the sale publishes (%s)", sale.ID, d.HeadKey)
+		}
+		held, err := t.Store.PutDrawHeadKey(ctx, sale.ID, k, at)
+		if err != nil {
+			return err
+		}
+		if !held.Equal(k) {
+			return fmt.Errorf("sale %d: Redis holds another tree-head key (%s); delete the key, then preload again", sale.ID, sharding.RoomHeadKeyKey(sale.ID))
+		}
+	}
+	log, err := schema.ReadDrawLog(ctx, t.DB, sale.ID)
+	if err != nil {
+		return err
+	}
+	if len(log) > 0 {
+		_, err = t.Store.RestoreDrawLog(ctx, sale.ID, log, at)
+		return err
+	}
+	e := &draw.Event{Event: draw.EventCommit, At: time.Now().UnixMilli(), Commitment: d.Commitment, Chain: d.Chain, Round: d.Round, HeadKey: d.HeadKey}
+	_, err = t.Store.LogDrawEvent(ctx, sale.ID, e, at)
+	return err
+}
+
 // restoreAccess puts back in Redis, for a sale Redis lost, what its draw
 // and presale keep there beside the description, from PostgreSQL: the
 // draw's seed (the one its commitment names, or nothing is written), and a
@@ -133,6 +174,11 @@ func restoreAccess(ctx context.Context, t *tool.Tool, sale *sale.Sale) (string, 
 			if held != seed {
 				return "", fmt.Errorf("sale %d: Redis holds another seed for its draw (%s); delete the key, then preload again", sale.ID, sharding.RoomSeedKey(sale.ID))
 			}
+		}
+	}
+	if sale.Draw != nil {
+		if err := restoreSeal(ctx, t, sale, at); err != nil {
+			return "", err
 		}
 	}
 	if p := sale.Presale; p != nil && p.Cap > 0 && time.Now().Before(p.StartsAt) {

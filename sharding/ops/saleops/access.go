@@ -17,6 +17,7 @@ import (
 	"flashsale/sharding/ops/tool"
 	"flashsale/sharding/sale"
 	"flashsale/sharding/stock"
+	"flashsale/writer/schema"
 )
 
 // errDrawInFile refuses a sale file that names its draw.
@@ -68,40 +69,47 @@ func NewDraw(s *sale.Sale, chain *beacon.Chain) Secrets {
 
 // PutAccessKeys writes s's draw secrets (from NewDraw) and presale cap to
 // Redis, before its description, logs the draw's commitment, and returns the
-// seed Redis holds ("" for a sale without a draw). A seed already there
+// secrets Redis holds (empty for a sale without a draw). A seed already there
 // (left by a create that stopped before the description was written, so
 // nobody saw its commitment) is kept and s.Draw committed to it, as is a
 // head key; without secrets, the stored seed must match s.Draw.
-func PutAccessKeys(ctx context.Context, rs *stock.Store, s *sale.Sale, sec Secrets) (string, error) {
+func PutAccessKeys(ctx context.Context, rs *stock.Store, s *sale.Sale, sec Secrets) (schema.DrawSecrets, error) {
 	at := tool.AccessExpiry(s)
-	var held string
+	var held schema.DrawSecrets
 	if sec.Seed != "" {
 		var err error
-		if held, err = rs.PutDrawSeed(ctx, s.ID, sec.Seed, at); err != nil {
-			return "", err
+		if held.Seed, err = rs.PutDrawSeed(ctx, s.ID, sec.Seed, at); err != nil {
+			return held, err
 		}
-		h, err := draw.ParseHash(held)
-		if err != nil || h.String() != held {
-			return "", fmt.Errorf("sale %d: %s holds %q, not a seed (64 lower-case hex digits): delete the key, then create the sale again", s.ID, sharding.RoomSeedKey(s.ID), held)
+		h, err := draw.ParseHash(held.Seed)
+		if err != nil || h.String() != held.Seed {
+			return held, fmt.Errorf("sale %d: %s holds %q, not a seed (64 lower-case hex digits): delete the key, then create the sale again", s.ID, sharding.RoomSeedKey(s.ID), held.Seed)
 		}
 		s.Draw.Commitment = draw.Commitment(h).String()
 		if sec.Head != nil {
 			k, err := rs.PutDrawHeadKey(ctx, s.ID, sec.Head, at)
 			if err != nil {
-				return "", err
+				return held, err
 			}
-			s.Draw.HeadKey = hex.EncodeToString(k.Public().(ed25519.PublicKey))
+			s.Draw.HeadKey, held.HeadKey = hex.EncodeToString(k.Public().(ed25519.PublicKey)), hex.EncodeToString(k.Seed())
 		}
 	} else if s.Draw != nil {
 		var err error
-		if held, err = checkStoredSeed(ctx, rs, s); err != nil {
-			return "", err
+		if held.Seed, err = checkStoredSeed(ctx, rs, s); err != nil {
+			return held, err
+		}
+		if s.Draw.HeadKey != "" {
+			k, err := rs.DrawHeadKey(ctx, s.ID)
+			if err != nil {
+				return held, err
+			}
+			held.HeadKey = hex.EncodeToString(k.Seed())
 		}
 	}
 	if d := s.Draw; d != nil {
 		e := &draw.Event{Event: draw.EventCommit, At: time.Now().UnixMilli(), Commitment: d.Commitment, Chain: d.Chain, Round: d.Round, HeadKey: d.HeadKey}
 		if _, err := rs.LogDrawEvent(ctx, s.ID, e, at); err != nil {
-			return "", err
+			return held, err
 		}
 	}
 	if p := s.Presale; p != nil && p.Cap > 0 {

@@ -87,13 +87,13 @@ func CreateSaleOn(ctx context.Context, db *pgxpool.Pool, rs *stock.Store, s *sal
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	return schema.CreateSaleSeeded(ctx, db, s, func(ctx context.Context) (string, error) {
+	return schema.CreateSaleSeeded(ctx, db, s, func(ctx context.Context) (schema.DrawSecrets, error) {
 		held, err := PutAccessKeys(ctx, rs, s, sec)
 		if err != nil {
-			return "", err
+			return held, err
 		}
 		if err := rs.Preload(ctx, s, resumed); err != nil {
-			return "", fmt.Errorf("preloading stock in redis: %w", err)
+			return held, fmt.Errorf("preloading stock in redis: %w", err)
 		}
 		return held, nil
 	})
