@@ -65,6 +65,8 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_gateway_stock_units", dto.MetricType_GAUGE, "gateway"},
 	{"flashsale_gateway_sale_selling", dto.MetricType_GAUGE, "gateway"},
 	{"flashsale_gateway_sale_paused", dto.MetricType_GAUGE, "gateway"},
+	{"flashsale_gateway_draw_beacon_refused_total", dto.MetricType_COUNTER, "gateway"},
+	{"flashsale_gateway_draw_beacon_overdue", dto.MetricType_GAUGE, "gateway"},
 	{"flashsale_writer_events_consumed_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_orders_persisted_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_duplicates_total", dto.MetricType_COUNTER, "writer"},
@@ -90,6 +92,9 @@ var exportedMetrics = []exportedMetric{
 	{"flashsale_writer_retries_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_replica_ack_shortfalls_total", dto.MetricType_COUNTER, "writer"},
 	{"flashsale_writer_replica_ack_unconfirmed_total", dto.MetricType_COUNTER, "writer"},
+	{"flashsale_writer_draw_log_entries_total", dto.MetricType_COUNTER, "writer"},
+	{"flashsale_writer_draw_log_refused_total", dto.MetricType_COUNTER, "writer"},
+	{"flashsale_writer_draw_log_conflicts_total", dto.MetricType_COUNTER, "writer"},
 }
 
 // seriesNames returns every series name a query may use for the exported metrics: the family
