@@ -40,6 +40,10 @@ func frontDoor(cfg config.Config, c rueidis.Client, acks room.Acker, log *slog.L
 	if err != nil {
 		return nil, nil, err
 	}
+	src.Refused = func(relay string, err error) {
+		r.Beacons.Refused.Add(1)
+		log.Error("a beacon relay answered a round that is not the chain's: refused", "relay", relay, "err", err)
+	}
 	return r, pow.NewIssuer(proofs, cfg.PowTTL), nil
 }
 

@@ -73,6 +73,7 @@ type Frozen struct {
 	Head        *draw.Head
 	HeadSig     []byte
 	beaconAsked time.Time
+	refusedSig  []byte // the recorded round last refused
 	// Log is the draw's log as last read (checked), logged the number of
 	// its entries this gateway saw last and when.
 	Log      []draw.Entry
@@ -286,16 +287,17 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 		f.Commitment = *s.Commitment
 	}
 	if prev != nil {
-		f.beaconAsked, f.Log, f.logState, f.logRead = prev.beaconAsked, prev.Log, prev.logState, prev.logRead
+		f.beaconAsked, f.refusedSig, f.Log, f.logState, f.logRead = prev.beaconAsked, prev.refusedSig, prev.Log, prev.logState, prev.logRead
 	}
 	if asked {
 		f.beaconAsked = time.Now()
 	}
-	if err := r.seal(ctx, s, prev, f, rep.beacon); err != nil {
-		return nil, err
-	}
 	for i := range es {
 		f.index[es[i].user] = int32(i)
+	}
+	if err := r.seal(ctx, s, prev, f, rep.beacon); err != nil {
+		f.read = es // still frozen, unrevealed: kept, with when the round was asked for
+		return f, err
 	}
 	if rep.seed == nil {
 		f.read = es // frozen: the next call reveals from the same reading

@@ -1,11 +1,10 @@
 package room
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/hex"
-	"errors"
-	"flashsale/sharding/draw/beacon"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -65,9 +64,6 @@ func (r *Room) beaconDue(ctx context.Context, s *Sale, prev *Frozen) (sig string
 		return "", false
 	}
 	b, err := r.cfg.Beacon.Round(ctx, s.Chain, s.Round)
-	if errors.Is(err, beacon.ErrSignature) {
-		r.Beacons.Refused.Add(1)
-	}
 	if err != nil {
 		r.cfg.Log.Warn("the draw waits for its beacon round", "sale", s.ID, "chain", s.Chain.Name, "round", s.Round, "err", err)
 		return "", true
@@ -94,7 +90,10 @@ func (r *Room) seal(ctx context.Context, s *Sale, prev, f *Frozen, recorded []by
 		return nil
 	}
 	if err := s.Chain.Verify(s.Round, recorded); err != nil {
-		r.Beacons.Refused.Add(1)
+		if prev == nil || !bytes.Equal(prev.refusedSig, recorded) {
+			r.Beacons.Refused.Add(1) // once per recorded round, not per tick
+		}
+		f.refusedSig = recorded
 		return fmt.Errorf("draw of sale %d: the beacon round recorded in Redis (%s field beacon) does not verify: %w; "+
 			"no place is drawn from it: delete the field, then hand the round with flashctl sale draw beacon", s.ID, sharding.RoomStateKey(s.ID), err)
 	}

@@ -180,10 +180,14 @@ func TestFetcherVerifiesWhatRelaysSay(t *testing.T) {
 	defer liar.Close()
 	defer other.Close()
 	defer honest.Close()
-	f := &Fetcher{Relays: []string{liar.URL, other.URL, honest.URL}}
+	var refused []string
+	f := &Fetcher{Relays: []string{liar.URL, other.URL, honest.URL}, Refused: func(relay string, err error) { refused = append(refused, relay) }}
 	sig, err := f.Round(context.Background(), Quicknet, good.round)
 	if err != nil || hex.EncodeToString(sig) != good.sig {
 		t.Fatalf("Round: %x, %v", sig, err)
+	}
+	if len(refused) != 2 || refused[0] != liar.URL || refused[1] != other.URL {
+		t.Fatalf("the two relays that lied before the honest one: %q", refused)
 	}
 	f.Relays = f.Relays[:2]
 	_, err = f.Round(context.Background(), Quicknet, good.round)

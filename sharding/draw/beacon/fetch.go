@@ -32,6 +32,10 @@ type Fetcher struct {
 	Client *http.Client // default: a 5 s timeout
 	Dev    bool         // sign Dev's rounds here (the local stack, tests)
 	Now    func() time.Time
+	// Refused, when set, hears of each relay's answer that is not the
+	// chain's round (a forged or wrong round), even when another relay then
+	// gives the real one: a relay that forges must reach an operator.
+	Refused func(relay string, err error)
 }
 
 // Round returns round r of c, verified. A relay that answers a signature
@@ -59,6 +63,9 @@ func (f *Fetcher) Round(ctx context.Context, c *Chain, r uint64) ([]byte, error)
 		sig, err := f.fromRelay(ctx, relay, c, r)
 		if err == nil {
 			return sig, nil
+		}
+		if errors.Is(err, ErrWrongRound) && f.Refused != nil {
+			f.Refused(relay, err)
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", relay, err))
 	}
@@ -96,6 +103,11 @@ func (f *Fetcher) fromRelay(ctx context.Context, relay string, c *Chain, r uint6
 	return ParseRound(body, c, r)
 }
 
+// ErrWrongRound wraps a relay's answer that is a well-formed round but not
+// the chain's round asked for: a signature that does not verify, or another
+// round.
+var ErrWrongRound = errors.New("beacon: the relay's answer is not the round asked for")
+
 // ParseRound reads a relay's JSON answer for round r of c and verifies its
 // signature: the randomness a relay states is ignored (it is SHA-256 of the
 // signature, recomputed by Randomness).
@@ -105,14 +117,14 @@ func ParseRound(body []byte, c *Chain, r uint64) ([]byte, error) {
 		return nil, fmt.Errorf("beacon: a relay's answer is not a round: %w", err)
 	}
 	if rr.Round != r {
-		return nil, fmt.Errorf("beacon: asked for round %d, the relay answered round %d", r, rr.Round)
+		return nil, fmt.Errorf("%w: asked for round %d, the relay answered round %d", ErrWrongRound, r, rr.Round)
 	}
 	sig, err := ParseSignature(rr.Signature)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.Verify(r, sig); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrWrongRound, err)
 	}
 	return sig, nil
 }
