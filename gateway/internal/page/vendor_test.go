@@ -57,13 +57,14 @@ func TestNobleCurvesIsTheVendoredBuild(t *testing.T) {
 }
 
 // TestDrawPinsTheBeaconChains: draw.js pins each chain of package beacon,
-// with its key, genesis and period, and says which one is the test chain.
+// with its key, genesis, period and name, and says which one is the test
+// chain.
 func TestDrawPinsTheBeaconChains(t *testing.T) {
 	src, err := files.ReadFile("assets/draw.js")
 	if err != nil {
 		t.Fatal(err)
 	}
-	entry := regexp.MustCompile(`'([0-9a-f]{64})': \{\s*key: '([0-9a-f]{192})',\s*genesis: (\d+), period: (\d+), dev: (true|false),`)
+	entry := regexp.MustCompile(`'([0-9a-f]{64})': \{\s*key: '([0-9a-f]{192})',\s*genesis: (\d+), period: (\d+), dev: (true|false), name: '(\w+)',`)
 	found := entry.FindAllStringSubmatch(string(src), -1)
 	if len(found) != len(beacon.Chains) {
 		t.Fatalf("draw.js pins %d chains, package beacon %d", len(found), len(beacon.Chains))
@@ -75,9 +76,9 @@ func TestDrawPinsTheBeaconChains(t *testing.T) {
 		}
 		g, _ := strconv.ParseInt(m[3], 10, 64)
 		p, _ := strconv.ParseInt(m[4], 10, 64)
-		if m[2] != c.PublicKeyHex || g != c.Genesis.Unix() || p*1e9 != int64(c.Period) || (m[5] == "true") != !c.Public {
-			t.Errorf("draw.js pins %s as key %s, genesis %d, period %d s, dev %s; package beacon: %s, %d, %v, public %v",
-				c.Name, m[2], g, p, m[5], c.PublicKeyHex, c.Genesis.Unix(), c.Period, c.Public)
+		if m[2] != c.PublicKeyHex || g != c.Genesis.Unix() || p*1e9 != int64(c.Period) || (m[5] == "true") != !c.Public || m[6] != c.Name {
+			t.Errorf("draw.js pins %s as key %s, genesis %d, period %d s, dev %s, name %s; package beacon: %s, %d, %v, public %v, %s",
+				c.Name, m[2], g, p, m[5], m[6], c.PublicKeyHex, c.Genesis.Unix(), c.Period, c.Public, c.Name)
 		}
 	}
 }

@@ -50,7 +50,9 @@
 // no head, the draw keyed on the seed alone); malformed (the answer cannot
 // be read); pending (not frozen, the round not out, or not revealed yet).
 // The head key, chain and round are the sale description's, never the
-// answer's. No words of the page here: sale.js says them.
+// answer's. chain names a pinned chain and the time of its rounds (the
+// page's wait for the round); sameHead compares a head this browser kept
+// with a later answer's. No words of the page here: sale.js says them.
 'use strict';
 window.FlashSale = window.FlashSale || {};
 FlashSale.draw = (() => {
@@ -63,18 +65,18 @@ FlashSale.draw = (() => {
 
   // chains are the beacon chains this page pins (sharding/draw/beacon), by
   // their hash: the public key (a compressed G2 point), the genesis (unix
-  // s) and the period (s) of each. dev is the test chain, whose secret key
-  // anyone can derive: its rounds prove nothing.
+  // s), the period (s) and the name of each. dev is the test chain, whose
+  // secret key anyone can derive: its rounds prove nothing.
   const chains = {
     // drand quicknet (League of Entropy), bls-unchained-g1-rfc9380
     '52db9ba70e0cc0f6eaf7803dd07447a1f5477735fd3f661792ba94600c84e971': {
       key: '83cf0f2896adee7eb8b5f01fcad3912212c437e0073e911fb90022d3e760183c8c4b450b6a0a6c3ac6a5776a2d1064510d1fec758c921cc22b0e17e63aaf4bcb5ed66304de9cf809bd274ca73bab4af5a6e9c76a4bc09e76eae8991ef5ece45a',
-      genesis: 1692803367, period: 3, dev: false,
+      genesis: 1692803367, period: 3, dev: false, name: 'quicknet',
     },
     // beacon.Dev: the local stack's and the tests' chain
     '3f1cecfc0dd063005d64a49e4bc28354e01b7a03761cf8a42c89e82b74f6c724': {
       key: 'b6640672e9e702a059caa0c97c561abfc565fa21e772b4b9e69e77a60b7e8d29b5e2570ac9085da66dc0c08085b2e921045f7580b2c1fe813c8eab9d9da184a473b1a3c9d1e7829591ce0a24b5826cda3a542b3caa297e38ca8a972fb7df49dc',
-      genesis: 1700000000, period: 1, dev: true,
+      genesis: 1700000000, period: 1, dev: true, name: 'dev',
     },
   };
   const beaconDST = 'BLS_SIG_BLS12381G1_XMD:SHA-256_SSWU_RO_NUL_';
@@ -358,5 +360,17 @@ FlashSale.draw = (() => {
     return mine && mine.leaf === me.leaf && mine.draw === me.draw && mine.place === me.place ? 'ok' : 'mismatch';
   }
 
-  return { supported, verify, published };
+  // chain describes the pinned chain of hash (the sale description's
+  // draw.chain) for the page: its name, whether it is the test chain, and
+  // when its round r is published (unix ms); null for a chain not pinned.
+  function chain(hash) {
+    const c = chains[chainOf(hash)];
+    return c ? { name: c.name, test: c.dev, at: (r) => (round(r) ? timeOf(c, round(r)) : null) } : null;
+  }
+  // sameHead reports whether two tree heads, as .../draw/me serves them,
+  // are the same signed head (Ed25519 signs deterministically: the same
+  // head is the same signature), both absent counting as the same.
+  const sameHead = (a, b) => sameFields(a, b, headKeys);
+
+  return { supported, verify, published, chain, sameHead };
 })();

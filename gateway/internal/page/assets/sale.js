@@ -10,16 +10,23 @@
 // cancelling, cancelled, expired, failed, soldout, ended, paused, limited,
 // error, notfound; a raffle's raffle-soon (entries not open yet),
 // raffle-open, raffle-entered, selected, not-selected and raffle-closed
-// (entries closed without the buyer); a presale's presale-only and
-// presale-soldout (refused until the sale opens to everyone). The page
+// (entries closed without the buyer), and for a raffle sealed by a beacon
+// round, between the close and the reveal, raffle-frozen ("tree head
+// received": the entry is among the frozen entries, checked) and
+// raffle-beacon (waiting for the beacon round); a presale's presale-only
+// and presale-soldout (refused until the sale opens to everyone). The page
 // never says "reserved" before the order is persisted.
 //
 // Fair access (SPEC): the sale's access mode and presale phase come from
 // its description; a place in the draw comes with its chance of a unit,
 // told as certain only when it is (100%, or NOT_SELECTED and SOLD_OUT for
 // none). "Verify my place" checks the place with draw.js; the check's
-// section has a data-state of its own (checking, verified, failed,
-// pending, not-entered, error, unsupported).
+// section has a data-state of its own (checking, verified, test,
+// unsealed, frozen, failed, pending, not-entered, error, unsupported). A
+// sealed raffle's entrant is checked without asking: the tree head and
+// proof as soon as the entries are frozen (kept in localStorage, so that
+// a head the shop changes after the round is caught, after a reload too),
+// the whole draw at the reveal.
 'use strict';
 (() => {
   const API = '/api/flash-sales';
@@ -37,7 +44,7 @@
     items: $('items'), account: $('account'),
     enter: $('enter'), verify: $('verify'), place: $('place'), chance: $('chance'),
     access: $('access'), accessMode: $('access-mode'), accessPhase: $('access-phase'),
-    accessCommitment: $('access-commitment'), commitment: $('commitment'),
+    accessCommitment: $('access-commitment'), commitment: $('commitment'), accessTest: $('access-test'),
     check: $('check'), checkH: $('check-h'), checkStatus: $('check-status'), checks: $('checks'),
     checkDetails: $('check-details'), checkValues: $('check-values'),
   };
@@ -73,6 +80,9 @@
       chance: null,       // chance of a unit at that place (0..1), null when not told
       checking: false,    // verifyPlace runs
       check: null,        // what verifyPlace found (renderCheck)
+      seal: null,         // a sealed raffle's draw as sealWait follows it (showSeal)
+      sealed: false,      // sealWait saw the reveal (or that the buyer is no entrant)
+      recheck: null,      // an answer of .../draw/me to check once the check that runs ends
     };
   }
   let buyer = freshBuyer();
@@ -85,6 +95,11 @@
   // The nonce the buyer was given when entering the draw, kept to check
   // that the shop shows the same one later (verifyPlace).
   const nonceKey = () => 'flashsale.nonce.' + saleId;
+  // The tree head of a sealed raffle as this browser first received it,
+  // with the buyer's leaf and proof (keepHead): a reload, or a later visit,
+  // still has the head fetched before the beacon round, and a later answer
+  // with another head is the shop's change after the fact.
+  const headKey = () => 'flashsale.head.' + saleId;
 
   const now = () => Date.now() + offset;
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -252,7 +267,8 @@
     // announcements of the status line inside it.
     main.setAttribute('aria-busy', String(s === 'loading'));
     say(status || null);
-    warn(o.alert || null);
+    // (A sealed draw that does not check out is said in every state.)
+    warn(o.alert || sealAlarm() || null);
     el.progress.hidden = !['ticket', 'busy', 'buying', 'processing', 'paying', 'cancelling', 'proof', 'queued'].includes(s);
     el.retry.hidden = !o.retry;
     const inOrder = ['processing', 'reserved', 'paying', 'paid', 'cancelling', 'cancelled', 'expired', 'failed'].includes(s) && orderId;
@@ -262,7 +278,7 @@
     // after an error the retry button is the one way on. In a raffle,
     // "buy" shows once the buyer is selected, and "enter" before that.
     const entering = s === 'ticket' && sale && sale.entries && !buyer.entered && now() < sale.entries.close;
-    const raffleOnly = ['raffle-soon', 'raffle-open', 'raffle-entered', 'raffle-closed', 'not-selected'].includes(s) ||
+    const raffleOnly = ['raffle-soon', 'raffle-open', 'raffle-entered', 'raffle-frozen', 'raffle-beacon', 'raffle-closed', 'not-selected'].includes(s) ||
       (s === 'ticket' && sale && sale.entries && now() < sale.start);
     el.buy.hidden = (!!inOrder && !afterOrder(s)) || !!o.retry || s === 'notfound' || raffleOnly;
     el.enter.hidden = !(s === 'raffle-soon' || s === 'raffle-open' || entering);
@@ -324,6 +340,10 @@
     const n = now();
     const clock = (to) => I.clock(to - n);
     if (n >= sale.end || sale.status === 'ENDED') return t('countdown.ended');
+    if (sealing() && buyer.seal) {
+      const { seal } = buyer.seal;
+      return n < seal.at ? t('countdown.beacon', { round: seal.round, time: clock(seal.at) }) : t('countdown.beaconDue', { round: seal.round });
+    }
     if (sale.entries && (p === 'not-selected' || p === 'raffle-closed')) return t('countdown.drawDone');
     if (sale.entries && n < sale.entries.open) return t('countdown.entriesOpen', { time: clock(sale.entries.open) });
     if (sale.entries && n < sale.entries.close) return t('countdown.entriesClose', { time: clock(sale.entries.close) });
@@ -371,6 +391,7 @@
       if (p === 'raffle-entered') rafflePoll(false);
       else set(p, phaseStatus(p));
     }
+    if (state === 'raffle-frozen') showSeal(); // the head's line gives way to the wait's
     if (afterOrder(state)) showBuyable();
     // The presale gives way to the sale for everyone: say so.
     if (presaleStage() !== accessKey) {
@@ -405,11 +426,15 @@
         { who: presaleWho(), start: I.dateTime(sale.presaleStart), general: I.dateTime(sale.start) });
     }
     const c = saleCommitment() || '';
+    // A draw sealed by the test chain is said to be one from the start.
+    const chain = saleSeal().chain && FlashSale.draw && FlashSale.draw.chain ? FlashSale.draw.chain(saleSeal().chain) : null;
+    const test = chain && chain.test ? t('access.testChain', { chain: chain.name }) : '';
     setText(el.accessMode, mode);
     setText(el.accessPhase, ph);
+    setText(el.accessTest, test);
     setText(el.commitment, c);
     el.accessCommitment.hidden = !c;
-    el.access.hidden = !mode && !ph && !c;
+    el.access.hidden = !mode && !ph && !c && !test;
   }
   // presaleStage is 0 for a sale without a presale, else 1 before it, 2
   // during it, 3 after it.
@@ -487,7 +512,7 @@
   // where a buyer who clicked goes straight on to the purchase.
   async function getTicket(headers, auto) {
     const b = buyer;
-    if (!['queued', 'proof', 'raffle-entered', 'selected'].includes(state)) set('ticket', asking(auto));
+    if (!['queued', 'proof', 'raffle-entered', 'raffle-frozen', 'raffle-beacon', 'selected'].includes(state)) set('ticket', asking(auto));
     const r = await call('POST', '/sales/' + saleId + '/ticket', headers);
     if (b !== buyer) return; // signed out (or in as another) meanwhile
     const code = r.body.error;
@@ -502,8 +527,9 @@
       inQueue = true;
       heardQueued(r.body);
       // A raffle's entrant learns nothing new before the draw: the page
-      // asks again once it is out, not every Retry-After.
-      if (sale.entries && now() < sale.entries.close) {
+      // asks again once it is out, not every Retry-After (a sealed one's,
+      // once sealWait saw the reveal).
+      if (sale.entries && (now() < sale.entries.close || (sealOf() && !b.sealed && !b.place))) {
         if (!(await untilDraw(b))) return;
       } else {
         await sleep(r.retryAfter * 1000);
@@ -549,7 +575,9 @@
       buyer.place = a.place;
       buyer.chance = typeof a.chance === 'number' && a.chance >= 0 ? Math.min(a.chance, 1) : null;
     }
-    // (Before the draw a raffle's position is the entrants so far.)
+    // (Before the draw a raffle's position is the entrants so far; once a
+    // sealed draw's head is in, the page says where the draw stands.)
+    if (sale.entries && !buyer.place && buyer.seal) return showSeal();
     if (sale.entries && !buyer.place) return set('raffle-entered', entered(a.entrants > 0 ? a.entrants : a.position));
     if (sale.entries && buyer.chance === 1) return set('selected', msg('status.selected', { time: () => I.dateTime(sale.start) }));
     set('queued', queued(a.position, a.estimatedWaitSeconds));
@@ -580,7 +608,13 @@
     try {
       newAttempt();
       if (!enter && b.entered) {
-        set('raffle-entered', entered(0));
+        // A head this browser kept (a reload after the freeze) was shown
+        // then: the page goes on waiting for the round with it.
+        const kept = sealOf() && now() >= sale.entries.close ? savedHead() : null;
+        if (kept && !b.seal) {
+          b.seal = { seal: sealOf(), me: kept, shownAt: 0, changed: false, checked: false };
+          showSeal();
+        } else set('raffle-entered', entered(0));
         if (!(await untilDraw(b))) return;
       }
       await getTicket({}, true);
@@ -590,15 +624,18 @@
   }
   // untilDraw waits until the draw is out: a moment after the entries close
   // (the gateways freeze and reveal it), spread over two seconds so that
-  // the entrants' pages do not all ask at once. False when the buyer
-  // changed meanwhile.
+  // the entrants' pages do not all ask at once; for a raffle sealed by a
+  // beacon round, from the freeze (200 ms after the close, spread over
+  // 700 ms) until the reveal (sealWait). False when the buyer changed
+  // meanwhile.
   async function untilDraw(b) {
-    const at = sale.entries.close + 1000 + Math.random() * 2000;
+    const seal = sealOf();
+    const at = sale.entries.close + (seal ? 300 + Math.random() * 700 : 1000 + Math.random() * 2000);
     while (now() < at) {
       await sleep(Math.min(at - now(), 30000));
       if (b !== buyer) return false;
     }
-    return true;
+    return seal && b.entered ? sealWait(b, seal) : true;
   }
 
   // queued is the status line of a place in the queue (its sentences).
@@ -904,32 +941,221 @@
     return v && user && v.startsWith(user + ':') ? v.slice(user.length + 1) : null;
   }
 
+  // ---- the sealed draw: the tree head, then the beacon round ----------------
+  // A raffle whose description names a beacon round (chain, round, head
+  // key) is followed after the close through GET .../draw/me (sealWait):
+  // once the entries are frozen the answer carries the signed tree head and
+  // the buyer's inclusion proof, checked at once (draw.js) and kept, and
+  // the page says "tree head received" (raffle-frozen) for headDwell, then
+  // that it waits for the round (raffle-beacon, with the round's time);
+  // at the reveal the whole draw is checked, the beacon round with it.
+
+  // headDwell: how long "tree head received" stays on the status line
+  // before the wait for the round replaces it (a screen reader reads it out
+  // meanwhile; the round is at least 30 s away on drand's quicknet).
+  const headDwell = 6000;
+
+  // sealOf is the beacon round that seals the sale's raffle, as its
+  // description published it: {chain (draw.js's chain: name, test), round,
+  // at (server ms)}; null for no raffle, a draw sealed by no round, or a
+  // chain this page does not pin (its check says so).
+  function sealOf() {
+    const d = saleSeal();
+    if (!sale || !sale.entries || !d.chain || !d.round || !FlashSale.draw || !FlashSale.draw.chain) return null;
+    const chain = FlashSale.draw.chain(d.chain);
+    const at = chain && chain.at(d.round);
+    return at ? { chain, round: String(d.round), at } : null;
+  }
+  const sealing = () => state === 'raffle-frozen' || state === 'raffle-beacon';
+
+  // keepHead keeps the first tree head this browser received for the
+  // signed-in buyer, with their leaf and proof and when it came (server
+  // ms); savedHead reads it back.
+  function keepHead(me) {
+    if (savedHead() || me.head == null) return;
+    const v = { user: tokenUser(getToken()), at: Math.round(now()), head: me.head, leaf: me.leaf, index: me.index, count: me.count, root: me.root, proof: me.proof };
+    try { localStorage.setItem(headKey(), JSON.stringify(v)); } catch (e) { /* private mode */ }
+  }
+  function savedHead() {
+    let v = null;
+    try { v = JSON.parse(localStorage.getItem(headKey()) || 'null'); } catch (e) { return null; }
+    const user = tokenUser(getToken());
+    return v && user && v.user === user && v.head && typeof v.head === 'object' && Number.isFinite(v.at) ? v : null;
+  }
+
+  // sealWait follows a sealed raffle's draw for its entrant until the
+  // reveal: GET .../draw/me every half second to a second until the
+  // entries are frozen (every two to four seconds once that is late); then
+  // nothing until the round's time (plus up to a second, so that the
+  // entrants' pages do not all ask at once); then every one to two
+  // seconds, every four to six once the round is half a minute late; a
+  // failed ask backs off. False when the buyer changed meanwhile.
+  async function sealWait(b, seal) {
+    let fails = 0;
+    for (;;) {
+      const r = await call('GET', '/sales/' + saleId + '/draw/me');
+      if (b !== buyer) return false;
+      if (r.status === 401) { signedOut(); return false; }
+      // Not an entrant after all: the ticket endpoint says the entries closed.
+      if (r.status === 404 && r.body.error === 'NOT_ENTERED') return (b.sealed = true);
+      if (r.status === 200 && r.body.seed != null) {
+        sealRevealed(b, r.body);
+        return (b.sealed = true);
+      }
+      if (r.status === 200 && (r.body.head != null || r.body.root != null)) await heardHead(b, r.body, seal);
+      if (b !== buyer) return false;
+      fails = r.status === 200 || r.status === 404 ? 0 : fails + 1;
+      const n = now();
+      let wait;
+      if (fails) wait = r.status === 429 ? r.retryAfter * 1000 : Math.min(8000, 1000 * 2 ** (fails - 1)) * (0.5 + Math.random());
+      else if (!b.seal) wait = n < sale.entries.close + 5000 ? 500 + Math.random() * 500 : 2000 + Math.random() * 2000;
+      else if (n < seal.at) wait = seal.at - n + 200 + Math.random() * 1000;
+      else wait = n - seal.at < 30000 ? 1000 + Math.random() * 1000 : 4000 + Math.random() * 2000;
+      await sleep(wait);
+      if (b !== buyer) return false;
+    }
+  }
+
+  // heardHead takes an answer of the frozen draw: the first head is kept,
+  // the first answer checked (leaf, proof, head) and shown as "tree head
+  // received" (a head kept before, by a reload, goes straight to the wait);
+  // each answer's head is compared with the one kept.
+  async function heardHead(b, me, seal) {
+    const had = savedHead();
+    keepHead(me);
+    const s = b.seal || (b.seal = { seal, shownAt: had ? 0 : now(), changed: false, checked: false });
+    s.me = me;
+    const kept = had || savedHead();
+    if (kept && !FlashSale.draw.sameHead(kept.head, me.head)) s.changed = true;
+    if (!s.checked) {
+      s.checked = true;
+      await verifyPlace(me, false);
+    }
+    if (b === buyer) showSeal();
+  }
+
+  // sealRevealed takes the revealed draw's answer: compared with the head
+  // kept, and checked in full (not waited for: the place is asked for
+  // meanwhile).
+  function sealRevealed(b, me) {
+    const kept = savedHead();
+    if (b.seal) {
+      b.seal.me = me;
+      if (kept && !FlashSale.draw.sameHead(kept.head, me.head)) b.seal.changed = true;
+    }
+    verifyPlace(me, false);
+  }
+
+  // showSeal shows where a sealed raffle's draw stands for the entrant:
+  // the tree head received (for headDwell after it first came), then the
+  // wait for the beacon round; the alert if it does not check out.
+  function showSeal() {
+    const s = buyer.seal;
+    if (!s || buyer.place > 0 || buyer.result || !['loading', 'raffle-entered', 'raffle-frozen', 'raffle-beacon'].includes(state)) return;
+    const st = now() < s.shownAt + headDwell ? 'raffle-frozen' : 'raffle-beacon';
+    const status = st === 'raffle-frozen' ? headSays(s) : waitSays(s);
+    if (state !== st) set(st, status);
+    else {
+      say(status);
+      const a = sealAlarm();
+      if (says.alert !== a) warn(a);
+    }
+    el.countdown.textContent = countdownText(phase());
+  }
+  // sealBad: the check of the frozen draw failed (or could not be made).
+  const sealBad = () => !buyer.seal.me.head || (buyer.check && ['failed', 'error', 'unsupported'].includes(buyer.check.state));
+  // headSays is the status line of "tree head received".
+  function headSays(s) {
+    const h = s.me.head;
+    if (sealBad()) return msg('status.sealBad');
+    return [
+      msg('status.sealHead', { count: () => I.number(h.count), root: shortHash(h.root), time: () => I.time(h.frozenAtMs, true) }),
+      buyer.check && buyer.check.state === 'frozen' ? msg('seal.checked') : null,
+    ];
+  }
+  // waitSays is the status line of the wait for the beacon round.
+  function waitSays(s) {
+    const { seal } = s;
+    return [
+      sealBad() ? msg('status.sealBad') : null,
+      msg('status.sealWait', { round: seal.round, chain: seal.chain.name, time: () => I.time(seal.at, true) }),
+      seal.chain.test ? msg('seal.testChain', { chain: seal.chain.name }) : null,
+      msg('seal.kept'),
+    ];
+  }
+  // shortHash is a hash as a person compares it: its first 12 hex digits.
+  const shortHash = (h) => (typeof h === 'string' && h.length > 12 ? h.slice(0, 12) + '…' : String(h || ''));
+
+  // sealAlarm is the alert of a sealed raffle's entrant whatever else the
+  // page says: the head kept before the round is not the one the shop
+  // shows now, or a check of the draw failed. One message each, kept, so
+  // that saying it again does not announce it again.
+  function sealAlarm() {
+    const s = buyer.seal;
+    if (!s) return null;
+    if (s.changed) {
+      const kept = savedHead();
+      return s.alarm || (s.alarm = msg('alert.headChanged', {
+        kept: shortHash(kept && kept.head.root), time: () => (kept ? I.time(kept.at, true) : ''), root: shortHash(s.me.head && s.me.head.root),
+      }));
+    }
+    if (buyer.check && buyer.check.state === 'failed') return s.bad || (s.bad = msg('alert.sealBad'));
+    return null;
+  }
+
+  // keptWord is the check of a raffle's tree head against the one this
+  // browser kept: ok (kept before the round's time, and the same), changed
+  // (the shop shows another), after (first received at or after the
+  // round's time: it witnesses nothing), none (none kept: the buyer came
+  // after the round, or on another device); null for a sale not sealed.
+  function keptWord(me) {
+    const seal = sealOf();
+    const kept = savedHead();
+    if (!seal || (me.head == null && !kept)) return null;
+    if (!kept) return 'none';
+    if (!FlashSale.draw.sameHead(kept.head, me.head)) return 'changed';
+    return kept.at < seal.at ? 'ok' : 'after';
+  }
+
   // verifyPlace checks the buyer's place in the draw with draw.js, on the
-  // answer of GET .../draw/me, and shows each check (renderCheck).
-  async function verifyPlace() {
+  // answer of GET .../draw/me (given, or asked for), and shows each check
+  // (renderCheck); focus: a click on "verify", which moves the focus to
+  // the check.
+  async function verifyPlace(given, focus) {
     const b = buyer;
-    if (b.checking) return;
+    if (b.checking) {
+      // (The reveal's answer is checked after the check that runs.)
+      if (given) b.recheck = given;
+      if (focus) el.checkH.focus();
+      return;
+    }
     b.checking = true;
     try {
       b.check = { state: 'checking' };
       renderCheck();
-      el.checkH.focus();
+      if (focus) el.checkH.focus();
       if (!FlashSale.draw || !FlashSale.draw.supported()) { b.check = { state: 'unsupported' }; return; }
-      const r = await call('GET', '/sales/' + saleId + '/draw/me');
-      if (b !== buyer) return;
-      if (r.status === 401) { signedOut(); return; }
-      if (r.status === 404 && r.body.error === 'NOT_ENTERED') { b.check = { state: 'not-entered' }; return; }
-      if (r.status !== 200) { b.check = { state: 'error', code: r.body.error || r.status || 'offline' }; return; }
+      let me = given;
+      if (!me) {
+        const r = await call('GET', '/sales/' + saleId + '/draw/me');
+        if (b !== buyer) return;
+        if (r.status === 401) { signedOut(); return; }
+        if (r.status === 404 && r.body.error === 'NOT_ENTERED') { b.check = { state: 'not-entered' }; return; }
+        if (r.status !== 200) { b.check = { state: 'error', code: r.body.error || r.status || 'offline' }; return; }
+        me = r.body;
+      }
       let res;
       try {
-        res = await FlashSale.draw.verify(r.body, { saleId, userId: tokenUser(getToken()), commitment: saleCommitment(), nonce: savedNonce(), ...saleSeal() });
-        if (r.body.root != null) {
+        res = await FlashSale.draw.verify(me, { saleId, userId: tokenUser(getToken()), commitment: saleCommitment(), nonce: savedNonce(), ...saleSeal() });
+        if (me.seed != null) {
           // The public draw, as anyone sees it: the same root and seed, and
           // the buyer's place as the rank of their draw among all of them.
           const pub = await call('GET', '/sales/' + saleId + '/draw');
           if (b !== buyer) return;
-          res.published = pub.status === 200 ? await FlashSale.draw.published(r.body, pub.body) : 'mismatch';
-        }
+          res.published = pub.status === 200 ? await FlashSale.draw.published(me, pub.body) : 'mismatch';
+        } else if (me.root != null) res.published = 'pending';
+        const kept = keptWord(me);
+        if (kept) res.kept = kept;
       } catch (e) {
         b.check = { state: 'error', code: 'crypto' };
         return;
@@ -938,24 +1164,37 @@
       // read them all (flashctl sale draw verify does), and that is no failure.
       // "unsealed" (a sale from before the beacon) and "test" (the dev
       // chain's round) fail nothing either, but the page says what they
-      // leave unproven instead of "verified".
+      // leave unproven instead of "verified"; nor do "none" and "after" (no
+      // head kept before the round: nothing to compare).
       const words = Object.values(res).map((w) => (isNote(w) || w === 'large' ? 'ok' : w));
       let st = words.every((w) => w === 'ok') ? 'verified' : words.some((w) => w !== 'ok' && w !== 'pending') ? 'failed' : 'pending';
       if (st === 'verified' && isNote(res.beacon)) st = res.beacon;
-      b.check = { state: st, res, me: r.body };
+      // Frozen, the head checked, the round not out yet.
+      if (st === 'pending' && res.head === 'ok' && me.seed == null) st = 'frozen';
+      b.check = { state: st, res, me };
     } finally {
       b.checking = false;
-      if (b === buyer) renderCheck();
+      if (b === buyer) {
+        renderCheck();
+        const a = sealAlarm();
+        if (a && says.alert !== a) warn(a);
+        if (b.recheck) {
+          const again = b.recheck;
+          b.recheck = null;
+          verifyPlace(again, false);
+        }
+      }
     }
   }
   // isNote: draw.js's words that fail no check but limit what it proves.
-  const isNote = (w) => w === 'unsealed' || w === 'test';
+  const isNote = (w) => w === 'unsealed' || w === 'test' || w === 'none' || w === 'after';
   // checkSays names each check's outcome (draw.js's words) as a message.
   const checkSays = {
     leaf: { ok: 'check.leafOk', mismatch: 'check.leafMismatch', nonce: 'check.leafNonce' },
     proof: { ok: 'check.proofOk', mismatch: 'check.proofMismatch', pending: 'check.proofPending' },
     head: { ok: 'check.headOk', mismatch: 'check.headMismatch', late: 'check.headLate', round: 'check.headRound', chain: 'check.chain',
       absent: 'check.headAbsent', unsealed: 'check.unsealedOne', pending: 'check.headPending' },
+    kept: { ok: 'check.keptOk', changed: 'check.keptChanged', after: 'check.keptAfter', none: 'check.keptNone' },
     seed: { ok: 'check.seedOk', mismatch: 'check.seedMismatch', commitment: 'check.seedCommitment', absent: 'check.seedAbsent', pending: 'check.seedPending' },
     beacon: { ok: 'check.beaconOk', test: 'check.beaconTest', mismatch: 'check.beaconMismatch', round: 'check.beaconRound', chain: 'check.chain',
       absent: 'check.beaconAbsent', unsealed: 'check.unsealedOne', pending: 'check.beaconPending' },
@@ -970,12 +1209,14 @@
     el.check.dataset.state = c ? c.state : 'idle';
     if (!c) return;
     const me = c.me || {};
+    const kept = savedHead();
     const place = () => I.number(me.place > 0 ? me.place : buyer.place);
     const line = {
       checking: msg('check.running'),
       verified: msg('check.verified', { place }),
       test: msg('check.test', { place }),
       unsealed: msg('check.unsealed', { place }),
+      frozen: msg('check.frozen'),
       failed: msg('check.failed'),
       pending: msg('check.pending'),
       'not-entered': msg('check.notEntered'),
@@ -986,13 +1227,13 @@
     const items = Object.keys(checkSays).filter((k) => c.res && c.res[k]).map((k) => {
       const w = c.res[k];
       const li = document.createElement('li');
-      li.className = w === 'ok' ? 'ok' : w === 'pending' || isNote(w) ? 'wait' : 'bad';
+      li.className = w === 'ok' ? 'ok' : w === 'pending' ? 'wait' : isNote(w) ? 'caveat' : 'bad';
       li.dataset.check = k;
       li.dataset.result = w;
       const verdict = document.createElement('span');
       verdict.className = 'verdict';
       verdict.textContent = t(w === 'ok' ? 'check.passed' : w === 'pending' ? 'check.notYet' : isNote(w) ? 'check.note' : 'check.failedOne');
-      li.append(verdict, t(checkSays[k][w] || 'check.malformed', { count: I.number(me.count > 0 ? me.count : 0) }));
+      li.append(verdict, t(checkSays[k][w] || 'check.malformed', { count: I.number(me.count > 0 ? me.count : 0), time: kept ? I.time(kept.at, true) : '' }));
       return li;
     });
     el.checks.replaceChildren(...items);
@@ -1105,7 +1346,7 @@
     el.signin.addEventListener('submit', devSignIn);
     el.signout.addEventListener('click', () => { setToken(null); forgetOrder(); orderId = null; forgetBuyer(); showAccount(); state = 'loading'; showPhase(); });
     el.enter.addEventListener('click', enterRaffle);
-    el.verify.addEventListener('click', verifyPlace);
+    el.verify.addEventListener('click', () => verifyPlace(null, true));
     window.addEventListener('storage', sharedOrder);
     I.onChange(relabel);
     const words = I.start().catch((e) => {
