@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flashsale/sharding/draw"
+	"flashsale/sharding/draw/beacon"
 )
 
 // The sale page's fair access (SPEC "Fair access") in the browser: a
@@ -112,10 +114,32 @@ func fits(t *testing.T, lang, key, text string, prefix bool) bool {
 }
 
 // checkState is the state of the page's check of the draw (the section's
-// data-state: idle, checking, verified, test, unsealed, failed, pending,
-// not-entered, error, unsupported).
+// data-state: idle, checking, verified, test, unsealed, frozen, failed,
+// pending, not-entered, error, unsupported).
 func (tb *tab) checkState() string {
 	return eval[string](tb, `document.getElementById('check').dataset.state`)
+}
+
+// checkResults is each check the page shows, by name, with its word
+// (draw.js's, and sale.js's kept).
+func (tb *tab) checkResults() map[string]string {
+	return eval[map[string]string](tb, `Object.fromEntries([...document.querySelectorAll('#checks li')].map((li) => [li.dataset.check, li.dataset.result]))`)
+}
+
+// waitCheck waits until the page's check of the draw is in one of want.
+func (tb *tab) waitCheck(within time.Duration, want ...string) string {
+	tb.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		st := tb.checkState()
+		if slices.Contains(want, st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("%s: the check of the draw is %s (%q) after %v, want one of %v: %v", tb.name, st, tb.text("check-status"), within, want, tb.checkResults())
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
 }
 
 // verifyPlace clicks "Verify my place" and waits for the check to end; it
@@ -131,7 +155,7 @@ func (tb *tab) verifyPlace() {
 		}
 		time.Sleep(40 * time.Millisecond)
 	}
-	results := eval[map[string]string](tb, `Object.fromEntries([...document.querySelectorAll('#checks li')].map((li) => [li.dataset.check, li.dataset.result]))`)
+	results := tb.checkResults()
 	st := tb.checkState()
 	if st != "verified" && st != "test" && st != "unsealed" {
 		tb.t.Fatalf("%s: the check of the draw ended %s (%q): %v", tb.name, st, tb.text("check-status"), results)
@@ -140,6 +164,9 @@ func (tb *tab) verifyPlace() {
 		if results[k] != "ok" {
 			tb.t.Errorf("%s: check %s: %q, want ok (%v)", tb.name, k, results[k], results)
 		}
+	}
+	if k := results["kept"]; k != "" && k != "ok" && k != "none" {
+		tb.t.Errorf("%s: check kept: %q, want ok, or none on a device that kept no head (%v)", tb.name, k, results)
 	}
 	if st != "unsealed" && results["head"] != "ok" {
 		tb.t.Errorf("%s: check head: %q, want ok (%v)", tb.name, results["head"], results)
@@ -152,13 +179,16 @@ func (tb *tab) verifyPlace() {
 	}
 }
 
-// TestBrowserRaffle: a raffle of one unit for two buyers. Before the
+// TestBrowserRaffle: a raffle of one unit for two buyers, its draw sealed
+// by the dev chain's beacon round (2 to 3 s after the close). Before the
 // entries open the page counts down to them with "Enter the raffle" off;
 // then each buyer enters with a click and is told the draw's time (a
 // reload still knows the entry, from GET .../draw/me); once the entries
-// closed, one is selected (place 1, a 100% chance) and one is not selected
-// (place 2, no chance shown: none is told as 0%), and both check their
-// place in the browser (every check passes); a third buyer who comes after
+// closed the page shows the tree head received, then, from the round, one
+// buyer selected (place 1, a 100% chance) and one not selected (place 2,
+// no chance shown: none is told as 0%), each with the check of the draw
+// already made ("test": the dev chain proves nothing), and both check
+// their place again in the browser (every check passes); a third buyer who comes after
 // the close is told the entries closed. At the start the winner is
 // admitted by itself and buys; the other stays not selected, and signed in
 // on another device after the sell-out (no queue pass there) is still told
@@ -169,14 +199,18 @@ func (tb *tab) verifyPlace() {
 // answer the ticket endpoint 403 SALE_NOT_STARTED before the entries, 202
 // QUEUED while they are open (entering the buyer; the entering answer
 // carries a 32-hex "nonce"), 202 QUEUED with "place" and "chance" (1 for
-// place 1) once the draw is revealed (within about a second of the close),
+// place 1) once the draw is revealed (at the beacon round's time),
 // 410 NOT_SELECTED with "place" for place 2 (with or without the queue
 // pass, after the sell-out too), 403 ENTRIES_CLOSED to a buyer who did not
 // enter, and 200 ADMITTED to place 1 from the start; and serve
 // GET .../draw/me: 200 with entered, nonce and leaf from the entry, the
-// proof, seed and draw from the reveal, 404 NOT_ENTERED otherwise.
+// proof and the signed tree head from the freeze (a moment after the
+// close), the round's signature, seed and draw from the reveal, 404
+// NOT_ENTERED otherwise; and sign the dev chain's rounds (-beacon dev, the
+// local stack's setting).
 func TestBrowserRaffle(t *testing.T) {
 	need(t)
+	t.Setenv("FLASHSALE_BEACON", "dev") // flashctl seals the draw on the dev chain, the gateway signs its rounds
 	b := browser(t)
 	// One language per fair-access test (raffle English, presale and queue
 	// Japanese): every new message is still drawn in both, and the suite
@@ -185,7 +219,9 @@ func TestBrowserRaffle(t *testing.T) {
 }
 
 func raffle(t *testing.T, b context.Context, lang string) {
-	const opens, closes, starts = 10 * time.Second, 18 * time.Second, 27 * time.Second
+	// (The start leaves the round, 2 to 3 s after the close, and the pages'
+	// look at it 1 to 2 s later, time before "4 s before the start".)
+	const opens, closes, starts = 10 * time.Second, 18 * time.Second, 30 * time.Second
 	s, g := startFrontDoor(t, 1, starts, branded(map[string]any{"name": "Raffle drop", "ticketRequired": true, "access": "raffle",
 		"raffle": map[string]any{"entriesOpen": fromNow(opens), "entriesClose": fromNow(closes)}}))
 	created := s.StartsAt.Add(-starts) // when the sale file was written
@@ -251,11 +287,18 @@ func raffle(t *testing.T, b context.Context, lang string) {
 		t.Fatalf("the machine is too slow: the entries closed before both buyers were seen entered")
 	}
 
-	// The draw: place 1 is selected, place 2 is not.
+	// The draw: the tree head received, then, from the round, place 1 is
+	// selected and place 2 is not.
 	var won, lost *tab
 	var lostUser string
+	var seen []string
 	for i, tb := range tabs {
-		switch tb.waitState(time.Until(entriesClose)+15*time.Second, nil, "selected", "not-selected") {
+		saw := func(st string) {
+			if i == 0 {
+				seen = append(seen, st)
+			}
+		}
+		switch tb.waitState(time.Until(entriesClose)+15*time.Second, saw, "selected", "not-selected") {
 		case "selected":
 			won = tb
 		default:
@@ -264,6 +307,14 @@ func raffle(t *testing.T, b context.Context, lang string) {
 	}
 	if won == nil || lost == nil {
 		t.Fatalf("one unit, two entrants: want one selected and one not, got %s and %s", tabs[0].state(), tabs[1].state())
+	}
+	if !slices.Contains(seen, "raffle-frozen") {
+		t.Errorf("%s: between the close and the round the page went through %v, want the tree head received (raffle-frozen)", a.name, seen)
+	}
+	for _, tb := range []*tab{won, lost} {
+		if st := tb.waitCheck(10*time.Second, "test", "verified", "unsealed", "failed", "error", "unsupported"); st != "test" {
+			t.Errorf("%s: the check made at the reveal ended %s (%q), want test (the dev chain's round): %v", tb.name, st, tb.text("check-status"), tb.checkResults())
+		}
 	}
 	if time.Now().After(s.StartsAt.Add(-4 * time.Second)) {
 		t.Fatalf("the machine is too slow: the draw was told %v before the start", time.Until(s.StartsAt))
@@ -336,6 +387,238 @@ func raffle(t *testing.T, b context.Context, lang string) {
 		t.Errorf("not selected on another device: status %q, want %q", st, want)
 	}
 	logShots(t, a, tabs[1], late)
+}
+
+// TestBrowserRaffleSealed: a raffle of two units for two buyers, its draw
+// sealed by a round of the dev chain that the gateway does not sign by
+// itself (-beacon quicknet: as when drand's relays are slow), so that the
+// wait for the round lasts until the test hands it over. Once the entries
+// close the page shows, within a second or two, "tree head received" (the
+// buyer's entry is one of the 2 frozen, the root and the time of the
+// freeze, checked in the browser: leaf, proof and head pass) and keeps the
+// head in localStorage; a few seconds later "waiting for the beacon" (round
+// R of dev, its time, and that dev is a test chain that proves nothing),
+// asking GET .../draw/me every one to two seconds and no faster (counted
+// in the first language: the same script in each). The kept
+// head survives a reload (the page goes straight back to the wait, with the
+// same head); a head that differs from the kept one (here the kept copy is
+// changed, which the page cannot tell from the shop serving another) is
+// said loudly, in the alert, and fails the check. Once the round is
+// recorded (flashctl sale draw beacon, as an operator hands it to gateways
+// that reach no relay) each page shows, within a poll, the buyer selected
+// with the whole draw checked: "test" on the dev chain, the kept head
+// unchanged, or failed where it changed. Each new state is saved and
+// audited at desktop and phone size, in every language.
+//
+// The gateway must: describe the sale with "draw":{"commitment","chain",
+// "round","headKey"}; from the freeze (a moment after the close) serve
+// GET .../draw/me with the buyer's leaf, index, count, root, proof, the
+// signed "head" ({sale,count,root,frozenAtMs,chain,round,signature}) and
+// "beacon" ({chain,name,round,at}), and GET .../draw as FROZEN with the
+// same root, count and head; wait for the round while it is not recorded
+// (-beacon quicknet signs no dev round); take the round recorded in Redis
+// by flashctl, verify it and reveal: GET .../draw/me adds the round's
+// signature, draw, place, seed and commitment, with the same head.
+func TestBrowserRaffleSealed(t *testing.T) {
+	need(t)
+	t.Setenv("FLASHSALE_BEACON", "dev") // flashctl seals the draw on the dev chain
+	b := browser(t)
+	inLanguages(t, func(t *testing.T, lang string) { raffleSealed(t, b, lang) })
+}
+
+func raffleSealed(t *testing.T, b context.Context, lang string) {
+	// The entries close 12 s after the sale is written (two buyers sign in
+	// and enter); the round is held as long as the test needs, well before
+	// the start.
+	const closes, starts = 12 * time.Second, time.Minute
+	s, g := startFrontDoor(t, 2, starts, branded(map[string]any{"name": "Sealed drop", "ticketRequired": true, "access": "raffle",
+		"raffle": map[string]any{"entriesOpen": fromNow(0), "entriesClose": fromNow(closes)}}), "-beacon", "quicknet")
+	d := s.Draw
+	if d == nil || d.Round == 0 {
+		t.Fatalf("the sale's draw is not sealed by a beacon round: %+v", d)
+	}
+	if c, err := beacon.ByHash(d.Chain); err != nil || c != beacon.Dev {
+		t.Fatalf("the sale's draw is sealed by chain %s (%v), want the dev chain (FLASHSALE_BEACON=dev)", d.Chain, err)
+	}
+	roundAt := beacon.Dev.TimeOf(d.Round)
+	entriesClose := s.StartsAt.Add(-starts).Add(closes)
+	url := fmt.Sprintf("http://%s/sale/%d", g.addr, s.ID)
+	headKey := fmt.Sprintf("flashsale.head.%d", s.ID)
+	round := strconv.FormatUint(d.Round, 10)
+	users := []string{"2401", "2402"}
+	a := newTab(t, b, lang, "sealed-a", 390, 844, true)
+	o := newTab(t, b, lang, "sealed-b", 1280, 900, false)
+	for i, tb := range []*tab{a, o} {
+		tb.do(chromedp.Navigate(url))
+		tb.waitState(10*time.Second, nil, "signin")
+		tb.signIn(users[i])
+		tb.waitState(10*time.Second, nil, "raffle-open")
+		tb.do(chromedp.Click(chromedp.ID("enter")))
+		tb.waitState(10*time.Second, nil, "raffle-entered")
+	}
+	if time.Now().After(entriesClose) {
+		t.Fatalf("the machine is too slow: the entries closed before both buyers were seen entered")
+	}
+	if m := a.text("access-test"); !fits(t, lang, "access.testChain", m, false) || !strings.Contains(m, "dev") {
+		t.Errorf("the access panel says %q, want %q naming dev", m, say(t, lang, "access.testChain"))
+	}
+
+	// Tree head received: the entry among the frozen, checked, kept.
+	a.waitState(time.Until(entriesClose)+5*time.Second, nil, "raffle-frozen")
+	pub := getJSON(t, fmt.Sprintf("http://%s/api/flash-sales/sales/%d/draw", g.addr, s.ID))
+	root, _ := pub["root"].(string)
+	if pub["state"] != "FROZEN" || pub["count"] != 2.0 || len(root) != 64 || pub["head"] == nil {
+		t.Fatalf("the published draw after the close: %v, want FROZEN, 2 entries, a root and a head", pub)
+	}
+	st := a.text("status")
+	if !fits(t, lang, "status.sealHead", st, true) || !strings.Contains(st, root[:12]) || !strings.Contains(st, "2") ||
+		!strings.HasSuffix(st, say(t, lang, "seal.checked")) {
+		t.Errorf("tree head received: status %q, want %q with 2 entries and root %s…, then %q", st, say(t, lang, "status.sealHead"), root[:12], say(t, lang, "seal.checked"))
+	}
+	if c, want := a.text("countdown"), lead(t, lang, "countdown.beacon"); !strings.HasPrefix(c, want) && !strings.HasPrefix(c, lead(t, lang, "countdown.beaconDue")) {
+		t.Errorf("tree head received: countdown %q, want %q...", c, want)
+	}
+	if st := a.waitCheck(5*time.Second, "frozen", "failed", "error", "unsupported"); st != "frozen" {
+		t.Errorf("tree head received: the check ended %s (%q): %v", st, a.text("check-status"), a.checkResults())
+	}
+	want := map[string]string{"leaf": "ok", "proof": "ok", "head": "ok", "kept": "ok", "seed": "pending", "beacon": "pending", "draw": "pending", "published": "pending"}
+	if r := a.checkResults(); !maps.Equal(r, want) {
+		t.Errorf("tree head received: the checks say %v, want %v", r, want)
+	}
+	var kept struct {
+		User string         `json:"user"`
+		At   int64          `json:"at"`
+		Head map[string]any `json:"head"`
+	}
+	keptRaw := eval[string](a, `localStorage.getItem('`+headKey+`') || ''`)
+	if err := json.Unmarshal([]byte(keptRaw), &kept); err != nil || kept.User != users[0] || !reflect.DeepEqual(kept.Head, pub["head"]) {
+		t.Errorf("the head kept in %s: %s (%v), want user %s's with the published head %v", headKey, keptRaw, err, users[0], pub["head"])
+	}
+	if kept.At >= roundAt.UnixMilli() {
+		t.Errorf("the head was kept at %d, at or after the round's time %d", kept.At, roundAt.UnixMilli())
+	}
+	a.shotSizes("sealed-head", "raffle-frozen")
+
+	// Waiting for the beacon: its round, chain and time; the test chain
+	// said; no hammering.
+	a.waitState(10*time.Second, nil, "raffle-beacon")
+	st = a.text("status")
+	if !fits(t, lang, "status.sealWait", st, true) || !strings.Contains(st, round) || !strings.Contains(st, say(t, lang, "seal.testChain", "chain", "dev")) ||
+		!strings.HasSuffix(st, say(t, lang, "seal.kept")) {
+		t.Errorf("waiting for the beacon: status %q, want %q with round %s of dev, %q and %q", st, say(t, lang, "status.sealWait"), round,
+			say(t, lang, "seal.testChain", "chain", "dev"), say(t, lang, "seal.kept"))
+	}
+	if c := a.text("countdown"); c != say(t, lang, "countdown.beaconDue", "round", round) && !fits(t, lang, "countdown.beacon", c, false) {
+		t.Errorf("waiting for the beacon: countdown %q, want %q or %q", c, say(t, lang, "countdown.beacon"), say(t, lang, "countdown.beaconDue", "round", round))
+	}
+	if al := a.text("alert"); al != "" {
+		t.Errorf("waiting for the beacon: alert %q, want none", al)
+	}
+	a.shotSizes("sealed-wait", "raffle-beacon")
+	if lang == pageLanguages[0] { // (the same script in every language: counted once)
+		asks := func(tb *tab) int {
+			return eval[int](tb, `performance.getEntriesByType('resource').filter((e) => e.name.endsWith('/draw/me')).length`)
+		}
+		time.Sleep(time.Until(roundAt.Add(time.Second)))
+		n0 := asks(a)
+		const watch = 8 * time.Second
+		time.Sleep(watch)
+		switch n := asks(a) - n0; {
+		case time.Since(roundAt) > 30*time.Second: // (then every 4 to 6 s)
+			t.Logf("the machine is slow: the round was due %v before the asks were counted (%d in %v)", time.Since(roundAt), n, watch)
+		case n < 3 || n > 9:
+			t.Errorf("waiting for a round that is due: %d asks of .../draw/me in %v, want one every 1 to 2 s", n, watch)
+		default:
+			t.Logf("waiting for a round that is due: %d asks of .../draw/me in %v", n, watch)
+		}
+	}
+
+	// The kept head survives a reload: straight back to the wait, the same
+	// head kept, and the shop's still the one kept.
+	var seen []string
+	a.do(chromedp.Reload())
+	a.waitState(10*time.Second, func(st string) { seen = append(seen, st) }, "raffle-beacon")
+	if slices.Contains(seen, "raffle-frozen") || slices.Contains(seen, "raffle-entered") {
+		t.Errorf("reloaded: the page went through %v to the wait, want straight to it with the head kept", seen)
+	}
+	if after := eval[string](a, `localStorage.getItem('`+headKey+`') || ''`); after != keptRaw {
+		t.Errorf("reloaded: the head kept is now %s, was %s", after, keptRaw)
+	}
+	if st := a.waitCheck(10*time.Second, "frozen", "failed", "error", "unsupported"); st != "frozen" || a.checkResults()["kept"] != "ok" {
+		t.Errorf("reloaded: the check ended %s: %v, want frozen with the head kept ok", st, a.checkResults())
+	}
+
+	// Another head than the one kept: the shop changed its root after the
+	// fact. Said loudly, whatever else the page says.
+	const flipRoot = `(() => { const k = '%s'; const v = JSON.parse(localStorage.getItem(k));
+		v.head.root = (v.head.root[0] === '0' ? '1' : '0') + v.head.root.slice(1); localStorage.setItem(k, JSON.stringify(v)); return true; })()`
+	eval[bool](o, fmt.Sprintf(flipRoot, headKey))
+	o.do(chromedp.Reload())
+	o.waitState(10*time.Second, nil, "raffle-beacon")
+	for deadline := time.Now().Add(10 * time.Second); o.text("alert") == ""; time.Sleep(40 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: a head other than the one kept: no alert after 10 s (status %q)", o.name, o.text("status"))
+		}
+	}
+	if al := o.text("alert"); !fits(t, lang, "alert.headChanged", al, false) || !strings.Contains(al, root[:12]) {
+		t.Errorf("%s: a head other than the one kept: alert %q, want %q naming the root %s…", o.name, al, say(t, lang, "alert.headChanged"), root[:12])
+	}
+	if st := o.waitCheck(10*time.Second, "failed", "frozen", "error", "unsupported"); st != "failed" || o.checkResults()["kept"] != "changed" {
+		t.Errorf("%s: a head other than the one kept: the check ended %s: %v, want failed on kept (changed)", o.name, st, o.checkResults())
+	}
+	o.shotSizes("sealed-changed", "raffle-beacon")
+
+	// The round, recorded as an operator hands it to gateways that reach
+	// no relay: each page shows its place within a poll, checked.
+	sig, err := beacon.Dev.Sign(d.Round)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handed := time.Now()
+	flashctl(t, "sale", "draw", "beacon", "--sale", strconv.FormatInt(s.ID, 10), "--signature", hex.EncodeToString(sig))
+	a.waitState(10*time.Second, nil, "selected")
+	if late := time.Since(handed); late > 5*time.Second {
+		t.Errorf("the page showed the result %v after the round was recorded, want within its next ask (1 to 2 s)", late)
+	}
+	if st := a.waitCheck(10*time.Second, "test", "verified", "unsealed", "failed", "error", "unsupported"); st != "test" {
+		t.Errorf("revealed: the check ended %s (%q), want test (the dev chain's round): %v", st, a.text("check-status"), a.checkResults())
+	}
+	want = map[string]string{"leaf": "ok", "proof": "ok", "head": "ok", "kept": "ok", "seed": "ok", "beacon": "test", "draw": "ok", "published": "ok"}
+	if r := a.checkResults(); !maps.Equal(r, want) {
+		t.Errorf("revealed: the checks say %v, want %v", r, want)
+	}
+	if said := a.text("check-status"); !fits(t, lang, "check.test", said, false) {
+		t.Errorf("revealed: the check says %q, want %q", said, say(t, lang, "check.test"))
+	}
+	if st := a.text("status"); !fits(t, lang, "status.selected", st, false) {
+		t.Errorf("revealed: status %q, want %q", st, say(t, lang, "status.selected"))
+	}
+	if al := a.text("alert"); al != "" {
+		t.Errorf("revealed: alert %q, want none", al)
+	}
+	a.shotSizes("sealed-verified", "selected")
+	o.waitState(10*time.Second, nil, "selected")
+	if st := o.waitCheck(10*time.Second, "failed", "test", "verified", "error", "unsupported"); st != "failed" || o.checkResults()["kept"] != "changed" {
+		t.Errorf("%s: revealed, the head kept not the shop's: the check ended %s: %v, want failed on kept (changed)", o.name, st, o.checkResults())
+	}
+	if al := o.text("alert"); !fits(t, lang, "alert.headChanged", al, false) {
+		t.Errorf("%s: revealed, the head kept not the shop's: alert %q, want %q", o.name, al, say(t, lang, "alert.headChanged"))
+	}
+	logShots(t, a, o)
+}
+
+// getJSON reads url's JSON object.
+func getJSON(t *testing.T, url string) map[string]any {
+	t.Helper()
+	code, body, err := fasthttp.GetTimeout(nil, url, 5*time.Second)
+	if err != nil || code != 200 {
+		t.Fatalf("GET %s: %d %s %v", url, code, body, err)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("GET %s: %v: %s", url, err, body)
+	}
+	return v
 }
 
 // waitSoldOut waits until gateway g describes sale id as sold out.
