@@ -262,6 +262,11 @@
     const o = opts || {};
     const had = document.activeElement;
     state = s;
+    // Waiting for a draw's result: the signature checks warm up now, off
+    // the buyer's check at the reveal (draw.js warm).
+    if (['raffle-entered', 'raffle-frozen', 'raffle-beacon', 'queued'].includes(s) && FlashSale.draw.supported()) {
+      setTimeout(() => FlashSale.draw.warm().catch(() => {}), 0);
+    }
     main.dataset.state = s;
     // Busy only while loading: aria-busy on main would hold back the
     // announcements of the status line inside it.
