@@ -42,6 +42,19 @@
 //     commitment, the freeze, the beacon, the reveal); "a draw" is also
 //     one entrant's keyed hash in it. Only the draw itself: not the mode,
 //     not the entries, not their count.
+//   - sealed: a draw whose key mixes a beacon round with the seed (the
+//     sale's draw names a chain and a round); a sale created before is
+//     drawn on its seed alone, "unsealed".
+//   - beacon round: round R of a pinned public beacon (drand's quicknet;
+//     the local stack's dev chain), fixed at the sale's creation, whose
+//     randomness nobody knows before its time. Not "random number" or
+//     "oracle".
+//   - tree head: the signed (sale, count, root, freeze time, chain, round)
+//     an entrant receives at the freeze, before R exists, and keeps; the
+//     sale page says "the signed record of the entries" to buyers. Not
+//     "receipt" or "certificate".
+//   - the draw's log: the hash-chained record of the draw's steps
+//     (commitment, freeze, beacon, reveal, abort). Not "audit trail".
 //   - place: an entrant's rank in the draw, 1-based (a late arrival's is
 //     after every entrant's). Not "position": a position is the places
 //     still ahead plus one, as a 202 QUEUED says it.
