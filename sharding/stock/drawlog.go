@@ -52,37 +52,47 @@ func ParseLogEntry(e string) (draw.Entry, error) {
 	return draw.Entry{Body: []byte(body), Hash: hash}, nil
 }
 
-// LogDrawEvent appends e to sale saleID's log unless the log already holds
-// an entry at the next step (another writer's), and returns the log after
-// it. It reads and checks the log first: a log that does not check is an
-// error, and nothing is appended to it.
-func (s *Store) LogDrawEvent(ctx context.Context, saleID int64, e *draw.Event, expire time.Time) ([]draw.Entry, error) {
+// LogDrawEvent reads sale saleID's log, checks it, and appends e to it
+// (AppendDrawEvent); when another writer appended first, e is not appended
+// and false is returned with the log as it is now. A log that does not
+// check is an error, and nothing is appended to it.
+func (s *Store) LogDrawEvent(ctx context.Context, saleID int64, e *draw.Event, expire time.Time) ([]draw.Entry, bool, error) {
 	log, err := s.DrawLog(ctx, saleID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if _, err := draw.CheckLog(saleID, log); err != nil {
-		return nil, fmt.Errorf("sale %d: %w", saleID, err)
+		return nil, false, fmt.Errorf("sale %d: %w", saleID, err)
 	}
+	return s.AppendDrawEvent(ctx, saleID, log, e, expire)
+}
+
+// AppendDrawEvent appends e to sale saleID's log right after after, the log
+// as the caller read it and decided on; if the log has changed since (another
+// writer appended), nothing is appended and false is returned with the log
+// as it is now, for the caller to decide again: a step two writers saw
+// missing is logged once.
+func (s *Store) AppendDrawEvent(ctx context.Context, saleID int64, after []draw.Entry, e *draw.Event, expire time.Time) ([]draw.Entry, bool, error) {
 	var prev draw.Hash
-	if len(log) > 0 {
-		prev = log[len(log)-1].Hash
+	if len(after) > 0 {
+		prev = after[len(after)-1].Hash
 	}
-	e.Seq, e.Sale = len(log), saleID
+	e.Seq, e.Sale = len(after), saleID
 	en, err := draw.NewEntry(prev, e)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	k := sharding.RoomLogKey(saleID)
 	v, err := drawLogScript.Exec(ctx, s.c, []string{k},
 		[]string{fmt.Sprint(e.Seq), prev.String(), en.Hash.String() + " " + string(en.Body), fmt.Sprint(expire.UnixMilli())}).AsIntSlice()
 	if err != nil || len(v) != 2 {
-		return nil, fmt.Errorf("appending %s to the draw log of sale %d (%s): %v %w", e.Event, saleID, k, v, err)
+		return nil, false, fmt.Errorf("appending %s to the draw log of sale %d (%s): %v %w", e.Event, saleID, k, v, err)
 	}
 	if v[0] == 1 {
-		return append(log, en), nil
+		return append(after[:len(after):len(after)], en), true, nil
 	}
-	return s.DrawLog(ctx, saleID) // another writer was first: theirs stands
+	log, err := s.DrawLog(ctx, saleID) // another writer was first: theirs stands
+	return log, false, err
 }
 
 // PutDrawHeadKey writes the secret key of sale saleID's tree head unless

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -160,7 +160,7 @@ func startWith(t testing.TB, qty int64, shards int, brokers []string, topic stri
 	s := &stack{t: t, store: st, sale: sale, item: sale.Items[0].ID, topic: topic}
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := app.New(ctx, cfg, app.Options{
-		Log:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Log:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})),
 		KafkaOpts: kopts,
 		WrapStore: func(in httpapi.Store) httpapi.Store { s.counter = &countingStore{Store: in}; return s.counter },
 	})

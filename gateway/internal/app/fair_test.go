@@ -319,7 +319,7 @@ func sealDraw(t *testing.T, s *stack, sl *sale.Sale) {
 		t.Fatal(err)
 	}
 	e := &draw.Event{Event: draw.EventCommit, At: time.Now().UnixMilli(), Commitment: d.Commitment, Chain: d.Chain, Round: d.Round, HeadKey: d.HeadKey}
-	if _, err := s.store.LogDrawEvent(ctx, sl.ID, e, expire); err != nil {
+	if _, _, err := s.store.LogDrawEvent(ctx, sl.ID, e, expire); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -98,7 +98,7 @@ func sealedSale(t *testing.T, c rueidis.Client, close time.Time, n int) (Sale, d
 		t.Fatal(err)
 	}
 	commit := &draw.Event{Event: draw.EventCommit, At: now.UnixMilli(), Commitment: cm.String(), Chain: s.Chain.Hash, Round: s.Round, HeadKey: s.HeadKey}
-	if _, err := st.LogDrawEvent(ctx, s.ID, commit, expire); err != nil {
+	if _, _, err := st.LogDrawEvent(ctx, s.ID, commit, expire); err != nil {
 		t.Fatal(err)
 	}
 	es := make([]sealedEntrant, n)

@@ -126,6 +126,7 @@ func (r *Room) syncLog(ctx context.Context, s *Sale, f *Frozen) {
 	if !r.logDue(s, f, time.Now()) {
 		return
 	}
+
 	st := stock.New(r.c)
 	expire := s.End.Add(25 * time.Hour)
 	log, err := st.DrawLog(ctx, s.ID)
@@ -139,7 +140,7 @@ func (r *Room) syncLog(ctx context.Context, s *Sale, f *Frozen) {
 		if e == nil {
 			return
 		}
-		log, err = st.LogDrawEvent(ctx, s.ID, e, expire)
+		log, _, err = st.AppendDrawEvent(ctx, s.ID, log, e, expire)
 	}
 	if err != nil {
 		r.cfg.Log.Error("the draw's log", "sale", s.ID, "err", err)
@@ -170,9 +171,11 @@ func (f *Frozen) clone() *Frozen {
 	return &c
 }
 
-// nextEvent is the first step f has done that ls lacks, or nil.
+// nextEvent is the first step f has done that ls lacks, or nil. Every
+// field is the same on every gateway, its time included (the freeze's, the
+// round's, and the earliest the seed could be revealed): a step logged
+// again after a failover lost it is the same entry, with the same hash.
 func nextEvent(s *Sale, f *Frozen, ls *draw.LogState) *draw.Event {
-	now := time.Now().UnixMilli()
 	switch {
 	case ls.Freeze == nil:
 		n := f.Count
@@ -182,9 +185,14 @@ func nextEvent(s *Sale, f *Frozen, ls *draw.LogState) *draw.Event {
 		}
 		return e
 	case f.Beacon != nil && ls.Beacon == nil:
-		return &draw.Event{Event: draw.EventBeacon, At: now, Round: f.Beacon.Round, Signature: hex.EncodeToString(f.Beacon.Signature)}
+		at := s.Chain.TimeOf(f.Beacon.Round).UnixMilli()
+		return &draw.Event{Event: draw.EventBeacon, At: at, Round: f.Beacon.Round, Signature: hex.EncodeToString(f.Beacon.Signature)}
 	case f.Revealed && ls.Reveal == nil:
-		return &draw.Event{Event: draw.EventReveal, At: now, Seed: f.Seed.String()}
+		at := f.FrozenAt.Add(RevealDelay)
+		if s.Sealed() && s.Chain.TimeOf(s.Round).After(at) {
+			at = s.Chain.TimeOf(s.Round)
+		}
+		return &draw.Event{Event: draw.EventReveal, At: at.UnixMilli(), Seed: f.Seed.String()}
 	}
 	return nil
 }

@@ -139,7 +139,7 @@ func restoreSeal(ctx context.Context, t *tool.Tool, sale *sale.Sale, at time.Tim
 		return err
 	}
 	e := &draw.Event{Event: draw.EventCommit, At: time.Now().UnixMilli(), Commitment: d.Commitment, Chain: d.Chain, Round: d.Round, HeadKey: d.HeadKey}
-	_, err = t.Store.LogDrawEvent(ctx, sale.ID, e, at)
+	_, _, err = t.Store.LogDrawEvent(ctx, sale.ID, e, at)
 	return err
 }
 

@@ -108,7 +108,7 @@ func PutAccessKeys(ctx context.Context, rs *stock.Store, s *sale.Sale, sec Secre
 	}
 	if d := s.Draw; d != nil {
 		e := &draw.Event{Event: draw.EventCommit, At: time.Now().UnixMilli(), Commitment: d.Commitment, Chain: d.Chain, Round: d.Round, HeadKey: d.HeadKey}
-		if _, err := rs.LogDrawEvent(ctx, s.ID, e, at); err != nil {
+		if _, _, err := rs.LogDrawEvent(ctx, s.ID, e, at); err != nil {
 			return held, err
 		}
 	}

@@ -95,9 +95,11 @@ func AbortDraw(ctx context.Context, t *tool.Tool, id int64, reason string) (*Dra
 	if s.Draw == nil {
 		return nil, fmt.Errorf("sale %d has no draw to abort", id)
 	}
-	log, err := t.Store.LogDrawEvent(ctx, id, &draw.Event{Event: draw.EventAbort, At: time.Now().UnixMilli(), Reason: reason}, s.EndsAt.Add(25*time.Hour))
-	if err != nil {
-		return nil, err
+	var log []draw.Entry
+	for appended := false; !appended; { // a gateway may log a step meanwhile: again after it
+		if log, appended, err = t.Store.LogDrawEvent(ctx, id, &draw.Event{Event: draw.EventAbort, At: time.Now().UnixMilli(), Reason: reason}, s.EndsAt.Add(25*time.Hour)); err != nil {
+			return nil, err
+		}
 	}
 	return &DrawAborted{Sale: id, Reason: reason, Entries: len(log)}, nil
 }

@@ -94,7 +94,7 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) append(events ...*draw.Event) {
 	f.t.Helper()
 	for _, e := range events {
-		if _, err := f.rs.LogDrawEvent(f.ctx, f.sale.ID, e, time.Now().Add(time.Hour)); err != nil {
+		if _, _, err := f.rs.LogDrawEvent(f.ctx, f.sale.ID, e, time.Now().Add(time.Hour)); err != nil {
 			f.t.Fatalf("logging %s: %v", e.Event, err)
 		}
 	}
