@@ -65,8 +65,9 @@ type Frozen struct {
 	// of PageSize entries (PageBody); they never change.
 	pages []atomic.Pointer[[]byte]
 	// read is the frozen reading of the entrants, kept until the reveal.
-	read []entrant
-	tree *draw.Tree // of the sorted leaves, for the proofs (from the freeze)
+	read   []entrant
+	tree   *draw.Tree  // of the sorted leaves, for the proofs (from the freeze)
+	leaves []draw.Hash // the sorted leaves (Published.Leaves once revealed)
 	// Sealed draws: the signed tree head (from the freeze) and the beacon
 	// round once recorded and verified (Published.Beacon); when this
 	// gateway last asked for the round.
@@ -252,12 +253,22 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 			return nil, err
 		}
 	}
-	leaves := make([]draw.Hash, len(es))
-	for i := range es {
-		leaves[i] = es[i].leaf
+	var leaves []draw.Hash
+	var tree *draw.Tree
+	var root draw.Hash
+	if prev != nil && prev.tree != nil && len(prev.read) == len(es) {
+		// The same frozen reading: its tree, not a new one each tick while
+		// the draw waits for its round (a million leaves are 2 million
+		// hashes).
+		leaves, tree, root = prev.leaves, prev.tree, prev.Root
+	} else {
+		leaves = make([]draw.Hash, len(es))
+		for i := range es {
+			leaves[i] = es[i].leaf
+		}
+		tree = draw.NewTree(leaves)
+		root = tree.Root()
 	}
-	tree := draw.NewTree(leaves)
-	root := tree.Root()
 	spare := draw.NewSeed()
 	sig, asked := r.beaconDue(ctx, s, prev)
 	sealed := "0"
@@ -281,7 +292,7 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 		return nil, fmt.Errorf("draw of sale %d: the frozen root %s of %d entrants differs from this gateway's %s of %d (an entry after the freeze?)",
 			s.ID, rep.root, rep.count, root, len(es))
 	}
-	f := &Frozen{FrozenAt: rep.at, tree: tree, index: make(map[uint64]int32, len(es))}
+	f := &Frozen{FrozenAt: rep.at, tree: tree, leaves: leaves, index: make(map[uint64]int32, len(es))}
 	f.Root, f.Count = root, len(es)
 	if s.Commitment != nil {
 		f.Commitment = *s.Commitment

@@ -28,7 +28,7 @@ func (r *Room) Preset(s *Sale, st State, users []uint64, seed *draw.Hash) *Froze
 	for i := range es {
 		leaves[i], f.index[es[i].user] = es[i].leaf, int32(i)
 	}
-	f.tree = draw.NewTree(leaves)
+	f.tree, f.leaves = draw.NewTree(leaves), leaves
 	f.Root, f.Count = f.tree.Root(), len(es)
 	if s.Commitment != nil {
 		f.Commitment = *s.Commitment

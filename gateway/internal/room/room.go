@@ -365,7 +365,7 @@ func (r *Room) freezeDue(now time.Time, sales []Sale) error {
 		if prev != nil && prev.Beacon == nil && s.Sealed() && now.After(s.Chain.TimeOf(s.Round).Add(BeaconGrace)) {
 			overdue++
 		}
-		if r.busy[s.ID] || now.Before(s.Closes().Add(FreezeAfter)) {
+		if r.busy[s.ID] || now.Before(s.Closes().Add(FreezeAfter)) || prev.waitsForItsRound(&s, now) {
 			continue
 		}
 		if prev != nil && prev.Revealed {

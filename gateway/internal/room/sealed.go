@@ -164,6 +164,15 @@ func (r *Room) logDue(s *Sale, f *Frozen, now time.Time) bool {
 	return len(f.Log) < want || now.Sub(f.logRead) >= logReadEvery
 }
 
+// waitsForItsRound reports whether f, s's frozen draw, has nothing to do
+// before its round's time: signed, logged, and no round can exist yet. The
+// freeze is then not called each tick (nor the log read) until the round is
+// due.
+func (f *Frozen) waitsForItsRound(s *Sale, now time.Time) bool {
+	return f != nil && !f.Revealed && s.Sealed() && f.Head != nil && now.Before(s.Chain.TimeOf(s.Round)) &&
+		(s.Commitment == nil || (f.logState != nil && f.logState.Freeze != nil))
+}
+
 // clone returns a copy of f to change the log of: what it shares with f
 // never changes.
 func (f *Frozen) clone() *Frozen {
