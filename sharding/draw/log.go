@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"flashsale/sharding/draw/beacon"
 )
@@ -193,6 +192,3 @@ func (st *LogState) step(e *Event) error {
 	}
 	return nil
 }
-
-// MS is t in unix milliseconds, as the log writes times.
-func MS(t time.Time) int64 { return t.UnixMilli() }

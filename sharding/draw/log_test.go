@@ -2,6 +2,7 @@ package draw
 
 import (
 	"crypto/ed25519"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -24,20 +25,9 @@ func sealedLog(t *testing.T, sale int64, close time.Time) []*Event {
 	return []*Event{
 		{Event: EventCommit, Commitment: Commitment(Hash{1}).String(), Chain: c.Hash, Round: r, HeadKey: strings.Repeat("ab", 32)},
 		{Event: EventFreeze, Root: Hash{2}.String(), Count: &n, FrozenAt: close.Add(200 * time.Millisecond).UnixMilli(), HeadSig: "00"},
-		{Event: EventBeacon, Round: r, Signature: hexOf(sig)},
+		{Event: EventBeacon, Round: r, Signature: hex.EncodeToString(sig)},
 		{Event: EventReveal, Seed: Hash{1}.String()},
 	}
-}
-
-func hexOf(b []byte) string { return string(hexBytes(b)) }
-
-func hexBytes(b []byte) []byte {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = append(out, digits[c>>4], digits[c&15])
-	}
-	return out
 }
 
 func chain(t *testing.T, sale int64, evs []*Event) []Entry {

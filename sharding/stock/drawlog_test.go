@@ -2,6 +2,7 @@ package stock_test
 
 import (
 	"context"
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -35,7 +36,9 @@ func TestTwoGatewaysLogAStepOnce(t *testing.T) {
 		t.Fatalf("the freeze: %d entries, %v %v", len(log), ok, err)
 	}
 	seen := log // both gateways read this, and both see no beacon
-	mk := func() *draw.Event { return &draw.Event{Event: draw.EventBeacon, Round: r, Signature: hexOf(sig)} }
+	mk := func() *draw.Event {
+		return &draw.Event{Event: draw.EventBeacon, Round: r, Signature: hex.EncodeToString(sig)}
+	}
 	first, ok1, err1 := st.AppendDrawEvent(ctx, id, seen, mk(), expire)
 	second, ok2, err2 := st.AppendDrawEvent(ctx, id, seen, mk(), expire)
 	if err1 != nil || err2 != nil || !ok1 || ok2 || len(first) != 3 || len(second) != 3 {
@@ -49,13 +52,4 @@ func TestTwoGatewaysLogAStepOnce(t *testing.T) {
 	if _, ok, err := st.AppendDrawEvent(ctx, id, forged, &draw.Event{Event: draw.EventReveal, Seed: draw.Hash{1}.String()}, expire); err != nil || ok {
 		t.Fatalf("an append after another log: %v %v", ok, err)
 	}
-}
-
-func hexOf(b []byte) string {
-	const digits = "0123456789abcdef"
-	out := make([]byte, 0, 2*len(b))
-	for _, c := range b {
-		out = append(out, digits[c>>4], digits[c&15])
-	}
-	return string(out)
 }
