@@ -51,6 +51,10 @@
 //	             signed with Ed25519 (RFC 8032) under the sale's head key
 //	log hash   = SHA-256("flashsale-draw-log-v1\x00" || previous hash[32] || body),
 //	             the first entry's previous hash 32 zero bytes
+//	draw id    = SHA-256("flashsale-draw-id-v1\x00" || sale u64 || count u64 || root[32]
+//	             || seed[32] || round u64 || randomness[32]), round and randomness
+//	             zero for a draw without a beacon round: the revealed draw's
+//	             address, under which its pages and entries never change
 //
 // A sale created before the beacon (its commitment has no round) is drawn
 // with key = seed; every checker says it is not beacon-sealed.
@@ -70,6 +74,7 @@
 //	key        = 6ede0f239ea4a3772c6560153870942fc5cb7344a466212da489ac72b1b6fe27
 //	draw 42    = 4758cc4f08548f3a10ae8e72dffb44c18b299b5cc8cef2519cd35bc6b3535ae8  place 1
 //	draw 43    = 89df7374d2bb60b069e5f30fc8bdedb95038486c73686ebe15a8deb2291f69d6  place 2
+//	draw id    = b12d9a5e30fe5d3c75b8b2c7d31e00f4973f920fd2644e49e33b34a89a8a90ae
 //
 // Anyone can then run Verify on what was published (the seed against its
 // commitment, the beacon's signature against the pinned key, the leaves
@@ -316,6 +321,28 @@ func Places(key, root Hash, leaves []Hash) (draws []Hash, places []int) {
 		places[i] = rank + 1
 	}
 	return draws, places
+}
+
+const idTag = "flashsale-draw-id-v1\x00"
+
+// ID is the revealed draw's address: a hash of everything that fixes its
+// draws and places (sale, count, root, seed and the round's randomness), so
+// that what is served under it can never change, and anyone holding a page
+// can recompute the address it came from.
+func ID(sale int64, p *Published) Hash {
+	var b [len(idTag) + 8 + 8 + 32 + 32 + 8 + 32]byte
+	n := copy(b[:], idTag)
+	binary.BigEndian.PutUint64(b[n:], uint64(sale))
+	binary.BigEndian.PutUint64(b[n+8:], uint64(p.Count))
+	n += 16
+	n += copy(b[n:], p.Root[:])
+	n += copy(b[n:], p.Seed[:])
+	if p.Beacon != nil {
+		binary.BigEndian.PutUint64(b[n:], p.Beacon.Round)
+		r := beacon.Randomness(p.Beacon.Signature)
+		copy(b[n+8:], r[:])
+	}
+	return sha256.Sum256(b[:])
 }
 
 // Published is what a sale publishes of its draw once the seed is revealed:

@@ -23,7 +23,7 @@ func TestWorkedExample(t *testing.T) {
 	doc := string(src[:strings.Index(string(src), "package draw")])
 	want := map[string]string{}
 	places := map[string]int{}
-	line := regexp.MustCompile(`(?m)^//\t([a-z]+(?: 4[23])?) +=  ?([0-9a-f]{64})(?:  (?:place (\d)|.*))?$`)
+	line := regexp.MustCompile(`(?m)^//\t([a-z]+(?: 4[23]| id)?) +=  ?([0-9a-f]{64})(?:  (?:place (\d)|.*))?$`)
 	for _, m := range line.FindAllStringSubmatch(doc, -1) {
 		want[m[1]] = m[2]
 		if m[3] != "" {
@@ -31,7 +31,7 @@ func TestWorkedExample(t *testing.T) {
 		}
 	}
 	sigHex := regexp.MustCompile(`signature is\n// ([0-9a-f]{96})\.`).FindStringSubmatch(doc)
-	if len(want) != 8 || len(places) != 2 || sigHex == nil {
+	if len(want) != 9 || len(places) != 2 || sigHex == nil {
 		t.Fatalf("the worked example is not in the doc as expected: %d values %v, places %v, signature %v", len(want), want, places, sigHex)
 	}
 	var nonce Nonce
@@ -60,6 +60,7 @@ func TestWorkedExample(t *testing.T) {
 		name := map[Hash]string{l42: "draw 42", l43: "draw 43"}[l]
 		got[name], gotPlace[name] = draws[i].String(), ps[i]
 	}
+	got["draw id"] = ID(7, &Published{Count: 2, Root: root, Seed: seed, Beacon: &Beacon{Chain: beacon.ChainHash, Round: 1000, Signature: sig}}).String()
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s: the doc says %s, computed %s", k, v, got[k])

@@ -354,14 +354,21 @@ func waitRevealed(t *testing.T, s *stack, gws []*app.App, seed draw.Hash, crowd 
 	return first
 }
 
-// checkEntryFiles: each revealed entry is served by its leaf, without its
-// nonce, with its proof, draw and place, cached for good (a CDN may keep
-// it); a leaf nobody has is 404 NOT_ENTERED.
+// checkEntryFiles: the revealed draw is served under its address (draw.ID,
+// computed here from what it publishes), page 0 the same bytes as
+// .../draw; each entry by its leaf under it, without its nonce, with its
+// proof, draw and place, cached for good (a CDN may keep it); a leaf nobody
+// has is 404 NOT_ENTERED.
 func checkEntryFiles(t *testing.T, s *stack, gw *app.App, pub *draw.Published) {
 	t.Helper()
+	at := fmt.Sprintf("http://%s/api/flash-sales/sales/%d/draw/%s", gw.Addr(), s.sale.ID, draw.ID(s.sale.ID, pub))
+	_, first := s.get(fmt.Sprintf("http://%s/api/flash-sales/sales/%d/draw", gw.Addr(), s.sale.ID), "")
+	if code, page := s.get(at+"/pages/0", ""); code != 200 || string(page) != string(first) {
+		t.Fatalf("page 0 under the draw's address: %d, and not .../draw's bytes: %.200s", code, page)
+	}
 	for _, i := range []int{0, len(pub.Leaves) / 2, len(pub.Leaves) - 1} {
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-		req.SetRequestURI(fmt.Sprintf("http://%s/api/flash-sales/sales/%d/draw/entries/%s", gw.Addr(), s.sale.ID, pub.Leaves[i]))
+		req.SetRequestURI(fmt.Sprintf("%s/entries/%s", at, pub.Leaves[i]))
 		if err := fasthttp.Do(req, resp); err != nil {
 			t.Fatal(err)
 		}
@@ -385,7 +392,7 @@ func checkEntryFiles(t *testing.T, s *stack, gw *app.App, pub *draw.Published) {
 		fasthttp.ReleaseRequest(req)
 		fasthttp.ReleaseResponse(resp)
 	}
-	code, body := s.get(fmt.Sprintf("http://%s/api/flash-sales/sales/%d/draw/entries/%s", gw.Addr(), s.sale.ID, draw.Hash{}), "")
+	code, body := s.get(fmt.Sprintf("%s/entries/%s", at, draw.Hash{}), "")
 	if code != 404 || string(body) != `{"error":"NOT_ENTERED"}` {
 		t.Fatalf("the entry file of nobody's leaf: %d %s", code, body)
 	}

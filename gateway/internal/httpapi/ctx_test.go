@@ -12,7 +12,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"flashsale/gateway/internal/auth"
+	"flashsale/gateway/internal/room"
 	"flashsale/sharding"
+	"flashsale/sharding/draw"
 	"flashsale/sharding/sale"
 )
 
@@ -50,6 +52,12 @@ type pathCase struct {
 func cheapPaths() []pathCase {
 	branded := envOpt{stockPerShard: 1, itemImage: "https://img.shop.example/a.webp", brand: &sale.Brand{Shop: "Hokusai", Accent: "#0a58ca"}}
 	return []pathCase{
+		{"draw-page-revealed", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
+			e, rs, users := raffleEnv(tb)
+			seed := draw.NewSeed()
+			f := e.h.Room.Preset(rs, room.State{Cursor: 1, Entrants: 10, Final: true, At: time.Now()}, users, &seed)
+			return e.h, newCtx("GET", drawPath+"/"+f.ID.String()+"/pages/0", "10.0.0.1")
+		}},
 		{"sale-page-branded", 200, func(tb testing.TB) (*Handler, *fasthttp.RequestCtx) {
 			e := newEnv(tb, branded)
 			return e.h, newCtx("GET", "/sale/77", "10.0.0.1", "Accept-Language", "ja")

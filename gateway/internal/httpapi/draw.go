@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/hex"
 	"strconv"
 	"time"
@@ -62,11 +63,10 @@ func (h *Handler) drawPublished(ctx *fasthttp.RequestCtx, now time.Time, arg []b
 	}
 	from -= from % DrawPage
 	if f := st.Frozen; f != nil && f.Revealed {
-		// The revealed draw never changes: each page is built once.
-		build := func() []byte {
-			b := appendDrawHead(make([]byte, 0, 512+170*min(DrawPage, f.Count)), sale, rs, st)
-			return append(appendEntries(b, &f.Published, from), '}')
-		}
+		// The revealed draw never changes: each page is built once, the
+		// same bytes as under its address (drawPage), which is what caches
+		// should keep.
+		build := func() []byte { return buildPage(sale, rs, st, f, from) }
 		body, cached := f.PageBody(from/DrawPage, build)
 		if !cached { // past the last page: an empty one
 			body = build()
@@ -80,6 +80,12 @@ func (h *Handler) drawPublished(ctx *fasthttp.RequestCtx, now time.Time, arg []b
 }
 
 var valCacheRevealed = []byte("public, max-age=60")
+
+// buildPage builds the page of f, s's revealed draw, from entry from.
+func buildPage(sale *catalog.Sale, rs *room.Sale, st *room.State, f *room.Frozen, from int) []byte {
+	b := appendDrawHead(make([]byte, 0, 512+170*min(DrawPage, f.Count)), sale, rs, st)
+	return append(appendEntries(b, &f.Published, from), '}')
+}
 
 // appendDrawHead appends /draw's fields up to the entries, without the
 // closing brace.
@@ -112,6 +118,9 @@ func appendDrawHead(b []byte, sale *catalog.Sale, rs *room.Sale, st *room.State)
 	b = append(b, '"')
 	b = appendHead(b, f)
 	if f.Revealed {
+		b = appendHashField(b, "id", f.ID)
+		b = append(b, `,"pages":`...)
+		b = strconv.AppendInt(b, int64(pages(f)), 10)
 		b = appendHashField(b, "seed", f.Seed)
 		b = append(b, `,"committed":`...)
 		b = strconv.AppendBool(b, f.Committed)
@@ -334,10 +343,90 @@ func (h *Handler) drawLog(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 // valCacheForever marks a content-addressed answer: it never changes.
 var valCacheForever = []byte("public, max-age=31536000, immutable")
 
-// drawEntry serves GET .../draw/entries/{leaf}: one entrant's result in the
-// revealed draw, addressed by its leaf (which names no one), with its
-// inclusion proof, the tree head and the beacon: what a buyer needs to
-// check their place, without their token, from a CDN on results day.
+// revealedUnder returns st's revealed draw when path's draw id
+// (".../draw/{id}/{kind}/{rest}") is its address, with rest. A draw not
+// revealed, or revealed under another id, has nothing under id.
+func revealedUnder(path []byte, st *room.State, kind string) (*room.Frozen, []byte, bool) {
+	const n = 2 * len(draw.Hash{})
+	i := bytes.Index(path, []byte("/draw/"))
+	if i < 0 {
+		return nil, nil, false
+	}
+	p := path[i+len("/draw/"):]
+	if len(p) < n+len(kind)+2 || p[n] != '/' || string(p[n+1:n+1+len(kind)]) != kind || p[n+1+len(kind)] != '/' {
+		return nil, nil, false
+	}
+	f := st.Frozen
+	var id draw.Hash
+	if !lowerHex(p[:n]) || f == nil || !f.Revealed {
+		return nil, nil, false
+	}
+	if _, err := hex.Decode(id[:], p[:n]); err != nil || id != f.ID {
+		return nil, nil, false
+	}
+	return f, p[n+len(kind)+2:], true
+}
+
+// lowerHex reports whether b is lower-case hex: an address is written one
+// way only.
+func lowerHex(b []byte) bool {
+	for _, c := range b {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// drawPage serves GET .../draw/{id}/pages/{k}: page k of the revealed draw
+// whose address is id (the body of /draw?from=k x DrawPage), immutable: a
+// results-day crowd reads the public draw from a CDN, not the gateway.
+func (h *Handler) drawPage(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
+	const route = obs.RouteDrawPage
+	sale := h.saleOf(ctx, now, route, arg)
+	if sale == nil {
+		return
+	}
+	rs, st, ok := h.drawOf(ctx, route, sale)
+	if !ok {
+		return
+	}
+	f, rest, ok := revealedUnder(ctx.Path(), st, "pages")
+	k, isPage := pageNumber(rest)
+	if !ok || !isPage || k >= pages(f) {
+		h.answer(ctx, route, aNotFound)
+		return
+	}
+	body, _ := f.PageBody(k, func() []byte { return buildPage(sale, rs, st, f, k*DrawPage) })
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheForever)
+	h.answerBody(ctx, route, aOK, body)
+}
+
+// pages is the number of pages of f, a revealed draw: one at least.
+func pages(f *room.Frozen) int { return max(1, (f.Count+DrawPage-1)/DrawPage) }
+
+// pageNumber parses a page number as its address writes it: decimal, no
+// sign, no leading zero (so that each page has one address), at most 9
+// digits.
+func pageNumber(b []byte) (int, bool) {
+	if len(b) == 0 || len(b) > 9 || (b[0] == '0' && len(b) > 1) {
+		return 0, false
+	}
+	k := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		k = 10*k + int(c-'0')
+	}
+	return k, true
+}
+
+// drawEntry serves GET .../draw/{id}/entries/{leaf}: one entrant's result in
+// the revealed draw whose address is id, by its leaf (which names no one),
+// with its inclusion proof, the tree head and the beacon: what a buyer
+// needs to check their place, without their token, from a CDN on results
+// day.
 func (h *Handler) drawEntry(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteDrawEntry
 	sale := h.saleOf(ctx, now, route, arg)
@@ -348,10 +437,13 @@ func (h *Handler) drawEntry(ctx *fasthttp.RequestCtx, now time.Time, arg []byte)
 	if !ok {
 		return
 	}
-	path := ctx.Path()
-	leaf, err := draw.ParseHash(string(path[len(path)-min(len(path), 2*len(draw.Hash{})):]))
-	f := st.Frozen
-	if err != nil || f == nil || !f.Revealed {
+	f, rest, ok := revealedUnder(ctx.Path(), st, "entries")
+	if !ok {
+		h.answer(ctx, route, aNotFound)
+		return
+	}
+	leaf, err := draw.ParseHash(string(rest))
+	if err != nil || !lowerHex(rest) {
 		h.answer(ctx, route, aNotEntered)
 		return
 	}

@@ -273,6 +273,10 @@ func (h *Handler) Handle(ctx *fasthttp.RequestCtx) {
 		if h.method(ctx, route, fasthttp.MethodGet) {
 			h.drawEntry(ctx, now, arg)
 		}
+	case obs.RouteDrawPage:
+		if h.method(ctx, route, fasthttp.MethodGet) {
+			h.drawPage(ctx, now, arg)
+		}
 	case obs.RoutePage:
 		h.salePage(ctx, arg)
 	case obs.RouteDev:

@@ -15,7 +15,7 @@ import (
 // whose entries closed an hour before that, with proof of work on; users
 // 1..10 entered. Its room has no Redis client: every answer below comes
 // from the frozen draw.
-func raffleEnv(t *testing.T) (*env, *room.Sale, []uint64) {
+func raffleEnv(t testing.TB) (*env, *room.Sale, []uint64) {
 	t.Helper()
 	now := time.Now()
 	e := newEnv(t, envOpt{stockPerShard: 2, access: sale.AccessRaffle, ticketRequired: true, powDifficulty: 8,

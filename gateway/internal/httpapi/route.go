@@ -1,6 +1,9 @@
 package httpapi
 
-import "flashsale/gateway/internal/obs"
+import (
+	"flashsale/gateway/internal/obs"
+	"flashsale/sharding/draw"
+)
 
 const (
 	apiPrefix  = "/api/flash-sales/"
@@ -60,8 +63,17 @@ func Route(path []byte) (obs.Route, []byte) {
 			return obs.RouteDrawMe, seg
 		case string(tail) == "/draw/log":
 			return obs.RouteDrawLog, seg
-		case hasPrefix(tail, "/draw/entries/"):
-			return obs.RouteDrawEntry, seg
+		case hasPrefix(tail, "/draw/"): // /draw/{id}/pages/{k}, /draw/{id}/entries/{leaf}
+			const n = len("/draw/") + 2*len(draw.Hash{})
+			if len(tail) <= n || tail[n] != '/' {
+				break
+			}
+			switch rest := tail[n+1:]; {
+			case hasPrefix(rest, "pages/"):
+				return obs.RouteDrawPage, seg
+			case hasPrefix(rest, "entries/"):
+				return obs.RouteDrawEntry, seg
+			}
 		}
 	}
 	return obs.RouteOther, nil

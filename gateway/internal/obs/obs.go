@@ -33,11 +33,12 @@ const (
 	RouteDrawMe
 	RouteDrawLog
 	RouteDrawEntry
+	RouteDrawPage
 	RouteOther
 	numRoutes
 )
 
-var routeNames = [numRoutes]string{"purchase", "order", "pay", "cancel", "sale", "time", "ticket", "held_order", "page", "dev", "draw", "draw_me", "draw_log", "draw_entry", "other"}
+var routeNames = [numRoutes]string{"purchase", "order", "pay", "cancel", "sale", "time", "ticket", "held_order", "page", "dev", "draw", "draw_me", "draw_log", "draw_entry", "draw_page", "other"}
 
 func (r Route) String() string { return routeNames[r] }
 

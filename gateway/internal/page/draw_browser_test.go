@@ -229,10 +229,13 @@ func (d *sealedDraw) doc() map[string]any {
 	}
 	m := map[string]any{"saleId": d.sale, "state": "REVEALED", "root": d.root.String(), "count": len(d.leaves), "seed": d.seed.String(),
 		"commitment": draw.Commitment(d.seed).String(), "from": 0, "entries": es}
+	pub := &draw.Published{Count: len(d.leaves), Root: d.root, Seed: d.seed}
 	if d.chain != nil {
 		m["head"] = maps.Clone(d.head)
 		m["beacon"] = d.beacon()
+		pub.Beacon = &draw.Beacon{Chain: d.chain.Hash, Round: d.round, Signature: d.sig}
 	}
+	m["id"] = draw.ID(d.sale, pub).String()
 	return m
 }
 
@@ -486,6 +489,11 @@ func TestBrowserDrawCheck(t *testing.T) {
 		e["draw"] = draw.Draw(dev.seed, dev.root, dev.leaves[i]).String()
 	}
 	pcases = append(pcases, pubCase{"every draw keyed on the seed alone", dev.me(4), other, "mismatch"})
+	for _, d := range []*sealedDraw{ex, un} {
+		other = d.doc()
+		other["id"] = draw.NewSeed().String()
+		pcases = append(pcases, pubCase{fmt.Sprintf("sale %d served under another address", d.sale), d.me(0), other, "mismatch"})
+	}
 	in, _ = json.Marshal(pcases)
 	pgot := evalIn[[]string](t, ctx, `Promise.all(`+string(in)+`.map((c) => FlashSale.draw.published(c.me, c.doc)))`)
 	for i, c := range pcases {

@@ -54,6 +54,9 @@ var freezeScript = rueidis.NewLuaScript(lua.RoomFreeze)
 type Frozen struct {
 	draw.Published
 	Revealed bool
+	// ID is the revealed draw's address (draw.ID): its pages and entries
+	// are served under it, immutable.
+	ID draw.Hash
 	// Committed: the seed is the one whose commitment the sale published at
 	// its creation (false for a sale created without one).
 	Committed bool
@@ -327,6 +330,7 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 	f.Commitment = draw.Commitment(seed)
 	f.users, f.nonces = make([]uint64, len(es)), make([]draw.Nonce, len(es))
 	f.Draws, f.Places = draw.Places(key, root, leaves)
+	f.ID = draw.ID(s.ID, &f.Published)
 	f.pages = make([]atomic.Pointer[[]byte], len(leaves)/PageSize+1)
 	for i := range es {
 		f.users[i], f.nonces[i] = es[i].user, es[i].nonce

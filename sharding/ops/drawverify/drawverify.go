@@ -42,6 +42,10 @@ type DrawPage struct {
 	FrozenAt   string  `json:"frozenAt,omitempty"`
 	Seed       string  `json:"seed,omitempty"`
 	Committed  *bool   `json:"committed,omitempty"`
+	// ID is the revealed draw's address (draw.ID), Pages its number of
+	// pages: page k is served, immutable, at .../draw/{id}/pages/{k}.
+	ID    string `json:"id,omitempty"`
+	Pages int    `json:"pages,omitempty"`
 	// Beacon is the round that seals the draw (nil for a draw on the seed
 	// alone); HeadKey the public key of its tree head, Head the signed tree
 	// head once frozen.
@@ -68,7 +72,9 @@ var ErrNotRevealed = errors.New("draw not revealed yet")
 const maxDrawPage = 64 << 20
 
 // FetchDraw reads sale id's draw from the gateway at base (such as
-// http://127.0.0.1:18080), following Next until the last page, and returns
+// http://127.0.0.1:18080): the first page from .../draw, the others from
+// the revealed draw's address (.../draw/{id}/pages/{k}, what a CDN keeps),
+// or, from a gateway that serves no address, by following Next; and returns
 // it as one DrawPage. Every page must describe the same draw as the first
 // and start where the one before ended.
 func FetchDraw(ctx context.Context, c *http.Client, base string, id int64) (*DrawPage, error) {
@@ -80,11 +86,15 @@ func FetchDraw(ctx context.Context, c *http.Client, base string, id int64) (*Dra
 	if all.From != 0 {
 		return nil, fmt.Errorf("%s: the first page starts at entry %d, not 0", u, all.From)
 	}
-	for p := all; p.Next != nil; {
+	for k, p := 1, all; p.Next != nil; k++ {
 		if err := followsOn(p, len(all.Entries), all.Count); err != nil {
 			return nil, fmt.Errorf("%s: %w", u, err)
 		}
-		if p, err = fetchDrawPage(ctx, c, u+"?from="+strconv.Itoa(*p.Next), id); err != nil {
+		next := u + "?from=" + strconv.Itoa(*p.Next)
+		if all.ID != "" {
+			next = u + "/" + all.ID + "/pages/" + strconv.Itoa(k)
+		}
+		if p, err = fetchDrawPage(ctx, c, next, id); err != nil {
 			return nil, err
 		}
 		if err := sameDraw(all, p, len(all.Entries)); err != nil {
@@ -115,7 +125,7 @@ func sameDraw(first, p *DrawPage, from int) error {
 	case p.From != from:
 		return fmt.Errorf("asked for the entries from %d, the page starts at %d", from, p.From)
 	case p.SaleID != first.SaleID || p.State != first.State || p.Count != first.Count || p.Root != first.Root || p.Seed != first.Seed ||
-		hexOrNull(p.Commitment) != hexOrNull(first.Commitment):
+		hexOrNull(p.Commitment) != hexOrNull(first.Commitment) || p.ID != first.ID:
 		return fmt.Errorf("the page from %d describes another draw than the first page (sale %d %s, %d entrants, root %s): run the check again",
 			from, p.SaleID, p.State, p.Count, p.Root)
 	}

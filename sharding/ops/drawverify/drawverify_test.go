@@ -54,6 +54,7 @@ func publishedDraw(t *testing.T, n int) *drawverify.DrawPage {
 		HeadKey: hex.EncodeToString(headKey.Public().(ed25519.PublicKey))}
 	setEntries(p, seed, root, leaves)
 	signHead(t, p, frozen)
+	p.ID = draw.ID(7, &draw.Published{Count: n, Root: root, Seed: seed, Beacon: &draw.Beacon{Chain: beacon.Dev.Hash, Round: r, Signature: sig}}).String()
 	return p
 }
 
@@ -133,12 +134,15 @@ func serveDraw(t *testing.T, whole *drawverify.DrawPage, size int, log ...*drawv
 			json.NewEncoder(w).Encode(log[0])
 			return
 		}
-		if r.URL.Path != base {
+		from, _ := strconv.Atoi(r.URL.Query().Get("from"))
+		if k, ok := strings.CutPrefix(r.URL.Path, base+"/"+whole.ID+"/pages/"); ok && whole.ID != "" {
+			n, _ := strconv.Atoi(k)
+			from = n * size
+		} else if r.URL.Path != base {
 			w.WriteHeader(http.StatusNotFound)
 			w.Write([]byte(`{"error":"` + api.SaleNotFound + `"}`))
 			return
 		}
-		from, _ := strconv.Atoi(r.URL.Query().Get("from"))
 		page := *whole
 		page.From, page.Entries = from, nil
 		if whole.State == drawverify.DrawRevealed {
@@ -381,6 +385,11 @@ func TestDrawVerifySealedMutants(t *testing.T) {
 			FrozenAt: good.Head.FrozenAtMs, HeadSig: good.Head.Signature})), "a second freeze"},
 		{"redraw without an abort", serveDraw(t, good, 20, logOf(t, good, &draw.Event{Event: draw.EventReveal, Seed: good.Seed})),
 			"a second reveal without an abort"},
+		{"address of another draw", func() *httptest.Server {
+			p := *good
+			p.ID = draw.NewSeed().String()
+			return serveDraw(t, &p, 20)
+		}(), "but what it serves hashes to"},
 		{"log of another seed", serveDraw(t, good, 20, func() *drawverify.LogPage {
 			q := *good
 			q.Seed = draw.NewSeed().String()

@@ -31,7 +31,8 @@
 //          "flashsale-draw-key-v2\0" || seed || SHA-256(round's signature)),
 //          or the seed itself for a sale sealed by no round.
 //   published: the public draw (GET .../draw) is the same draw (root, count,
-//          seed, commitment, head, round), its leaves are sorted and hash to
+//          seed, commitment, head, round), its address (id) is the hash of
+//          what it serves (sharding/draw's ID), its leaves are sorted and hash to
 //          the root, every draw is the key's, and every place, the buyer's
 //          among them, is its draw's rank: what flashctl sale draw verify
 //          checks, in the browser, for a draw of one page (10,000
@@ -61,6 +62,7 @@ FlashSale.draw = (() => {
   const drawTag = enc.encode('flashsale-draw-v1\x00');
   const keyTag = enc.encode('flashsale-draw-key-v2\x00');
   const headTag = enc.encode('flashsale-draw-head-v1\x00');
+  const idTag = enc.encode('flashsale-draw-id-v1\x00');
   const maxU64 = (1n << 64n) - 1n;
 
   // chains are the beacon chains this page pins (sharding/draw/beacon), by
@@ -257,6 +259,18 @@ FlashSale.draw = (() => {
   // under a beacon round, the seed itself without one (or without its
   // signature: the beacon check says "absent"); null when either cannot be
   // read.
+  // drawID is the revealed draw's address (sharding/draw's ID): SHA-256 of
+  // ("flashsale-draw-id-v1\0" || sale || count || root || seed || round ||
+  // SHA-256(round's signature)), round and randomness zero without a round;
+  // the pages served under it can never change.
+  async function drawID(doc) {
+    const b = doc.beacon == null ? null : readBeacon(doc.beacon);
+    const root = bytes(doc.root, 32), seed = bytes(doc.seed, 32);
+    if (!root || !seed || (doc.beacon != null && !(b && b.sig))) return null;
+    const tail = b ? [u64(b.round), await sha256(b.sig)] : [new Uint8Array(40)];
+    return sha256(idTag, u64(doc.saleId), u64(doc.count), root, seed, ...tail);
+  }
+
   async function drawKey(seedHex, beacon) {
     const seed = bytes(seedHex, 32);
     if (!seed) return null;
@@ -341,6 +355,7 @@ FlashSale.draw = (() => {
     if (!doc || doc.state !== 'REVEALED') return 'pending';
     if (doc.root !== me.root || doc.count !== me.count || doc.seed !== me.seed || doc.commitment !== me.commitment ||
       !sameFields(doc.head, me.head, headKeys) || !sameFields(doc.beacon, me.beacon, beaconKeys)) return 'mismatch';
+    if (doc.id != null && !same(await drawID(doc), bytes(doc.id, 32))) return 'mismatch';
     const es = Array.isArray(doc.entries) ? doc.entries : [];
     if (doc.next != null || doc.from !== 0 || es.length !== doc.count) return es.length < doc.count ? 'large' : 'mismatch';
     const key = await drawKey(doc.seed, doc.beacon);
