@@ -195,7 +195,8 @@ func (h *Handler) drawMe(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 		e, _ := f.Entry(user)
 		h.answerBody(ctx, route, aOK, append(appendEntry(b, rs, f, &e), '}'))
 		return
-	} else if f != nil && f.Revealed {
+	} else if f != nil {
+		// Frozen: the entrants are final, and this one is not among them.
 		h.answer(ctx, route, aNotEntered)
 		return
 	}

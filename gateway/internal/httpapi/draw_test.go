@@ -67,3 +67,19 @@ func TestRevealedDrawByAddress(t *testing.T) {
 	want(t, do(t, c, "GET", drawPath+"/"+unrevealed.String()+"/entries/"+leaf.String(), ""), 404, `{"error":"NOT_FOUND"}`)
 	want(t, do(t, c, "POST", at+"/pages/0", ""), 405, "")
 }
+
+// TestFrozenDrawAnswersFromMemory: from the freeze on, .../draw/me answers
+// an entrant with their proof and anyone else 404 NOT_ENTERED from the
+// frozen draw, with no Redis call (the room has no client): the entrants
+// are final, and a crowd polling while it waits for the beacon round costs
+// Redis nothing.
+func TestFrozenDrawAnswersFromMemory(t *testing.T) {
+	e, rs, users := raffleEnv(t)
+	c := e.serve("10.0.0.1")
+	e.h.Room.Preset(rs, room.State{Entrants: 10, Final: true, At: time.Now()}, users, nil)
+	r := do(t, c, "GET", drawPath+"/me", e.token(users[2]))
+	if r.status != 200 || !strings.Contains(r.body, `"proof":[`) || strings.Contains(r.body, `"place"`) {
+		t.Fatalf("an entrant of the frozen draw: %d %s", r.status, r.body)
+	}
+	want(t, do(t, c, "GET", drawPath+"/me", e.token(99)), 404, `{"error":"NOT_ENTERED"}`)
+}
