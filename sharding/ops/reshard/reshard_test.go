@@ -19,16 +19,17 @@ import (
 func TestReshardThroughOps(t *testing.T) {
 	e := opstest.NewEnv(t)
 	ctx := context.Background()
-	// More units than buyers: each reshard keeps the old shards for
-	// stock.LayoutGrace (2 s), and on a free machine the 8 shoppers buy
-	// 3,500 units in less than one (the test once sold out before its
-	// second reshard, and passed only on a busy machine).
+	// More units than buyers, and buyers enough to last both reshards:
+	// each keeps the old shards for stock.LayoutGrace (2 s), and on a free
+	// machine the 8 shoppers bought 3,500 units in less than one (the test
+	// once sold out before its second reshard, and passed only on a busy
+	// machine).
 	const units = 30_000 + 5_000
 	sale := e.NewSale(t, 4, 30_000, 5_000)
 	sh := opstest.NewShopper(e.T.Store, sale)
 	var reserved atomic.Int64
 	winners := sync.Map{}
-	us := opstest.Users(20000)
+	us := opstest.Users(30_000)
 	var next atomic.Int64
 	shoppers := testenv.StartShoppers(t, 8, 2*time.Millisecond, func() bool {
 		i := next.Add(1)
@@ -49,8 +50,8 @@ func TestReshardThroughOps(t *testing.T) {
 	})
 	for _, n := range []int{16, 4} {
 		time.Sleep(200 * time.Millisecond)
-		if reserved.Load() >= units {
-			t.Fatal("sold out before the reshard: the test would not show a reshard under load")
+		if int(next.Load()) >= len(us) {
+			t.Fatal("every buyer had bought before the reshard: the test would not show a reshard under load")
 		}
 		rep, err := reshard.Reshard(ctx, e.T, sale.ID, n)
 		if err != nil {
