@@ -52,9 +52,10 @@
 //	log hash   = SHA-256("flashsale-draw-log-v1\x00" || previous hash[32] || body),
 //	             the first entry's previous hash 32 zero bytes
 //	draw id    = SHA-256("flashsale-draw-id-v1\x00" || sale u64 || count u64 || root[32]
-//	             || seed[32] || round u64 || randomness[32]), round and randomness
-//	             zero for a draw without a beacon round: the revealed draw's
-//	             address, under which its pages and entries never change
+//	             || frozen-at unix ms u64 || seed[32] || round u64 || randomness[32]),
+//	             round and randomness zero for a draw without a beacon round: the
+//	             revealed draw's address, under which its pages and entries never
+//	             change (with the sale's head key and chain it fixes every field)
 //
 // A sale created before the beacon (its commitment has no round) is drawn
 // with key = seed; every checker says it is not beacon-sealed.
@@ -62,7 +63,8 @@
 // # Worked example
 //
 // Sale 7; users 42 and 43, both with the nonce 000102…0e0f (the bytes 0 to
-// 15); seed 32 bytes of 0x11; quicknet round 1000, whose signature is
+// 15); seed 32 bytes of 0x11; frozen at 1692806334000 (unix ms, 30 s before
+// the round's time); quicknet round 1000, whose signature is
 // b44679b9a59af2ec876b1a6b1ad52ea9b1615fc3982b19576350f93447cb1125e342b73a8dd2bacbe47e4b6b63ed5e39.
 // TestWorkedExample recomputes every value below from this text:
 //
@@ -74,7 +76,7 @@
 //	key        = 6ede0f239ea4a3772c6560153870942fc5cb7344a466212da489ac72b1b6fe27
 //	draw 42    = 4758cc4f08548f3a10ae8e72dffb44c18b299b5cc8cef2519cd35bc6b3535ae8  place 1
 //	draw 43    = 89df7374d2bb60b069e5f30fc8bdedb95038486c73686ebe15a8deb2291f69d6  place 2
-//	draw id    = b12d9a5e30fe5d3c75b8b2c7d31e00f4973f920fd2644e49e33b34a89a8a90ae
+//	draw id    = 10f99696cbef6d4ce86b26368a28f6ce25bbce4932dd7a9fc9f42e310af3e117
 //
 // Anyone can then run Verify on what was published (the seed against its
 // commitment, the beacon's signature against the pinned key, the leaves
@@ -92,6 +94,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"flashsale/sharding/draw/beacon"
 )
@@ -325,17 +328,20 @@ func Places(key, root Hash, leaves []Hash) (draws []Hash, places []int) {
 
 const idTag = "flashsale-draw-id-v1\x00"
 
-// ID is the revealed draw's address: a hash of everything that fixes its
-// draws and places (sale, count, root, seed and the round's randomness), so
-// that what is served under it can never change, and anyone holding a page
-// can recompute the address it came from.
-func ID(sale int64, p *Published) Hash {
-	var b [len(idTag) + 8 + 8 + 32 + 32 + 8 + 32]byte
+// ID is the revealed draw frozen at frozenAt's address: a hash of
+// everything that fixes what is published of it (sale, count, root, the
+// freeze's time, which fixes the signed tree head, seed, round and
+// randomness), so that what is served under it can never change, and
+// anyone holding a page can recompute the address it came from.
+func ID(sale int64, frozenAt time.Time, p *Published) Hash {
+	var b [len(idTag) + 8 + 8 + 32 + 8 + 32 + 8 + 32]byte
 	n := copy(b[:], idTag)
 	binary.BigEndian.PutUint64(b[n:], uint64(sale))
 	binary.BigEndian.PutUint64(b[n+8:], uint64(p.Count))
 	n += 16
 	n += copy(b[n:], p.Root[:])
+	binary.BigEndian.PutUint64(b[n:], uint64(frozenAt.UnixMilli()))
+	n += 8
 	n += copy(b[n:], p.Seed[:])
 	if p.Beacon != nil {
 		binary.BigEndian.PutUint64(b[n:], p.Beacon.Round)

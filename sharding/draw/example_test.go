@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"flashsale/sharding/draw/beacon"
 )
@@ -60,7 +61,7 @@ func TestWorkedExample(t *testing.T) {
 		name := map[Hash]string{l42: "draw 42", l43: "draw 43"}[l]
 		got[name], gotPlace[name] = draws[i].String(), ps[i]
 	}
-	got["draw id"] = ID(7, &Published{Count: 2, Root: root, Seed: seed, Beacon: &Beacon{Chain: beacon.ChainHash, Round: 1000, Signature: sig}}).String()
+	got["draw id"] = ID(7, time.UnixMilli(1692806334000), &Published{Count: 2, Root: root, Seed: seed, Beacon: &Beacon{Chain: beacon.ChainHash, Round: 1000, Signature: sig}}).String()
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s: the doc says %s, computed %s", k, v, got[k])

@@ -47,6 +47,7 @@ type publishedDraw struct {
 	Commitment *string
 	Count      int
 	Root, Seed string
+	FrozenAt   time.Time
 	Committed  bool
 	Beacon     *struct {
 		Chain, Signature string
@@ -218,7 +219,8 @@ func TestRaffleOverThreeGateways(t *testing.T) {
 		}
 	}
 	checkPlaces(t, s, gws, us, &pub)
-	checkEntryFiles(t, s, gws[1], &pub)
+	head, _ := s.readDraw(gws[1])
+	checkEntryFiles(t, s, gws[1], head.FrozenAt, &pub)
 	muteDraw(t, &pub)
 
 	// Before the start: every loser hears NOT_SELECTED, every winner sees a
@@ -359,9 +361,9 @@ func waitRevealed(t *testing.T, s *stack, gws []*app.App, seed draw.Hash, crowd 
 // .../draw; each entry by its leaf under it, without its nonce, with its
 // proof, draw and place, cached for good (a CDN may keep it); a leaf nobody
 // has is 404 NOT_ENTERED.
-func checkEntryFiles(t *testing.T, s *stack, gw *app.App, pub *draw.Published) {
+func checkEntryFiles(t *testing.T, s *stack, gw *app.App, frozenAt time.Time, pub *draw.Published) {
 	t.Helper()
-	at := fmt.Sprintf("http://%s/api/flash-sales/sales/%d/draw/%s", gw.Addr(), s.sale.ID, draw.ID(s.sale.ID, pub))
+	at := fmt.Sprintf("http://%s/api/flash-sales/sales/%d/draw/%s", gw.Addr(), s.sale.ID, draw.ID(s.sale.ID, frozenAt, pub))
 	_, first := s.get(fmt.Sprintf("http://%s/api/flash-sales/sales/%d/draw", gw.Addr(), s.sale.ID), "")
 	if code, page := s.get(at+"/pages/0", ""); code != 200 || string(page) != string(first) {
 		t.Fatalf("page 0 under the draw's address: %d, and not .../draw's bytes: %.200s", code, page)

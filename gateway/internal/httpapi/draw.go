@@ -19,8 +19,10 @@ import (
 // the seed and every leaf with its draw and place once revealed, in pages of
 // DrawPage entries (?from=K); GET .../draw/me serves the caller's own entry
 // with its inclusion proof. Both are read from this gateway's copy of the
-// admission state (no Redis call, but for /draw/me before the reveal: one
-// HGET).
+// admission state (no Redis call, but for /draw/me before the freeze: one
+// HGET). Once revealed, the draw's pages and entries are also served under
+// its address (draw.ID), immutable; their JSON is version 1 of this
+// format, and a change to it (or to DrawPage) takes a new path.
 
 // DrawPage is the most entries one /draw answer carries.
 const DrawPage = room.PageSize
@@ -72,7 +74,7 @@ func (h *Handler) drawPublished(ctx *fasthttp.RequestCtx, now time.Time, arg []b
 			body = build()
 		}
 		ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheRevealed)
-		h.answerBody(ctx, route, aOK, body)
+		h.answerRaw(ctx, route, aOK, body) // kept for good, or built for this answer alone
 		return
 	}
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheControl)
@@ -83,7 +85,7 @@ var valCacheRevealed = []byte("public, max-age=60")
 
 // buildPage builds the page of f, s's revealed draw, from entry from.
 func buildPage(sale *catalog.Sale, rs *room.Sale, st *room.State, f *room.Frozen, from int) []byte {
-	b := appendDrawHead(make([]byte, 0, 512+170*min(DrawPage, f.Count)), sale, rs, st)
+	b := appendDrawHead(make([]byte, 0, 1024+170*max(0, min(DrawPage, f.Count-from))), sale, rs, st)
 	return append(appendEntries(b, &f.Published, from), '}')
 }
 
@@ -346,8 +348,10 @@ var valCacheForever = []byte("public, max-age=31536000, immutable")
 
 // revealedUnder returns st's revealed draw when path's draw id
 // (".../draw/{id}/{kind}/{rest}") is its address, with rest. A draw not
-// revealed, or revealed under another id, has nothing under id.
-func revealedUnder(path []byte, st *room.State, kind string) (*room.Frozen, []byte, bool) {
+// revealed, or revealed under another id, has nothing under id; nor has a
+// sealed draw whose tree head this gateway could not sign (its pages would
+// lack the head another gateway's carry, under the same address).
+func revealedUnder(path []byte, rs *room.Sale, st *room.State, kind string) (*room.Frozen, []byte, bool) {
 	const n = 2 * len(draw.Hash{})
 	i := bytes.Index(path, []byte("/draw/"))
 	if i < 0 {
@@ -359,7 +363,7 @@ func revealedUnder(path []byte, st *room.State, kind string) (*room.Frozen, []by
 	}
 	f := st.Frozen
 	var id draw.Hash
-	if !lowerHex(p[:n]) || f == nil || !f.Revealed {
+	if !lowerHex(p[:n]) || f == nil || !f.Revealed || (rs.Sealed() && f.Head == nil) {
 		return nil, nil, false
 	}
 	if _, err := hex.Decode(id[:], p[:n]); err != nil || id != f.ID {
@@ -392,15 +396,21 @@ func (h *Handler) drawPage(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) 
 	if !ok {
 		return
 	}
-	f, rest, ok := revealedUnder(ctx.Path(), st, "pages")
+	f, rest, ok := revealedUnder(ctx.Path(), rs, st, "pages")
 	k, isPage := pageNumber(rest)
-	if !ok || !isPage || k >= pages(f) {
+	var body []byte
+	if ok && isPage && k < pages(f) {
+		body, ok = f.PageBody(k, func() []byte { return buildPage(sale, rs, st, f, k*DrawPage) })
+	}
+	if !ok || !isPage || body == nil {
+		// Not (yet) here: another gateway may have revealed first, so no
+		// cache may keep this answer for the address.
+		ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 		h.answer(ctx, route, aNotFound)
 		return
 	}
-	body, _ := f.PageBody(k, func() []byte { return buildPage(sale, rs, st, f, k*DrawPage) })
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valCacheForever)
-	h.answerBody(ctx, route, aOK, body)
+	h.answerRaw(ctx, route, aOK, body) // kept for good: never copied
 }
 
 // pages is the number of pages of f, a revealed draw: one at least.
@@ -438,7 +448,8 @@ func (h *Handler) drawEntry(ctx *fasthttp.RequestCtx, now time.Time, arg []byte)
 	if !ok {
 		return
 	}
-	f, rest, ok := revealedUnder(ctx.Path(), st, "entries")
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore) // until found
+	f, rest, ok := revealedUnder(ctx.Path(), rs, st, "entries")
 	if !ok {
 		h.answer(ctx, route, aNotFound)
 		return

@@ -23,12 +23,18 @@ func TestRevealedDrawByAddress(t *testing.T) {
 	e, rs, users := raffleEnv(t)
 	c := e.serve("10.0.0.1")
 	before := e.h.Room.Preset(rs, room.State{Entrants: 10, Final: true, At: time.Now()}, users, nil)
-	unrevealed := draw.ID(77, &draw.Published{Count: before.Count, Root: before.Root})
-	want(t, do(t, c, "GET", drawPath+"/"+unrevealed.String()+"/pages/0", ""), 404, `{"error":"NOT_FOUND"}`)
+	unrevealed := draw.ID(77, before.FrozenAt, &draw.Published{Count: before.Count, Root: before.Root, Seed: draw.NewSeed()})
+	for _, id := range []draw.Hash{unrevealed, before.ID} { // (the latter zero until the reveal)
+		r := do(t, c, "GET", drawPath+"/"+id.String()+"/pages/0", "")
+		want(t, r, 404, `{"error":"NOT_FOUND"}`)
+		if r.header["Cache-Control"] != "no-store" {
+			t.Fatalf("404 under an address before the reveal: Cache-Control %q, want no-store (another gateway may reveal first)", r.header["Cache-Control"])
+		}
+	}
 
 	seed := draw.NewSeed()
 	f := e.h.Room.Preset(rs, room.State{Cursor: 1, Entrants: 10, Final: true, At: time.Now()}, users, &seed)
-	id := draw.ID(77, &f.Published)
+	id := draw.ID(77, f.FrozenAt, &f.Published)
 	if f.ID != id {
 		t.Fatalf("the room's draw id %s, want draw.ID of what it publishes %s", f.ID, id)
 	}

@@ -392,17 +392,29 @@ func (h *Handler) answer(ctx *fasthttp.RequestCtx, route obs.Route, a answer) {
 // answerBody writes a's status with body (a's precomputed body when nil; body
 // is copied unless it is a's own).
 func (h *Handler) answerBody(ctx *fasthttp.RequestCtx, route obs.Route, a answer, body []byte) {
+	if body == nil {
+		h.answerRaw(ctx, route, a, answers[a].body)
+		return
+	}
+	h.status(ctx, route, a)
+	ctx.Response.SetBody(body)
+}
+
+// answerRaw is answerBody for a body that never changes (a's own, or a
+// page built once and kept): it is sent as is, not copied.
+func (h *Handler) answerRaw(ctx *fasthttp.RequestCtx, route obs.Route, a answer, body []byte) {
+	h.status(ctx, route, a)
+	ctx.Response.SetBodyRaw(body)
+}
+
+// status writes a's status line and headers, and counts it.
+func (h *Handler) status(ctx *fasthttp.RequestCtx, route obs.Route, a answer) {
 	spec := &answers[a]
 	r := &ctx.Response
 	r.SetStatusCode(spec.status)
 	r.Header.SetContentTypeBytes(contentJSON)
 	if spec.allow != nil {
 		r.Header.SetCanonical(hdrAllow, spec.allow)
-	}
-	if body == nil {
-		r.SetBodyRaw(spec.body)
-	} else {
-		r.SetBody(body)
 	}
 	h.Metrics.Request(route, spec.status)
 }

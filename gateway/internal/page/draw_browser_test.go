@@ -127,6 +127,7 @@ type sealedDraw struct {
 	sig     []byte
 	headKey ed25519.PrivateKey
 	head    map[string]any
+	frozen  time.Time // when the entries were frozen
 	draws   []draw.Hash
 	places  []int
 }
@@ -155,12 +156,14 @@ func newSealedDraw(t *testing.T, sale int64, users []uint64, nonces []draw.Nonce
 	}
 	d.root = draw.Root(d.leaves)
 	key := seed
+	d.frozen = time.UnixMilli(1_700_000_000_123)
 	if chain != nil {
 		var err error
 		if key, err = draw.KeyOf(seed, &draw.Beacon{Chain: chain.Hash, Round: round, Signature: sig}); err != nil {
 			t.Fatal(err)
 		}
-		d.head = d.signHead(t, d.headKey, chain.TimeOf(round).Add(-frozenBefore), chain.Hash, round)
+		d.frozen = chain.TimeOf(round).Add(-frozenBefore)
+		d.head = d.signHead(t, d.headKey, d.frozen, chain.Hash, round)
 	}
 	d.draws, d.places = draw.Places(key, d.root, d.leaves)
 	return d
@@ -235,7 +238,8 @@ func (d *sealedDraw) doc() map[string]any {
 		m["beacon"] = d.beacon()
 		pub.Beacon = &draw.Beacon{Chain: d.chain.Hash, Round: d.round, Signature: d.sig}
 	}
-	m["id"] = draw.ID(d.sale, pub).String()
+	m["frozenAt"] = d.frozen.UTC().Format("2006-01-02T15:04:05.000Z07:00") // as the gateway writes it
+	m["id"] = draw.ID(d.sale, d.frozen, pub).String()
 	return m
 }
 

@@ -330,7 +330,7 @@ func (r *Room) freeze(ctx context.Context, s *Sale, prev *Frozen) (*Frozen, erro
 	f.Commitment = draw.Commitment(seed)
 	f.users, f.nonces = make([]uint64, len(es)), make([]draw.Nonce, len(es))
 	f.Draws, f.Places = draw.Places(key, root, leaves)
-	f.ID = draw.ID(s.ID, &f.Published)
+	f.ID = draw.ID(s.ID, f.FrozenAt, &f.Published)
 	f.pages = make([]atomic.Pointer[[]byte], len(leaves)/PageSize+1)
 	for i := range es {
 		f.users[i], f.nonces[i] = es[i].user, es[i].nonce

@@ -44,7 +44,7 @@ func (r *Room) Preset(s *Sale, st State, users []uint64, seed *draw.Hash) *Froze
 			f.users[i], f.nonces[i] = es[i].user, es[i].nonce
 		}
 		f.Draws, f.Places = draw.Places(*seed, f.Root, leaves)
-		f.ID = draw.ID(s.ID, &f.Published)
+		f.ID = draw.ID(s.ID, f.FrozenAt, &f.Published)
 		f.pages = make([]atomic.Pointer[[]byte], len(leaves)/PageSize+1)
 	}
 	st.Frozen = f

@@ -75,9 +75,12 @@ func CheckDraw(doc *DrawPage, log *LogPage, id int64) (*DrawVerified, error) {
 		}
 		return rep, nil
 	}
-	if addr := draw.ID(id, pub).String(); doc.ID != "" && doc.ID != addr {
-		rep.Reason = fmt.Sprintf("the draw is served under the address %s, but what it serves hashes to %s (draw id): its pages could change under one address", doc.ID, addr)
-		return rep, nil
+	if doc.ID != "" {
+		frozen, err := time.Parse(time.RFC3339Nano, doc.FrozenAt)
+		if addr := draw.ID(id, frozen, pub).String(); err != nil || doc.ID != addr {
+			rep.Reason = fmt.Sprintf("the draw is served under the address %s, but what it serves (frozen at %q) hashes to %s (draw id): its pages could change under one address", doc.ID, doc.FrozenAt, addr)
+			return rep, nil
+		}
 	}
 	if err := checkWitness(doc, log, rep); err != nil {
 		rep.Reason = err.Error()

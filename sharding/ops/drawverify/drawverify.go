@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 
 	"flashsale/sharding/api"
 	"flashsale/sharding/draw"
@@ -85,6 +86,9 @@ func FetchDraw(ctx context.Context, c *http.Client, base string, id int64) (*Dra
 	}
 	if all.From != 0 {
 		return nil, fmt.Errorf("%s: the first page starts at entry %d, not 0", u, all.From)
+	}
+	if _, err := draw.ParseHash(all.ID); all.ID != "" && (err != nil || all.ID != strings.ToLower(all.ID)) {
+		return nil, fmt.Errorf("%s: the draw's address %q is not 64 lower-case hex digits", u, all.ID)
 	}
 	for k, p := 1, all; p.Next != nil; k++ {
 		if err := followsOn(p, len(all.Entries), all.Count); err != nil {

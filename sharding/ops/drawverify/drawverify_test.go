@@ -54,7 +54,7 @@ func publishedDraw(t *testing.T, n int) *drawverify.DrawPage {
 		HeadKey: hex.EncodeToString(headKey.Public().(ed25519.PublicKey))}
 	setEntries(p, seed, root, leaves)
 	signHead(t, p, frozen)
-	p.ID = draw.ID(7, &draw.Published{Count: n, Root: root, Seed: seed, Beacon: &draw.Beacon{Chain: beacon.Dev.Hash, Round: r, Signature: sig}}).String()
+	p.ID = draw.ID(7, frozen, &draw.Published{Count: n, Root: root, Seed: seed, Beacon: &draw.Beacon{Chain: beacon.Dev.Hash, Round: r, Signature: sig}}).String()
 	return p
 }
 
@@ -138,7 +138,7 @@ func serveDraw(t *testing.T, whole *drawverify.DrawPage, size int, log ...*drawv
 		if k, ok := strings.CutPrefix(r.URL.Path, base+"/"+whole.ID+"/pages/"); ok && whole.ID != "" {
 			n, _ := strconv.Atoi(k)
 			from = n * size
-		} else if r.URL.Path != base {
+		} else if r.URL.Path != base || (whole.ID != "" && r.URL.Query().Has("from")) { // pages by address once revealed
 			w.WriteHeader(http.StatusNotFound)
 			w.Write([]byte(`{"error":"` + api.SaleNotFound + `"}`))
 			return
@@ -389,7 +389,7 @@ func TestDrawVerifySealedMutants(t *testing.T) {
 			p := *good
 			p.ID = draw.NewSeed().String()
 			return serveDraw(t, &p, 20)
-		}(), "but what it serves hashes to"},
+		}(), "hashes to"},
 		{"log of another seed", serveDraw(t, good, 20, func() *drawverify.LogPage {
 			q := *good
 			q.Seed = draw.NewSeed().String()

@@ -260,15 +260,18 @@ FlashSale.draw = (() => {
   // signature: the beacon check says "absent"); null when either cannot be
   // read.
   // drawID is the revealed draw's address (sharding/draw's ID): SHA-256 of
-  // ("flashsale-draw-id-v1\0" || sale || count || root || seed || round ||
-  // SHA-256(round's signature)), round and randomness zero without a round;
-  // the pages served under it can never change.
+  // ("flashsale-draw-id-v1\0" || sale || count || root || frozen-at unix ms
+  // || seed || round || SHA-256(round's signature)), round and randomness
+  // zero without a round; the pages served under it can never change. null
+  // for a draw it cannot read.
   async function drawID(doc) {
     const b = doc.beacon == null ? null : readBeacon(doc.beacon);
-    const root = bytes(doc.root, 32), seed = bytes(doc.seed, 32);
-    if (!root || !seed || (doc.beacon != null && !(b && b.sig))) return null;
+    const root = bytes(doc.root, 32), seed = bytes(doc.seed, 32), sale = id(doc.saleId, maxU64 >> 1n);
+    const frozen = typeof doc.frozenAt === 'string' ? Date.parse(doc.frozenAt) : NaN;
+    if (!root || !seed || !sale || !Number.isSafeInteger(doc.count) || doc.count < 0 || !Number.isSafeInteger(frozen) || frozen <= 0 ||
+      (doc.beacon != null && !(b && b.sig))) return null;
     const tail = b ? [u64(b.round), await sha256(b.sig)] : [new Uint8Array(40)];
-    return sha256(idTag, u64(doc.saleId), u64(doc.count), root, seed, ...tail);
+    return sha256(idTag, u64(sale), u64(doc.count), root, u64(frozen), seed, ...tail);
   }
 
   async function drawKey(seedHex, beacon) {
