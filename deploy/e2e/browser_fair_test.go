@@ -353,6 +353,24 @@ func raffle(t *testing.T, b context.Context, lang string) {
 		t.Errorf("late: status %q, want %q", st, want)
 	}
 	late.shotSizes("raffle-closed", "raffle-closed")
+	if al := late.text("alert"); al != "" {
+		t.Errorf("late: alert %q, want none (no entry kept)", al)
+	}
+	// The same buyer, had this browser kept an entry of theirs (the shop
+	// accepted it, then dropped it from the draw): the alarm, loudly.
+	eval[bool](late, fmt.Sprintf(`localStorage.setItem('flashsale.nonce.%d', '2103:' + '5a'.repeat(16)) || true`, s.ID))
+	late.do(chromedp.Reload())
+	late.waitState(10*time.Second, nil, "raffle-closed")
+	for deadline := time.Now().Add(5 * time.Second); late.text("alert") == "" && time.Now().Before(deadline); {
+		time.Sleep(40 * time.Millisecond)
+	}
+	if st, want := late.text("status"), say(t, lang, "status.notInDraw"); st != want {
+		t.Errorf("late, an entry kept but not in the draw: status %q, want %q", st, want)
+	}
+	if al := late.text("alert"); !fits(t, lang, "alert.entryDropped", al, false) || !strings.Contains(al, "5a5a5a5a5a5a") {
+		t.Errorf("late, an entry kept but not in the draw: alert %q, want %q naming the nonce 5a5a5a5a5a5a…", al, say(t, lang, "alert.entryDropped"))
+	}
+	late.shotSizes("raffle-dropped", "raffle-closed")
 
 	// The start: the winner is admitted by itself and buys.
 	won.waitState(time.Until(s.StartsAt)+15*time.Second, nil, "open")

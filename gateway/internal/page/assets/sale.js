@@ -83,6 +83,8 @@
       seal: null,         // a sealed raffle's draw as sealWait follows it (showSeal)
       sealed: false,      // sealWait saw the reveal (or that the buyer is no entrant)
       recheck: null,      // an answer of .../draw/me to check once the check that runs ends
+      dropped: false,     // an entry this browser kept is not in the draw (notInDraw)
+      droppedAlarm: null, // its alert, said once
     };
   }
   let buyer = freshBuyer();
@@ -373,7 +375,7 @@
       case 'soldout': return msg('status.soldout');
       case 'raffle-soon': return msg('status.raffleSoon', { time: at(sale.entries.open) });
       case 'raffle-open': return msg('status.raffleOpen', { time: at(sale.entries.close) });
-      case 'raffle-closed': return msg('status.entriesClosed');
+      case 'raffle-closed': return msg(buyer.dropped ? 'status.notInDraw' : 'status.entriesClosed');
       case 'not-selected':
         return buyer.place > 0 ? msg('status.notSelected', { place: () => I.number(buyer.place) })
           : msg('status.notSelectedNoPlace');
@@ -721,6 +723,7 @@
     if (r.status === 403 && code === 'ENTRIES_CLOSED') {
       buyer.result = 'raffle-closed';
       buyer.entered = false;
+      notInDraw();
       return set('raffle-closed', phaseStatus('raffle-closed'));
     }
     if (r.status === 403 && (code === 'PRESALE_ONLY' || code === 'PRESALE_SOLD_OUT')) {
@@ -1002,7 +1005,7 @@
       if (b !== buyer) return false;
       if (r.status === 401) { signedOut(); return false; }
       // Not an entrant after all: the ticket endpoint says the entries closed.
-      if (r.status === 404 && r.body.error === 'NOT_ENTERED') return (b.sealed = true);
+      if (r.status === 404 && r.body.error === 'NOT_ENTERED') { notInDraw(); return (b.sealed = true); }
       if (r.status === 200 && r.body.seed != null) {
         sealRevealed(b, r.body);
         return (b.sealed = true);
@@ -1091,11 +1094,22 @@
   // shortHash is a hash as a person compares it: its first 12 hex digits.
   const shortHash = (h) => (typeof h === 'string' && h.length > 12 ? h.slice(0, 12) + '…' : String(h || ''));
 
-  // sealAlarm is the alert of a sealed raffle's entrant whatever else the
-  // page says: the head kept before the round is not the one the shop
-  // shows now, or a check of the draw failed. One message each, kept, so
-  // that saying it again does not announce it again.
+  // notInDraw takes the shop's word, after the close, that the buyer has
+  // no entry in the raffle's draw. A browser that kept this buyer's entry
+  // (its nonce, given only with the answer that entered them) heard the
+  // shop accept it: the entry was dropped or lost since, and the page says
+  // so (sealAlarm), whatever the draw.
+  function notInDraw() {
+    if (sale && sale.entries && now() >= sale.entries.close && savedNonce()) buyer.dropped = true;
+  }
+
+  // sealAlarm is the alert of a raffle's entrant whatever else the page
+  // says: an entry this browser kept is not in the draw (notInDraw); the
+  // head kept before the round is not the one the shop shows now, or a
+  // check of the draw failed. One message each, kept, so that saying it
+  // again does not announce it again.
   function sealAlarm() {
+    if (buyer.dropped) return buyer.droppedAlarm || (buyer.droppedAlarm = msg('alert.entryDropped', { nonce: shortHash(savedNonce()) }));
     const s = buyer.seal;
     if (!s) return null;
     if (s.changed) {
@@ -1145,7 +1159,7 @@
         const r = await call('GET', '/sales/' + saleId + '/draw/me');
         if (b !== buyer) return;
         if (r.status === 401) { signedOut(); return; }
-        if (r.status === 404 && r.body.error === 'NOT_ENTERED') { b.check = { state: 'not-entered' }; return; }
+        if (r.status === 404 && r.body.error === 'NOT_ENTERED') { notInDraw(); b.check = { state: 'not-entered' }; return; }
         if (r.status !== 200) { b.check = { state: 'error', code: r.body.error || r.status || 'offline' }; return; }
         me = r.body;
       }
