@@ -160,7 +160,7 @@ func (tb *tab) verifyPlace() {
 	if st != "verified" && st != "test" && st != "unsealed" {
 		tb.t.Fatalf("%s: the check of the draw ended %s (%q): %v", tb.name, st, tb.text("check-status"), results)
 	}
-	for _, k := range []string{"leaf", "proof", "seed", "draw", "published"} {
+	for _, k := range []string{"leaf", "proof", "seed", "draw", "published", "log"} {
 		if results[k] != "ok" {
 			tb.t.Errorf("%s: check %s: %q, want ok (%v)", tb.name, k, results[k], results)
 		}
@@ -502,7 +502,8 @@ func raffleSealed(t *testing.T, b context.Context, lang, other string) {
 	if st := a.waitCheck(5*time.Second, "frozen", "failed", "error", "unsupported"); st != "frozen" {
 		t.Errorf("tree head received: the check ended %s (%q): %v", st, a.text("check-status"), a.checkResults())
 	}
-	want := map[string]string{"leaf": "ok", "proof": "ok", "head": "ok", "kept": "ok", "seed": "pending", "beacon": "pending", "draw": "pending", "published": "pending"}
+	want := map[string]string{"leaf": "ok", "proof": "ok", "head": "ok", "kept": "ok", "seed": "pending", "beacon": "pending", "draw": "pending", "published": "pending",
+		"log": "pending"}
 	if r := a.checkResults(); !maps.Equal(r, want) {
 		t.Errorf("tree head received: the checks say %v, want %v", r, want)
 	}
@@ -633,7 +634,7 @@ func raffleSealedRevealed(t *testing.T, a, o *tab, lang string, sale int64, roun
 	if st := a.waitCheck(10*time.Second, "test", "verified", "unsealed", "failed", "error", "unsupported"); st != "test" {
 		t.Errorf("revealed: the check ended %s (%q), want test (the dev chain's round): %v", st, a.text("check-status"), a.checkResults())
 	}
-	want := map[string]string{"leaf": "ok", "proof": "ok", "head": "ok", "kept": "ok", "seed": "ok", "beacon": "test", "draw": "ok", "published": "ok"}
+	want := map[string]string{"leaf": "ok", "proof": "ok", "head": "ok", "kept": "ok", "seed": "ok", "beacon": "test", "draw": "ok", "published": "ok", "log": "ok"}
 	if r := a.checkResults(); !maps.Equal(r, want) {
 		t.Errorf("revealed: the checks say %v, want %v", r, want)
 	}

@@ -498,6 +498,7 @@ func TestBrowserDrawCheck(t *testing.T) {
 		other["id"] = draw.NewSeed().String()
 		pcases = append(pcases, pubCase{fmt.Sprintf("sale %d served under another address", d.sale), d.me(0), other, "mismatch"})
 	}
+	checkLogCases(t, ctx, ex, dev, un)
 	in, _ = json.Marshal(pcases)
 	pgot := evalIn[[]string](t, ctx, `Promise.all(`+string(in)+`.map((c) => FlashSale.draw.published(c.me, c.doc)))`)
 	for i, c := range pcases {
@@ -610,4 +611,140 @@ func TestBrowserDrawCheckTime(t *testing.T) {
 	if warm > float64(checkCeiling.Milliseconds()) {
 		t.Errorf("the check after the warm-up takes %.0f ms on a phone-sized CPU, over the ceiling of %v (target %v)", warm, checkCeiling, checkTarget)
 	}
+}
+
+// logOf is the draw's log as .../draw/log serves it: commitment, freeze,
+// beacon (sealed) and reveal, then extra; every entry chained by draw's
+// own code.
+func (d *sealedDraw) logOf(t *testing.T, extra ...*draw.Event) map[string]any {
+	t.Helper()
+	n := len(d.leaves)
+	c := &draw.Event{Event: draw.EventCommit, Commitment: draw.Commitment(d.seed).String()}
+	fr := &draw.Event{Event: draw.EventFreeze, Root: d.root.String(), Count: &n, FrozenAt: d.frozen.UnixMilli()}
+	evs := []*draw.Event{c, fr}
+	if d.chain != nil {
+		c.Chain, c.Round, c.HeadKey = d.chain.Hash, d.round, hex.EncodeToString(d.headKey.Public().(ed25519.PublicKey))
+		fr.HeadSig = d.head["signature"].(string)
+		evs = append(evs, &draw.Event{Event: draw.EventBeacon, Round: d.round, Signature: hex.EncodeToString(d.sig)})
+	}
+	evs = append(append(evs, &draw.Event{Event: draw.EventReveal, Seed: d.seed.String()}), extra...)
+	return logDoc(t, d.sale, evs)
+}
+
+// logDoc chains evs into the answer of .../draw/log.
+func logDoc(t *testing.T, sale int64, evs []*draw.Event) map[string]any {
+	t.Helper()
+	var prev draw.Hash
+	entries := []map[string]any{}
+	for i, e := range evs {
+		e.Seq, e.Sale, e.At = i, sale, 1_700_000_000_000+int64(i)
+		en, err := draw.NewEntry(prev, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = en.Hash
+		entries = append(entries, map[string]any{"hash": en.Hash.String(), "body": string(en.Body)})
+	}
+	return map[string]any{"saleId": sale, "entries": entries}
+}
+
+// checkLogCases: the page's check of the draw's log (draw.js log, a port of
+// draw.CheckLog and of flashctl's agreement rules) on logs chained by the
+// Go code: each draw's own log passes, a redraw after an abort passes as
+// "redrawn", and each mutant the Go checkers refuse is refused with its
+// word.
+func checkLogCases(t *testing.T, ctx context.Context, ex, dev, un *sealedDraw) {
+	t.Helper()
+	type logCase struct {
+		Name string         `json:"name"`
+		Me   map[string]any `json:"me"`
+		Log  map[string]any `json:"log"`
+		Ctx  map[string]any `json:"ctx"`
+		Want string         `json:"-"`
+	}
+	n := len(dev.leaves)
+	frozenOnly := dev.me(0)
+	for _, k := range []string{"seed", "commitment", "draw", "place", "beacon"} {
+		delete(frozenOnly, k)
+	}
+	cases := []logCase{
+		{"quicknet, the whole log", ex.me(0), ex.logOf(t), ex.ctx(0), "ok"},
+		{"dev, the whole log", dev.me(1), dev.logOf(t), dev.ctx(1), "ok"},
+		{"unsealed, the whole log", un.me(2), un.logOf(t), un.ctx(2), "ok"},
+		{"frozen, the log up to the freeze", frozenOnly, func() map[string]any {
+			l := dev.logOf(t)
+			l["entries"] = l["entries"].([]map[string]any)[:2]
+			return l
+		}(), dev.ctx(0), "pending"},
+		{"revealed, the log without its reveal", dev.me(0), func() map[string]any {
+			l := dev.logOf(t)
+			l["entries"] = l["entries"].([]map[string]any)[:3]
+			return l
+		}(), dev.ctx(0), "pending"},
+		{"a redraw after an abort", dev.me(0), dev.logOf(t, &draw.Event{Event: draw.EventAbort, Reason: "the seed leaked"},
+			&draw.Event{Event: draw.EventBeacon, Round: dev.round, Signature: hex.EncodeToString(dev.sig)},
+			&draw.Event{Event: draw.EventReveal, Seed: dev.seed.String()}), dev.ctx(0), "redrawn"},
+		{"a second freeze", dev.me(0), dev.logOf(t, &draw.Event{Event: draw.EventFreeze, Root: dev.root.String(), Count: &n,
+			FrozenAt: dev.frozen.UnixMilli(), HeadSig: dev.head["signature"].(string)}), dev.ctx(0), "mismatch"},
+		{"a redraw without an abort", dev.me(0), dev.logOf(t, &draw.Event{Event: draw.EventReveal, Seed: dev.seed.String()}), dev.ctx(0), "mismatch"},
+		{"an abort without its reason", dev.me(0), dev.logOf(t, &draw.Event{Event: draw.EventAbort}), dev.ctx(0), "mismatch"},
+		{"an entry changed in place", dev.me(0), func() map[string]any {
+			l := dev.logOf(t)
+			e := l["entries"].([]map[string]any)[1]
+			e["body"] = strings.Replace(e["body"].(string), `"count":`+strconv.Itoa(n), `"count":`+strconv.Itoa(n+1), 1)
+			return l
+		}(), dev.ctx(0), "mismatch"},
+		{"an entry's time changed (only its hash tells)", dev.me(0), func() map[string]any {
+			l := dev.logOf(t)
+			e := l["entries"].([]map[string]any)[0]
+			e["body"] = strings.Replace(e["body"].(string), `"at":1700000000000`, `"at":1700000000001`, 1)
+			return l
+		}(), dev.ctx(0), "mismatch"},
+		{"the log of another seed", dev.me(0), func() map[string]any {
+			o := *dev
+			o.seed = draw.NewSeed()
+			return o.logOf(t)
+		}(), dev.ctx(0), "mismatch"},
+		{"the log of another head", dev.me(0), func() map[string]any {
+			o := *dev
+			o.head = maps.Clone(dev.head)
+			o.head["signature"] = strings.Repeat("ab", 64)
+			return o.logOf(t)
+		}(), dev.ctx(0), "mismatch"},
+		{"frozen once the round could be known", dev.me(0), func() map[string]any {
+			o := *dev
+			o.frozen = dev.chain.TimeOf(dev.round)
+			return o.logOf(t)
+		}(), dev.ctx(0), "mismatch"},
+		{"the log of another sale", dev.me(0), logDoc(t, dev.sale, func() []*draw.Event {
+			var evs []*draw.Event
+			for _, e := range dev.logOf(t)["entries"].([]map[string]any) {
+				var ev draw.Event
+				if err := json.Unmarshal([]byte(e["body"].(string)), &ev); err != nil {
+					t.Fatal(err)
+				}
+				evs = append(evs, &ev)
+			}
+			return evs
+		}()), func() map[string]any { c := dev.ctx(0); c["saleId"] = "5"; return c }(), "mismatch"},
+		{"an unknown field", dev.me(0), func() map[string]any {
+			l := dev.logOf(t)
+			e := l["entries"].([]map[string]any)[0]
+			body := strings.Replace(e["body"].(string), "{", `{"extra":1,`, 1)
+			h := draw.ChainHash(draw.Hash{}, []byte(body))
+			e["body"], e["hash"] = body, h.String()
+			l["entries"] = l["entries"].([]map[string]any)[:1]
+			return l
+		}(), dev.ctx(0), "malformed"},
+		{"a sealed sale without a log", dev.me(0), map[string]any{"saleId": dev.sale, "entries": []any{}}, dev.ctx(0), "absent"},
+		{"a sale from before the log", un.me(0), map[string]any{"saleId": un.sale, "entries": []any{}}, un.ctx(0), "unsealed"},
+	}
+	in, _ := json.Marshal(cases)
+	got := evalIn[[]string](t, ctx, `Promise.all(`+string(in)+`.map((c) => FlashSale.draw.log(c.me, c.log, c.ctx)))`)
+	for i, c := range cases {
+		if i >= len(got) || got[i] != c.Want {
+			t.Errorf("log, %s: the page says %v, want %s", c.Name, got, c.Want)
+		}
+	}
+	t.Logf("%d cases of log", len(cases))
 }

@@ -37,6 +37,10 @@
 //          among them, is its draw's rank: what flashctl sale draw verify
 //          checks, in the browser, for a draw of one page (10,000
 //          entrants); a bigger one is "large" (not read here).
+//   log:   the draw's log (GET .../draw/log) is chained (each entry's hash
+//          over the one before), follows the rules (one commitment, one
+//          freeze before the round's time, no second beacon or reveal
+//          without an abort) and tells this draw: log (below).
 //
 // verify answers each check with one word: ok; mismatch (computed and
 // published differ, or a signature does not verify); nonce (the shop's
@@ -378,6 +382,102 @@ FlashSale.draw = (() => {
     return mine && mine.leaf === me.leaf && mine.draw === me.draw && mine.place === me.place ? 'ok' : 'mismatch';
   }
 
+  // The draw's log (sharding/draw's log.go, ported): each entry's hash is
+  // SHA-256("flashsale-draw-log-v1\0" || the previous hash (32 zero bytes
+  // for the first) || its body, the exact JSON text served), so a change,
+  // a drop or an insertion breaks every hash after it.
+  const logTag = enc.encode('flashsale-draw-log-v1\x00');
+  const logFields = new Set(['seq', 'event', 'sale', 'at', 'commitment', 'chain', 'round', 'headKey', 'root', 'count', 'frozenAt', 'headSig',
+    'signature', 'seed', 'reason']);
+  const hexOf = (v, n) => (bytes(v, n) ? v.toLowerCase() : null);
+
+  // logRules applies the log's rules (draw.CheckLog) to its events, in
+  // order: the commitment first and once; one freeze, before the committed
+  // round's time; a beacon after the freeze, for the committed round; a
+  // reveal after the beacon (or the freeze, unsealed); a second beacon or
+  // reveal only after an abort, which gives its reason. It returns the last
+  // event of each kind and the aborts, or null when a rule is broken.
+  function logRules(events) {
+    const st = { commit: null, freeze: null, beacon: null, reveal: null, aborts: 0 };
+    let again = { beacon: false, reveal: false };
+    for (const e of events) {
+      if ((st.commit === null) !== (e.event === 'commit')) return null;
+      switch (e.event) {
+        case 'commit':
+          if (!hexOf(e.commitment, 32) || (e.round != null && (!round(e.round) || !chains[chainOf(e.chain)]))) return null;
+          st.commit = e;
+          break;
+        case 'freeze': {
+          if (st.freeze || !hexOf(e.root, 32) || !Number.isSafeInteger(e.count) || e.count < 0 || !Number.isSafeInteger(e.frozenAt) || e.frozenAt <= 0) return null;
+          const c = st.commit.round != null && chains[chainOf(st.commit.chain)];
+          if (c && e.frozenAt >= timeOf(c, st.commit.round)) return null;
+          st.freeze = e;
+          break;
+        }
+        case 'beacon':
+          if (!st.freeze || (st.beacon && !again.beacon) || st.commit.round == null || e.round !== st.commit.round) return null;
+          st.beacon = e;
+          again.beacon = false;
+          break;
+        case 'reveal':
+          if (!st.freeze || (st.commit.round != null && !st.beacon) || (st.reveal && !again.reveal) || !hexOf(e.seed, 32)) return null;
+          st.reveal = e;
+          again.reveal = false;
+          break;
+        case 'abort':
+          if (typeof e.reason !== 'string' || e.reason === '') return null;
+          st.aborts++;
+          again = { beacon: st.beacon !== null, reveal: st.reveal !== null };
+          break;
+        default:
+          return null;
+      }
+    }
+    return st;
+  }
+
+  // log checks doc, the draw's log as GET .../draw/log served it, for the
+  // page's sale and what its description published (as verify), against
+  // me, the answer of .../draw/me: its chain of hashes and its rules, and
+  // that it tells me's draw (commitment, round and head key; root, count
+  // and the head's signature and time; the round's signature; the seed).
+  // Its word: ok; redrawn (as ok, with an abort and a redraw in the open);
+  // pending (right so far, the steps me shows not all logged yet);
+  // mismatch; absent (a sealed sale with no log); unsealed (a sale from
+  // before the log); malformed.
+  async function log(me, doc, { saleId, commitment, headKey = null, chain = null, round: r = null }) {
+    const sealed = headKey != null || chain != null || r != null;
+    if (!doc || typeof doc !== 'object' || !Array.isArray(doc.entries)) return 'malformed';
+    if (doc.entries.length === 0) return sealed ? 'absent' : 'unsealed';
+    let prev = new Uint8Array(32);
+    const events = [];
+    for (const [i, en] of doc.entries.entries()) {
+      const h = en && bytes(en.hash, 32);
+      if (!h || typeof en.body !== 'string') return 'malformed';
+      if (!same(await sha256(logTag, prev, enc.encode(en.body)), h)) return 'mismatch';
+      prev = h;
+      let e;
+      try { e = JSON.parse(en.body); } catch (err) { return 'malformed'; }
+      if (!e || typeof e !== 'object' || Object.keys(e).some((k) => !logFields.has(k))) return 'malformed';
+      if (e.seq !== i || String(e.sale) !== String(saleId)) return 'mismatch';
+      events.push(e);
+    }
+    const st = logRules(events);
+    if (!st) return 'mismatch';
+    const c = st.commit;
+    const low = (v) => (typeof v === 'string' ? v.toLowerCase() : v);
+    if (low(c.commitment) !== low(commitment)) return 'mismatch';
+    if (sealed ? c.round !== round(r) || low(c.chain) !== low(chain) || low(c.headKey) !== low(headKey) : c.round != null) return 'mismatch';
+    const f = st.freeze;
+    if (f && me.root != null && (low(f.root) !== low(me.root) || f.count !== me.count)) return 'mismatch';
+    if (f && me.head != null && (low(f.headSig) !== low(me.head.signature) || f.frozenAt !== me.head.frozenAtMs)) return 'mismatch';
+    const sig = me.beacon && me.beacon.signature;
+    if (st.beacon && sig != null && low(st.beacon.signature) !== low(sig)) return 'mismatch';
+    if (st.reveal && me.seed != null && low(st.reveal.seed) !== low(me.seed)) return 'mismatch';
+    if (me.seed == null || !f || !st.reveal || (sealed && !st.beacon)) return 'pending';
+    return st.aborts > 0 ? 'redrawn' : 'ok';
+  }
+
   // chain describes the pinned chain of hash (the sale description's
   // draw.chain) for the page: its name, whether it is the test chain, and
   // when its round r is published (unix ms); null for a chain not pinned.
@@ -414,5 +514,5 @@ FlashSale.draw = (() => {
     return warmed;
   }
 
-  return { supported, verify, published, chain, sameHead, warm };
+  return { supported, verify, published, log, chain, sameHead, warm };
 })();

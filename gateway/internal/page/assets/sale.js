@@ -1165,7 +1165,8 @@
       }
       let res;
       try {
-        res = await FlashSale.draw.verify(me, { saleId, userId: tokenUser(getToken()), commitment: saleCommitment(), nonce: savedNonce(), ...saleSeal() });
+        const ctx = { saleId, userId: tokenUser(getToken()), commitment: saleCommitment(), nonce: savedNonce(), ...saleSeal() };
+        res = await FlashSale.draw.verify(me, ctx);
         if (me.seed != null) {
           // The public draw, as anyone sees it: the same root and seed, and
           // the buyer's place as the rank of their draw among all of them.
@@ -1173,6 +1174,13 @@
           if (b !== buyer) return;
           res.published = pub.status === 200 ? await FlashSale.draw.published(me, pub.body) : 'mismatch';
         } else if (me.root != null) res.published = 'pending';
+        if (me.root != null) {
+          // The draw's log: every step once, in the open (a gateway that
+          // does not answer leaves it pending, as a draw not revealed).
+          const lg = await call('GET', '/sales/' + saleId + '/draw/log');
+          if (b !== buyer) return;
+          res.log = lg.status === 200 ? await FlashSale.draw.log(me, lg.body, ctx) : 'pending';
+        }
         const kept = keptWord(me);
         if (kept) res.kept = kept;
       } catch (e) {
@@ -1206,7 +1214,7 @@
     }
   }
   // isNote: draw.js's words that fail no check but limit what it proves.
-  const isNote = (w) => w === 'unsealed' || w === 'test' || w === 'none' || w === 'after';
+  const isNote = (w) => w === 'unsealed' || w === 'test' || w === 'none' || w === 'after' || w === 'redrawn';
   // checkSays names each check's outcome (draw.js's words) as a message.
   const checkSays = {
     leaf: { ok: 'check.leafOk', mismatch: 'check.leafMismatch', nonce: 'check.leafNonce' },
@@ -1219,6 +1227,8 @@
       absent: 'check.beaconAbsent', unsealed: 'check.unsealedOne', pending: 'check.beaconPending' },
     draw: { ok: 'check.drawOk', mismatch: 'check.drawMismatch', pending: 'check.drawPending' },
     published: { ok: 'check.publishedOk', mismatch: 'check.publishedMismatch', pending: 'check.publishedPending', large: 'check.publishedLarge' },
+    log: { ok: 'check.logOk', redrawn: 'check.logRedrawn', pending: 'check.logPending', mismatch: 'check.logMismatch', absent: 'check.logAbsent',
+      unsealed: 'check.logUnsealed' },
   };
   // renderCheck shows what verifyPlace found: a line for where it stands
   // (the section's data-state), one item per check, the numbers checked.
