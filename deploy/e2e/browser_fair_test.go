@@ -556,6 +556,32 @@ func sealedWaits(t *testing.T, tb *tab, round string) {
 	tb.shotSizes("sealed-wait", "raffle-beacon")
 }
 
+// queueWitnessed: between the queue's freeze and its round the page keeps
+// the signed tree head, as a raffle entrant's does, and checks the entry
+// against it ("frozen"); the test then hands the round, as an operator
+// would to gateways that reach no relay.
+func queueWitnessed(t *testing.T, tb *tab, s *createdSale) {
+	t.Helper()
+	headKey := fmt.Sprintf("flashsale.head.%d", s.ID)
+	for deadline := s.StartsAt.Add(15 * time.Second); eval[string](tb, `localStorage.getItem('`+headKey+`') || ''`) == ""; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("queued: no tree head kept 15 s after the start (state %s, status %q)", tb.state(), tb.text("status"))
+		}
+	}
+	if st := tb.waitCheck(10*time.Second, "frozen", "failed", "error", "unsupported"); st != "frozen" {
+		t.Errorf("queued, the head kept: the check ended %s (%q): %v", st, tb.text("check-status"), tb.checkResults())
+	}
+	if r := tb.checkResults(); r["head"] != "ok" || r["proof"] != "ok" || r["log"] != "pending" {
+		t.Errorf("queued, the head kept: the checks say %v, want head and proof ok, the log pending", r)
+	}
+	tb.shotSizes("queue-head", "queued")
+	sig, err := beacon.Dev.Sign(s.Draw.Round)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flashctl(t, "sale", "draw", "beacon", "--sale", strconv.FormatInt(s.ID, 10), "--signature", hex.EncodeToString(sig))
+}
+
 // countAsks counts a's asks of .../draw/me while the round is due: one every
 // 1 to 2 s, no hammering.
 func countAsks(t *testing.T, a *tab, roundAt time.Time) {
@@ -787,13 +813,19 @@ func presale(t *testing.T, b context.Context, lang string) {
 // (1 to 13) and "chance"; and serve GET .../draw/me as for a raffle.
 func TestBrowserQueueOdds(t *testing.T) {
 	need(t)
+	t.Setenv("FLASHSALE_BEACON", "dev") // flashctl seals the draw on the dev chain
 	b := browser(t)
 	t.Run("ja", func(t *testing.T) { queueOdds(t, b, "ja") })
 }
 
 func queueOdds(t *testing.T, b context.Context, lang string) {
+	// The gateway asks quicknet's relays (none here) for the dev chain's
+	// round: the draw waits for it until the test hands it.
 	s, g := startFrontDoor(t, 3, 10*time.Second, branded(map[string]any{"name": "Slow queue", "ticketRequired": true,
-		"waitingRoom": map[string]any{"preQueue": "1m", "admitFactor": 0.01}}))
+		"waitingRoom": map[string]any{"preQueue": "1m", "admitFactor": 0.01}}), "-beacon", "quicknet")
+	if s.Draw == nil || s.Draw.Round == 0 {
+		t.Fatalf("the queue's draw is not sealed by a beacon round: %+v", s.Draw)
+	}
 	for _, c := range crowd(t, 12) {
 		if code := joinRoom(g, s.ID, c); code != 202 {
 			t.Fatalf("a crowd's join of the pre-queue: %d, want 202", code)
@@ -807,6 +839,7 @@ func queueOdds(t *testing.T, b context.Context, lang string) {
 	if m := tb.text("access-mode"); m != say(t, lang, "access.queue") {
 		t.Errorf("the access line %q, want %q", m, say(t, lang, "access.queue"))
 	}
+	queueWitnessed(t, tb, s)
 	// The entries close 2 s after the start; the place follows.
 	deadline := s.StartsAt.Add(15 * time.Second)
 	for tb.text("chance") == "" {
@@ -830,6 +863,9 @@ func queueOdds(t *testing.T, b context.Context, lang string) {
 	}
 	tb.shotSizes("queued-odds", "queued")
 	tb.verifyPlace()
+	if k := tb.checkResults()["kept"]; k != "ok" {
+		t.Errorf("revealed: check kept %q, want ok (the head kept before the round is the shop's)", k)
+	}
 	tb.shotSizes("queue-verified", "queued")
 	t.Logf("place %s, %s", place, c)
 	logShots(t, tb)

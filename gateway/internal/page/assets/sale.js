@@ -538,10 +538,7 @@
       // once sealWait saw the reveal).
       if (sale.entries && (now() < sale.entries.close || (sealOf() && !b.sealed && !b.place))) {
         if (!(await untilDraw(b))) return;
-      } else {
-        await sleep(r.retryAfter * 1000);
-        if (b !== buyer) return;
-      }
+      } else if (!(await queuedWait(b, r.retryAfter * 1000))) return;
       return getTicket({}, auto);
     }
     if (r.status === 428 && code === 'PROOF_REQUIRED') return proof(r.body.challenge, r.body.difficulty, auto);
@@ -963,18 +960,53 @@
   // meanwhile; the round is at least 30 s away on drand's quicknet).
   const headDwell = 6000;
 
-  // sealOf is the beacon round that seals the sale's raffle, as its
-  // description published it: {chain (draw.js's chain: name, test), round,
-  // at (server ms)}; null for no raffle, a draw sealed by no round, or a
-  // chain this page does not pin (its check says so).
+  // sealOf is the beacon round that seals the sale's draw (a raffle's or a
+  // queue's), as its description published it: {chain (draw.js's chain:
+  // name, test), round, at (server ms)}; null for a draw sealed by no
+  // round, or a chain this page does not pin (its check says so).
   function sealOf() {
     const d = saleSeal();
-    if (!sale || !sale.entries || !d.chain || !d.round || !FlashSale.draw || !FlashSale.draw.chain) return null;
+    if (!sale || !d.chain || !d.round || !FlashSale.draw || !FlashSale.draw.chain) return null;
     const chain = FlashSale.draw.chain(d.chain);
     const at = chain && chain.at(d.round);
     return at ? { chain, round: String(d.round), at } : null;
   }
   const sealing = () => state === 'raffle-frozen' || state === 'raffle-beacon';
+
+  // queueWitness keeps, for a buyer queued in a sale whose draw a beacon
+  // round seals, the signed tree head between the draw's freeze (from the
+  // start) and the round: asked of .../draw/me (queuedWait paces it) until
+  // it carries the head, which is kept and checked, as a raffle entrant's
+  // is (sealWait); "Verify my place" then compares the head the shop shows
+  // with this one.
+  async function queueWitness(b) {
+    if (!witnessing(b) || now() < sale.start) return;
+    const r = await call('GET', '/sales/' + saleId + '/draw/me');
+    if (b !== buyer || r.status !== 200 || r.body.head == null || r.body.seed != null) return;
+    keepHead(r.body);
+    verifyPlace(r.body, false);
+  }
+  // witnessing: b is queued in a sealed queue, with no head kept and no
+  // place yet, before the round's time.
+  const witnessing = (b) => {
+    const seal = sealOf();
+    return !sale.entries && seal && !(b.place > 0) && !savedHead() && now() < seal.at;
+  };
+  // queuedWait waits ms before the queued buyer b asks again; meanwhile,
+  // in a sealed queue, it keeps the tree head (queueWitness: from the
+  // start, every one to two seconds). False when the buyer changed.
+  async function queuedWait(b, ms) {
+    const until = now() + ms;
+    for (;;) {
+      await queueWitness(b);
+      if (b !== buyer) return false;
+      const n = now();
+      if (n >= until) return true;
+      const next = !witnessing(b) ? until : n < sale.start ? sale.start + Math.random() * 500 : n + 1000 + Math.random() * 1000;
+      await sleep(Math.min(until, next) - n);
+      if (b !== buyer) return false;
+    }
+  }
 
   // keepHead keeps the first tree head this browser received for the
   // signed-in buyer, with their leaf and proof and when it came (server
