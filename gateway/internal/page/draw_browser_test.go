@@ -538,11 +538,12 @@ func TestBrowserDrawCheckTime(t *testing.T) {
 	}
 	ctx, url := checkerBrowser(t)
 	ex := workedExample(t)
-	in, _ := json.Marshal(map[string]any{"me": ex.me(0), "ctx": ex.ctx(0), "doc": ex.doc()})
+	in, _ := json.Marshal(map[string]any{"me": ex.me(0), "ctx": ex.ctx(0), "doc": ex.doc(), "log": ex.logOf(t)})
 	type timing struct {
 		Verify    float64           `json:"verify"`
 		Again     float64           `json:"again"`
 		Published float64           `json:"published"`
+		Log       float64           `json:"log"`
 		Curves    float64           `json:"curves"`
 		Words     map[string]string `json:"words"`
 		Warm      float64           `json:"warm"`
@@ -559,8 +560,10 @@ func TestBrowserDrawCheckTime(t *testing.T) {
   const t2 = performance.now();
   words.published = await FlashSale.draw.published(c.me, c.doc);
   const t3 = performance.now();
+  words.log = await FlashSale.draw.log(c.me, c.log, c.ctx);
+  const t4 = performance.now();
   const curves = performance.measure('curves', 'curves-start', 'curves-end').duration;
-  return {verify: t1 - t0, again: t2 - t1, published: t3 - t2, curves, words, warm: w1 - w0, warmed};
+  return {verify: t1 - t0, again: t2 - t1, published: t3 - t2, log: t4 - t3, curves, words, warm: w1 - w0, warmed};
 })(` + string(in) + `)`
 	const runs = 7
 	var first, warmed []timing
@@ -578,7 +581,7 @@ func TestBrowserDrawCheckTime(t *testing.T) {
 			}
 			script := strings.Replace(run, "c.warm ?", fmt.Sprintf("%v ?", into == &warmed), 1)
 			tm := evalIn[timing](t, tab, script)
-			if !maps.Equal(tm.Words, with(allOK, "published", "ok")) || !tm.Warmed {
+			if !maps.Equal(tm.Words, with(allOK, "published", "ok", "log", "ok")) || !tm.Warmed {
 				t.Fatalf("the example does not verify: %v (warm-up passed: %v)", tm.Words, tm.Warmed)
 			}
 			*into = append(*into, tm)
@@ -604,10 +607,11 @@ func TestBrowserDrawCheckTime(t *testing.T) {
 	warm, warmRuns := median(warmed, verifyOf)
 	warmUp, _ := median(warmed, func(x timing) float64 { return x.Warm })
 	pub, _ := median(first, func(x timing) float64 { return x.Published })
+	logMs, _ := median(first, func(x timing) float64 { return x.Log })
 	load, _ := median(first, func(x timing) float64 { return x.Curves })
 	t.Logf("CPU throttled 4x, median of %d runs (target %v): verify() on a fresh page after the page's warm-up %.0f ms %s ms (the warm-up itself, "+
 		"while the buyer waits for the round: %.0f ms); without the warm-up %.0f ms %s ms; again on that page %.0f ms; published() (2 entrants) %.1f ms; "+
-		"loading the curves' script %.1f ms", runs, checkTarget, warm, warmRuns, warmUp, cold, coldRuns, again, pub, load)
+		"log() (4 entries) %.1f ms; loading the curves' script %.1f ms", runs, checkTarget, warm, warmRuns, warmUp, cold, coldRuns, again, pub, logMs, load)
 	if warm > float64(checkCeiling.Milliseconds()) {
 		t.Errorf("the check after the warm-up takes %.0f ms on a phone-sized CPU, over the ceiling of %v (target %v)", warm, checkCeiling, checkTarget)
 	}
