@@ -38,6 +38,9 @@ type DrawVerified struct {
 	// whether the draw's log was checked.
 	Sealed string `json:"sealed"`
 	Log    string `json:"log"`
+	// Address is the revealed draw's address (draw.ID), checked against
+	// what it serves; "" when the draw read names none.
+	Address string `json:"address,omitempty"`
 }
 
 // CheckDraw verifies doc, the whole published draw of sale id, with
@@ -81,6 +84,7 @@ func CheckDraw(doc *DrawPage, log *LogPage, id int64) (*DrawVerified, error) {
 			rep.Reason = fmt.Sprintf("the draw is served under the address %s, but what it serves (frozen at %q) hashes to %s (draw id): its pages could change under one address", doc.ID, doc.FrozenAt, addr)
 			return rep, nil
 		}
+		rep.Address = doc.ID
 	}
 	if err := checkWitness(doc, log, rep); err != nil {
 		rep.Reason = err.Error()
@@ -147,6 +151,9 @@ func (r *DrawVerified) Text(w io.Writer) error {
 	}
 	if r.Log != "" {
 		fmt.Fprintf(w, "log: %s\n", r.Log)
+	}
+	if r.Address != "" {
+		fmt.Fprintf(w, "address: %s, the hash of what it serves (its pages are immutable under it)\n", r.Address)
 	}
 	desc := "the same as in the sale's description in Redis"
 	if r.Described != "matches" {

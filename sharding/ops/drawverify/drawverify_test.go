@@ -356,7 +356,7 @@ func TestDrawVerifySealedMutants(t *testing.T) {
 	good := publishedDraw(t, 40)
 	code, out, errOut := verifyOn(serveDraw(t, good, 20).URL)
 	if code != ops.ExitOK || !strings.Contains(out, "sealed by a beacon: yes: dev round") || !strings.Contains(out, "test chain anyone can sign") ||
-		!strings.Contains(out, "log: 4 entries, chained") {
+		!strings.Contains(out, "log: 4 entries, chained") || !strings.Contains(out, "address: "+good.ID+", the hash of what it serves") {
 		t.Fatalf("the sealed draw: exit %d\n%s%s", code, out, errOut)
 	}
 	n := good.Count
@@ -421,6 +421,9 @@ func TestSaveAMillion(t *testing.T) {
 	dir := os.Getenv("FLASHSALE_DRAW_DIR")
 	if n <= 0 || dir == "" {
 		t.Skip("set FLASHSALE_DRAW_SAVE (entrants) and FLASHSALE_DRAW_DIR to write a draw")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	p := publishedDraw(t, n)
 	for name, v := range map[string]any{"draw.json": p, "log.json": logOf(t, p)} {
