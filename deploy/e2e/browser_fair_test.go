@@ -574,6 +574,18 @@ func queueWitnessed(t *testing.T, tb *tab, s *createdSale) {
 	if r := tb.checkResults(); r["head"] != "ok" || r["proof"] != "ok" || r["log"] != "pending" {
 		t.Errorf("queued, the head kept: the checks say %v, want head and proof ok, the log pending", r)
 	}
+	// The status goes on with the wait for the round, as a raffle's.
+	round := strconv.FormatUint(s.Draw.Round, 10)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(tb.text("status"), say(t, tb.lang, "seal.kept")); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	if st := tb.text("status"); !strings.Contains(st, round) || !strings.Contains(st, say(t, tb.lang, "seal.testChain", "chain", "dev")) ||
+		!strings.HasSuffix(st, say(t, tb.lang, "seal.kept")) {
+		t.Errorf("queued, the head kept: status %q, want the wait for round %s of dev, %q and %q", st, round,
+			say(t, tb.lang, "seal.testChain", "chain", "dev"), say(t, tb.lang, "seal.kept"))
+	}
 	tb.shotSizes("queue-head", "queued")
 	sig, err := beacon.Dev.Sign(s.Draw.Round)
 	if err != nil {

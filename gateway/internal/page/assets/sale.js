@@ -83,6 +83,7 @@
       seal: null,         // a sealed raffle's draw as sealWait follows it (showSeal)
       sealed: false,      // sealWait saw the reveal (or that the buyer is no entrant)
       recheck: null,      // an answer of .../draw/me to check once the check that runs ends
+      inQueue: null,      // the last QUEUED answer's position and wait (s), for queued()
       dropped: false,     // an entry this browser kept is not in the draw (notInDraw)
       droppedAlarm: null, // its alert, said once
     };
@@ -601,7 +602,8 @@
     if (sale.entries && !buyer.place && buyer.seal) return showSeal();
     if (sale.entries && !buyer.place) return set('raffle-entered', entered(a.entrants > 0 ? a.entrants : a.position));
     if (sale.entries && buyer.chance === 1) return set('selected', msg('status.selected', { time: () => I.dateTime(sale.start) }));
-    set('queued', queued(a.position, a.estimatedWaitSeconds));
+    buyer.inQueue = [a.position, a.estimatedWaitSeconds];
+    set('queued', queued(...buyer.inQueue));
   }
   // entered is the status line of a raffle's entrant before the draw.
   function entered(entrants) {
@@ -660,12 +662,17 @@
   }
 
   // queued is the status line of a place in the queue (its sentences).
+  // In a sealed queue, once this browser keeps the tree head and until the
+  // place is known, the wait for the beacon round follows (as a raffle's).
   function queued(pos, wait) {
+    const seal = sealOf();
+    const sealed = !sale.entries && seal && !(buyer.place > 0) && savedHead();
     return [
       pos > 0 ? msg('queue.position', { position: I.number(pos) }) : msg('queue.in'),
       now() < sale.start ? msg('queue.drawn') : null,
       wait > 0 ? msg('queue.wait', { time: I.clock(wait * 1000) }) : null,
       msg('queue.keepOpen'),
+      ...(sealed ? waitSays({ seal }) : []),
     ];
   }
 
@@ -1002,6 +1009,7 @@
     if (b !== buyer || r.status !== 200 || r.body.head == null || r.body.seed != null) return;
     keepHead(r.body);
     verifyPlace(r.body, false);
+    if (state === 'queued' && b.inQueue) set('queued', queued(...b.inQueue));
   }
   // witnessing: b is queued in a sealed queue, with no head kept and no
   // place yet, before the round's time.
@@ -1119,8 +1127,9 @@
     }
     el.countdown.textContent = countdownText(phase());
   }
-  // sealBad: the check of the frozen draw failed (or could not be made).
-  const sealBad = () => !buyer.seal.me.head || (buyer.check && ['failed', 'error', 'unsupported'].includes(buyer.check.state));
+  // sealBad: the check of the frozen draw failed (or could not be made);
+  // a raffle's entrant's answer carried no head.
+  const sealBad = () => (buyer.seal && !buyer.seal.me.head) || (buyer.check && ['failed', 'error', 'unsupported'].includes(buyer.check.state));
   // headSays is the status line of "tree head received".
   function headSays(s) {
     const h = s.me.head;
