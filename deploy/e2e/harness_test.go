@@ -145,6 +145,7 @@ func startAs(t *testing.T, gid uint32, name string, args ...string) *proc {
 	if gid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(os.Getuid()), Gid: gid, NoSetGroups: false}}
 	}
+	testenv.DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

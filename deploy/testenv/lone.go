@@ -29,6 +29,7 @@ func LoneRedis(t testing.TB, args ...string) rueidis.Client {
 	dir := t.TempDir()
 	cmd := exec.Command(bin, append([]string{"--port", port, "--bind", "127.0.0.1", "--dir", dir,
 		"--save", "", "--appendonly", "no"}, args...)...)
+	DieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
