@@ -117,6 +117,23 @@ func ParseHash(s string) (Hash, error) {
 	return h, nil
 }
 
+// ParseLowerHash parses b when it is a Hash as published, exactly 64
+// lower-case hex digits (the one form an address or a leaf is written in,
+// so that one URL names it), without allocating.
+func ParseLowerHash(b []byte) (Hash, bool) {
+	var h Hash
+	if len(b) != 2*len(h) {
+		return h, false
+	}
+	for _, c := range b {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return h, false
+		}
+	}
+	_, _ = hex.Decode(h[:], b) // checked above
+	return h, true
+}
+
 // Nonce is an entrant's secret, given to them alone at entry.
 type Nonce [16]byte
 

@@ -34,6 +34,17 @@ const (
 	drawRevealed = "REVEALED" // seed public: every place can be checked
 )
 
+// drawSale reads the sale arg names and its room's state, or answers (404
+// SALE_NOT_FOUND, NO_DRAW, ...).
+func (h *Handler) drawSale(ctx *fasthttp.RequestCtx, now time.Time, route obs.Route, arg []byte) (*catalog.Sale, *room.Sale, *room.State, bool) {
+	sale := h.saleOf(ctx, now, route, arg)
+	if sale == nil {
+		return nil, nil, nil, false
+	}
+	rs, st, ok := h.drawOf(ctx, route, sale)
+	return sale, rs, st, ok
+}
+
 // drawOf returns sale's room and its state, or answers 404 NO_DRAW.
 func (h *Handler) drawOf(ctx *fasthttp.RequestCtx, route obs.Route, sale *catalog.Sale) (*room.Sale, *room.State, bool) {
 	if !sale.InRoom || h.Room == nil {
@@ -49,11 +60,7 @@ func (h *Handler) drawOf(ctx *fasthttp.RequestCtx, route obs.Route, sale *catalo
 
 func (h *Handler) drawPublished(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteDraw
-	sale := h.saleOf(ctx, now, route, arg)
-	if sale == nil {
-		return
-	}
-	rs, st, ok := h.drawOf(ctx, route, sale)
+	sale, rs, st, ok := h.drawSale(ctx, now, route, arg)
 	if !ok {
 		return
 	}
@@ -314,11 +321,7 @@ func appendHead(b []byte, f *room.Frozen) []byte {
 // it (each body the exact text its hash covers).
 func (h *Handler) drawLog(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteDrawLog
-	sale := h.saleOf(ctx, now, route, arg)
-	if sale == nil {
-		return
-	}
-	_, st, ok := h.drawOf(ctx, route, sale)
+	sale, _, st, ok := h.drawSale(ctx, now, route, arg)
 	if !ok {
 		return
 	}
@@ -362,25 +365,11 @@ func revealedUnder(path []byte, rs *room.Sale, st *room.State, kind string) (*ro
 		return nil, nil, false
 	}
 	f := st.Frozen
-	var id draw.Hash
-	if !lowerHex(p[:n]) || f == nil || !f.Revealed || (rs.Sealed() && f.Head == nil) {
-		return nil, nil, false
-	}
-	if _, err := hex.Decode(id[:], p[:n]); err != nil || id != f.ID {
+	id, ok := draw.ParseLowerHash(p[:n])
+	if !ok || f == nil || !f.Revealed || (rs.Sealed() && f.Head == nil) || id != f.ID {
 		return nil, nil, false
 	}
 	return f, p[n+len(kind)+2:], true
-}
-
-// lowerHex reports whether b is lower-case hex: an address is written one
-// way only.
-func lowerHex(b []byte) bool {
-	for _, c := range b {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // drawPage serves GET .../draw/{id}/pages/{k}: page k of the revealed draw
@@ -388,11 +377,7 @@ func lowerHex(b []byte) bool {
 // results-day crowd reads the public draw from a CDN, not the gateway.
 func (h *Handler) drawPage(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteDrawPage
-	sale := h.saleOf(ctx, now, route, arg)
-	if sale == nil {
-		return
-	}
-	rs, st, ok := h.drawOf(ctx, route, sale)
+	sale, rs, st, ok := h.drawSale(ctx, now, route, arg)
 	if !ok {
 		return
 	}
@@ -440,11 +425,7 @@ func pageNumber(b []byte) (int, bool) {
 // day.
 func (h *Handler) drawEntry(ctx *fasthttp.RequestCtx, now time.Time, arg []byte) {
 	const route = obs.RouteDrawEntry
-	sale := h.saleOf(ctx, now, route, arg)
-	if sale == nil {
-		return
-	}
-	rs, st, ok := h.drawOf(ctx, route, sale)
+	sale, rs, st, ok := h.drawSale(ctx, now, route, arg)
 	if !ok {
 		return
 	}
@@ -454,8 +435,8 @@ func (h *Handler) drawEntry(ctx *fasthttp.RequestCtx, now time.Time, arg []byte)
 		h.answer(ctx, route, aNotFound)
 		return
 	}
-	leaf, err := draw.ParseHash(string(rest))
-	if err != nil || !lowerHex(rest) {
+	leaf, ok := draw.ParseLowerHash(rest)
+	if !ok {
 		h.answer(ctx, route, aNotEntered)
 		return
 	}

@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 
 	"flashsale/sharding/api"
 	"flashsale/sharding/draw"
@@ -87,7 +86,7 @@ func FetchDraw(ctx context.Context, c *http.Client, base string, id int64) (*Dra
 	if all.From != 0 {
 		return nil, fmt.Errorf("%s: the first page starts at entry %d, not 0", u, all.From)
 	}
-	if _, err := draw.ParseHash(all.ID); all.ID != "" && (err != nil || all.ID != strings.ToLower(all.ID)) {
+	if _, ok := draw.ParseLowerHash([]byte(all.ID)); all.ID != "" && !ok {
 		return nil, fmt.Errorf("%s: the draw's address %q is not 64 lower-case hex digits", u, all.ID)
 	}
 	for k, p := 1, all; p.Next != nil; k++ {
