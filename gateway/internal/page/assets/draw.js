@@ -130,7 +130,9 @@ FlashSale.draw = (() => {
     const r = typeof v === 'string' && /^[1-9][0-9]{0,15}$/.test(v) ? Number(v) : v;
     return Number.isSafeInteger(r) && r >= 1 ? r : null;
   }
-  const chainOf = (hex) => (bytes(hex, 32) ? hex.toLowerCase() : null);
+  // hexOf is v, n bytes of hex, in lower case; or null.
+  const hexOf = (v, n) => (bytes(v, n) ? v.toLowerCase() : null);
+  const chainOf = (hex) => hexOf(hex, 32);
   function u64(v) {
     const b = new Uint8Array(8);
     new DataView(b.buffer).setBigUint64(0, BigInt(v), false);
@@ -389,7 +391,6 @@ FlashSale.draw = (() => {
   const logTag = enc.encode('flashsale-draw-log-v1\x00');
   const logFields = new Set(['seq', 'event', 'sale', 'at', 'commitment', 'chain', 'round', 'headKey', 'root', 'count', 'frozenAt', 'headSig',
     'signature', 'seed', 'reason']);
-  const hexOf = (v, n) => (bytes(v, n) ? v.toLowerCase() : null);
 
   // logRules applies the log's rules (draw.CheckLog) to its events, in
   // order: the commitment first and once; one freeze, before the committed

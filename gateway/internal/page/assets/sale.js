@@ -146,9 +146,13 @@
     const h = Object.assign({}, headers || {});
     const tok = getToken();
     if (tok) h.Authorization = 'Bearer ' + tok;
+    return fetchJSON(path, { method, headers: h, credentials: 'same-origin', cache: 'no-store' });
+  }
+  // fetchJSON asks the API and reads its JSON answer (status 0: no answer).
+  async function fetchJSON(path, init) {
     let resp;
     try {
-      resp = await fetch(API + path, { method, headers: h, credentials: 'same-origin', cache: 'no-store' });
+      resp = await fetch(API + path, init);
     } catch (e) {
       return { status: 0, body: {}, retryAfter: 2 };
     }
@@ -163,17 +167,7 @@
   // it (the gateway marks how long), so a crowd checking its places on
   // results day costs the gateway one read per cache, not one per buyer.
   // fresh: past every cache, for an answer that must be the latest.
-  async function publicGet(path, fresh) {
-    let resp;
-    try {
-      resp = await fetch(API + path, { credentials: 'omit', cache: fresh ? 'no-cache' : 'default' });
-    } catch (e) {
-      return { status: 0, body: {} };
-    }
-    let body = {};
-    try { body = await resp.json(); } catch (e) { /* empty or not JSON */ }
-    return { status: resp.status, body };
-  }
+  const publicGet = (path, fresh) => fetchJSON(path, { credentials: 'omit', cache: fresh ? 'no-cache' : 'default' });
 
   async function syncClock() {
     let best = Infinity;
